@@ -1,0 +1,37 @@
+// What Prescient knows about an open file: its name, whether it was opened for
+// writing, and its identity on disk at open time.
+//
+// The identity (device, inode, size, modification time) is part of every
+// dataset identity, so a file that is rewritten, truncated or replaced is a
+// different file to the cache even if its name is the same.
+#ifndef PRESCIENT_VOL_FILE_STATE_H_
+#define PRESCIENT_VOL_FILE_STATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace prescient::vol {
+
+struct FileIdentity {
+  bool valid = false;  // false: not a regular file we could stat (e.g. the core driver)
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+};
+
+// stat(2) of `path`; invalid on any failure.
+FileIdentity IdentifyFile(const std::string& path);
+
+struct FileState {
+  static std::shared_ptr<FileState> Make(const char* name, bool writable);
+
+  std::string name;
+  bool writable = false;
+  FileIdentity identity;
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_FILE_STATE_H_

@@ -1,0 +1,90 @@
+#include "vol/runtime.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "vol/trace.h"
+
+namespace prescient::vol {
+
+Runtime& Runtime::Get() {
+  // Never destroyed: HDF5 may call the connector from its own atexit handler,
+  // after static destructors would have run.
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+Runtime::Runtime() : pid_(::getpid()), parent_pid_(::getppid()) {
+  ::pthread_atfork(nullptr, nullptr, &Runtime::AtForkChild);
+}
+
+void Runtime::AtForkChild() {
+  Runtime& r = Get();
+  r.pid_ = ::getpid();
+  r.parent_pid_ = ::getppid();
+  r.forked_child_ = true;
+  r.stats_.Reset();
+  // The parent may have held the mutex at fork time; the child is single-threaded.
+  new (&r.mutex_) std::mutex();
+}
+
+void Runtime::RecordInfoSettings(std::string_view settings) {
+  std::lock_guard lock(mutex_);
+  if (info_settings_.empty()) info_settings_ = std::string(settings);
+}
+
+const Options& Runtime::options() {
+  std::call_once(parse_once_, [this] {
+    std::string settings;
+    {
+      std::lock_guard lock(mutex_);
+      settings = info_settings_;
+    }
+    ParsedOptions parsed = ParseOptions(&ProcessEnv, settings);
+    options_ = parsed.options;
+    g_trace_callbacks.store(options_.log_level == LogLevel::kDebug, std::memory_order_relaxed);
+    for (const std::string& warning : parsed.warnings) {
+      Log(LogLevel::kWarn, warning + "; Prescient continues as a pure pass-through");
+    }
+  });
+  return options_;
+}
+
+void Runtime::Log(LogLevel level, std::string_view message) {
+  // Before options are parsed (or while parsing), warnings and errors print.
+  const LogLevel threshold = options_.log_level;
+  if (level > threshold) return;
+  static constexpr const char* kNames[] = {"error", "warning", "info", "debug"};
+  std::fprintf(stderr, "prescient: %s: %.*s\n", kNames[static_cast<int>(level)],
+               static_cast<int>(message.size()), message.data());
+}
+
+std::string Runtime::StatsPathForThisProcess() {
+  std::string path = options().stats_path;
+  const std::string pid = std::to_string(pid_);
+  bool has_pid = false;
+  for (std::size_t at = path.find("%p"); at != std::string::npos; at = path.find("%p")) {
+    path.replace(at, 2, pid);
+    has_pid = true;
+  }
+  if (forked_child_ && !has_pid) {
+    const std::size_t dot = path.rfind('.');
+    const std::size_t slash = path.rfind('/');
+    const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    path = has_ext ? path.substr(0, dot) + "." + pid + path.substr(dot) : path + "." + pid;
+  }
+  return path;
+}
+
+void Runtime::FlushStats() {
+  if (options().stats_path.empty()) return;
+  std::lock_guard lock(mutex_);
+  const std::string json = stats_.ToJson(
+      {.pid = pid_, .parent_pid = parent_pid_, .forked_child = forked_child_, .enabled = options_.enable});
+  const std::string error = WriteFileAtomically(StatsPathForThisProcess(), json);
+  if (!error.empty()) Log(LogLevel::kWarn, "PRESCIENT_STATS: " + error);
+}
+
+}  // namespace prescient::vol
