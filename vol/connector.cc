@@ -21,10 +21,11 @@ H5VL_class_t BuildClass() {
   c.cap_flags = H5VL_CAP_FLAG_NONE;  // the under connector's flags are reported by get_cap_flags
   c.initialize = &Initialize;
   c.terminate = &Terminate;
-  c.info_cls = {sizeof(ConnectorInfo), &InfoCopy, &InfoCompare, &InfoFree, &InfoToString, &InfoFromString};
+  c.info_cls = {sizeof(ConnectorInfo), &InfoCopy,      &InfoCompare, &InfoFree,
+                &InfoToString,         &InfoFromString};
   c.wrap_cls = {&GetObject, &GetWrapContext, &WrapObject, &UnwrapObject, &FreeWrapContext};
 
-#define PRESCIENT_FORWARD(slot, fn, id_pos, result, kind, ...)                                    \
+#define PRESCIENT_FORWARD(slot, fn, id_pos, result, kind, ...)                                     \
   c.slot = &Forwarder<#slot, fn, id_pos, Result::result, ObjectKind::kind, ObjectsAt<__VA_ARGS__>, \
                       decltype(c.slot)>::Call;
 #include "vol/callback_table.def"

@@ -26,7 +26,8 @@ hid_t RegisterUnder(const std::string& under_vol) {
   char* end = nullptr;
   const unsigned long value = std::strtoul(under_vol.c_str(), &end, 10);
   if (end != under_vol.c_str() && *end == '\0') {
-    return H5VLregister_connector_by_value(static_cast<H5VL_class_value_t>(value), H5P_VOL_INITIALIZE_DEFAULT);
+    return H5VLregister_connector_by_value(static_cast<H5VL_class_value_t>(value),
+                                           H5P_VOL_INITIALIZE_DEFAULT);
   }
   return H5VLregister_connector_by_name(under_vol.c_str(), H5P_VOL_INITIALIZE_DEFAULT);
 }
@@ -93,7 +94,8 @@ herr_t InfoCompare(int* cmp_value, const void* info1, const void* info2) {
     *cmp_value = 0;
     if (H5VLcmp_connector_cls(cmp_value, a->under_vol_id, b->under_vol_id) < 0) return -1;
     if (*cmp_value != 0) return 0;
-    if (H5VLcmp_connector_info(cmp_value, a->under_vol_id, a->under_vol_info, b->under_vol_info) < 0) {
+    if (H5VLcmp_connector_info(cmp_value, a->under_vol_id, a->under_vol_info, b->under_vol_info) <
+        0) {
       return -1;
     }
     if (*cmp_value != 0) return 0;
@@ -106,7 +108,8 @@ herr_t InfoFree(void* info) {
   return Barrier("info_cls.free", [&]() -> herr_t {
     auto* own = static_cast<ConnectorInfo*>(info);
     PreservedErrorStack keep;
-    if (own->under_vol_info != nullptr) H5VLfree_connector_info(own->under_vol_id, own->under_vol_info);
+    if (own->under_vol_info != nullptr)
+      H5VLfree_connector_info(own->under_vol_id, own->under_vol_info);
     H5Idec_ref(own->under_vol_id);
     delete own;
     return 0;
@@ -119,9 +122,10 @@ herr_t InfoToString(const void* info, char** str) {
     H5VL_class_value_t value = H5_VOL_NATIVE;
     if (H5VLget_value(own->under_vol_id, &value) < 0) return -1;
     char* under_str = nullptr;
-    if (H5VLconnector_info_to_str(own->under_vol_info, own->under_vol_id, &under_str) < 0) return -1;
-    std::string text = "under_vol=" + std::to_string(static_cast<unsigned>(value)) + ";under_info={" +
-                       (under_str ? under_str : "") + "}";
+    if (H5VLconnector_info_to_str(own->under_vol_info, own->under_vol_id, &under_str) < 0)
+      return -1;
+    std::string text = "under_vol=" + std::to_string(static_cast<unsigned>(value)) +
+                       ";under_info={" + (under_str ? under_str : "") + "}";
     if (under_str != nullptr) H5free_memory(under_str);
     if (!own->settings.empty()) text += ";" + own->settings;
     *str = static_cast<char*>(H5allocate_memory(text.size() + 1, false));
@@ -143,7 +147,8 @@ herr_t InfoFromString(const char* str, void** info) {
       throw std::invalid_argument("under_vol='" + parts.under_vol + "' names no usable connector");
     }
     if (!parts.under_info.empty() &&
-        H5VLconnector_str_to_info(parts.under_info.c_str(), own->under_vol_id, &own->under_vol_info) < 0) {
+        H5VLconnector_str_to_info(parts.under_info.c_str(), own->under_vol_id,
+                                  &own->under_vol_info) < 0) {
       InfoFree(own);
       throw std::invalid_argument("under_info={" + parts.under_info + "} was rejected");
     }

@@ -17,7 +17,7 @@ namespace {
 void AttachIdentity(VolObject* dataset, bool created_here) noexcept {
   if (dataset == nullptr || !Runtime::Get().enabled()) return;
   dataset->dataset = DatasetState::TryIdentify(*dataset);
-  Runtime::Get().stats().CountDatasetOpen();
+  Runtime::Get().stats().Add(Counter::kDatasetsOpened);
   if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
 }
 
@@ -42,17 +42,20 @@ std::vector<void*> UnderObjects(size_t count, void* dset[], hid_t* under_vol_id)
 void* DatasetCreate(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t lcpl_id,
                     hid_t type_id, hid_t space_id, hid_t dcpl_id, hid_t dapl_id, hid_t dxpl_id,
                     void** req) {
-  using Forward = Forwarder<"dataset_cls.create", H5VLdataset_create, 2, Result::kNewObject,
-                            ObjectKind::kDataset, ObjectsAt<0>, decltype(H5VL_dataset_class_t::create)>;
-  void* dataset = Forward::Call(obj, loc_params, name, lcpl_id, type_id, space_id, dcpl_id, dapl_id, dxpl_id, req);
+  using Forward =
+      Forwarder<"dataset_cls.create", H5VLdataset_create, 2, Result::kNewObject,
+                ObjectKind::kDataset, ObjectsAt<0>, decltype(H5VL_dataset_class_t::create)>;
+  void* dataset = Forward::Call(obj, loc_params, name, lcpl_id, type_id, space_id, dcpl_id, dapl_id,
+                                dxpl_id, req);
   AttachIdentity(VolObject::From(dataset), /*created_here=*/true);
   return dataset;
 }
 
 void* DatasetOpen(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t dapl_id,
                   hid_t dxpl_id, void** req) {
-  using Forward = Forwarder<"dataset_cls.open", H5VLdataset_open, 2, Result::kNewObject,
-                            ObjectKind::kDataset, ObjectsAt<0>, decltype(H5VL_dataset_class_t::open)>;
+  using Forward =
+      Forwarder<"dataset_cls.open", H5VLdataset_open, 2, Result::kNewObject, ObjectKind::kDataset,
+                ObjectsAt<0>, decltype(H5VL_dataset_class_t::open)>;
   void* dataset = Forward::Call(obj, loc_params, name, dapl_id, dxpl_id, req);
   AttachIdentity(VolObject::From(dataset), /*created_here=*/false);
   return dataset;
@@ -70,10 +73,10 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
     }
     hid_t under_vol_id = H5I_INVALID_HID;
     std::vector<void*> under = UnderObjects(count, dset, &under_vol_id);
-    const herr_t status = H5VLdataset_read(count, under.data(), under_vol_id, mem_type_id, mem_space_id,
-                                           file_space_id, dxpl_id, buf, req);
+    const herr_t status = H5VLdataset_read(count, under.data(), under_vol_id, mem_type_id,
+                                           mem_space_id, file_space_id, dxpl_id, buf, req);
     if (status < 0) return status;
-    for (size_t i = 0; i < count; ++i) runtime.stats().CountForwarded();
+    runtime.stats().Add(Counter::kReadsForwarded, count);
     WrapRequest(req, under_vol_id);
     return status;
   });
@@ -87,31 +90,34 @@ herr_t DatasetWrite(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_s
     for (size_t i = 0; i < count; ++i) MarkChanged(dset[i]);
     hid_t under_vol_id = H5I_INVALID_HID;
     std::vector<void*> under = UnderObjects(count, dset, &under_vol_id);
-    const herr_t status = H5VLdataset_write(count, under.data(), under_vol_id, mem_type_id, mem_space_id,
-                                            file_space_id, dxpl_id, buf, req);
+    const herr_t status = H5VLdataset_write(count, under.data(), under_vol_id, mem_type_id,
+                                            mem_space_id, file_space_id, dxpl_id, buf, req);
     if (status >= 0) WrapRequest(req, under_vol_id);
     return status;
   });
 }
 
 herr_t DatasetSpecific(void* obj, H5VL_dataset_specific_args_t* args, hid_t dxpl_id, void** req) {
-  using Forward = Forwarder<"dataset_cls.specific", H5VLdataset_specific, 1, Result::kStatus,
-                            ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::specific)>;
+  using Forward =
+      Forwarder<"dataset_cls.specific", H5VLdataset_specific, 1, Result::kStatus,
+                ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::specific)>;
   if (args->op_type == H5VL_DATASET_SET_EXTENT) MarkChanged(obj);
   return Forward::Call(obj, args, dxpl_id, req);
 }
 
 herr_t DatasetOptional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req) {
-  using Forward = Forwarder<"dataset_cls.optional", H5VLdataset_optional, 1, Result::kStatus,
-                            ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::optional)>;
+  using Forward =
+      Forwarder<"dataset_cls.optional", H5VLdataset_optional, 1, Result::kStatus,
+                ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::optional)>;
   // H5Dwrite_chunk writes raw chunks past the read path.
   if (args->op_type == H5VL_NATIVE_DATASET_CHUNK_WRITE) MarkChanged(obj);
   return Forward::Call(obj, args, dxpl_id, req);
 }
 
 herr_t DatasetClose(void* dset, hid_t dxpl_id, void** req) {
-  using Forward = Forwarder<"dataset_cls.close", H5VLdataset_close, 1, Result::kClose,
-                            ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::close)>;
+  using Forward =
+      Forwarder<"dataset_cls.close", H5VLdataset_close, 1, Result::kClose, ObjectKind::kOther,
+                ObjectsAt<0>, decltype(H5VL_dataset_class_t::close)>;
   return Forward::Call(dset, dxpl_id, req);
 }
 

@@ -14,7 +14,8 @@ namespace prescient::vol {
 namespace {
 
 // Datasets changed through this process, by (device, inode, token).
-using ChangedKey = std::tuple<std::uint64_t, std::uint64_t, std::array<std::uint8_t, H5O_MAX_TOKEN_SIZE>>;
+using ChangedKey =
+    std::tuple<std::uint64_t, std::uint64_t, std::array<std::uint8_t, H5O_MAX_TOKEN_SIZE>>;
 std::mutex g_changed_mutex;
 std::set<ChangedKey>& ChangedSet() {
   static auto* set = new std::set<ChangedKey>;
@@ -54,7 +55,8 @@ hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
   H5VL_dataset_get_args_t args{};
   args.op_type = op;
   args.args.get_space.space_id = H5I_INVALID_HID;  // same layout for get_type
-  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT, nullptr) < 0) {
+  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                      nullptr) < 0) {
     return H5I_INVALID_HID;
   }
   return op == H5VL_DATASET_GET_SPACE ? args.args.get_space.space_id : args.args.get_type.type_id;
@@ -69,8 +71,8 @@ bool UnderToken(const VolObject& dataset, H5O_token_t* token) {
   args.op_type = H5VL_OBJECT_GET_INFO;
   args.args.get_info.fields = H5O_INFO_BASIC;
   args.args.get_info.oinfo = &info;
-  if (H5VLobject_get(dataset.under, &loc, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT, nullptr) <
-      0) {
+  if (H5VLobject_get(dataset.under, &loc, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                     nullptr) < 0) {
     return false;
   }
   *token = info.token;
@@ -112,14 +114,16 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
     const FileIdentity& f = dataset.file->identity;
     id.file_device = f.device;
     id.file_inode = f.inode;
-    for (std::uint64_t v : {f.device, f.inode, f.size, static_cast<std::uint64_t>(f.mtime_ns)}) fp.AddValue(v);
+    for (std::uint64_t v : {f.device, f.inode, f.size, static_cast<std::uint64_t>(f.mtime_ns)})
+      fp.AddValue(v);
   }
   fp.Add(id.token.data(), id.token.size());
   for (hsize_t d : state->dims_) fp.AddValue(static_cast<std::uint64_t>(d));
   std::size_t encoded_size = 0;
   if (H5Tencode(state->file_type_, nullptr, &encoded_size) >= 0 && encoded_size > 0) {
     std::vector<unsigned char> encoded(encoded_size);
-    if (H5Tencode(state->file_type_, encoded.data(), &encoded_size) >= 0) fp.Add(encoded.data(), encoded_size);
+    if (H5Tencode(state->file_type_, encoded.data(), &encoded_size) >= 0)
+      fp.Add(encoded.data(), encoded_size);
   }
   id.hash = fp.Finish();
 
@@ -159,7 +163,8 @@ void DatasetState::MarkChanged() noexcept {
 bool DatasetState::changed() const {
   if (changed_.load(std::memory_order_relaxed)) return true;
   std::lock_guard lock(g_changed_mutex);
-  if (ChangedSet().count({identity_.file_device, identity_.file_inode, identity_.token}) == 0) return false;
+  if (ChangedSet().count({identity_.file_device, identity_.file_inode, identity_.token}) == 0)
+    return false;
   changed_.store(true, std::memory_order_relaxed);
   return true;
 }

@@ -20,14 +20,16 @@ class UnderFapl {
   explicit UnderFapl(hid_t fapl_id) {
     void* info = nullptr;
     if (H5Pget_vol_info(fapl_id, &info) < 0) {
-      throw std::runtime_error("cannot read Prescient's connector info from the file access property list");
+      throw std::runtime_error(
+          "cannot read Prescient's connector info from the file access property list");
     }
     info_ = static_cast<ConnectorInfo*>(info);
     const UnderConnector under = UnderOf(info_);
     vol_id_ = under.vol_id;
     fapl_ = H5Pcopy(fapl_id);
     if (fapl_ < 0 || H5Pset_vol(fapl_, under.vol_id, under.vol_info) < 0) {
-      throw std::runtime_error("cannot set the under connector on a copy of the file access property list");
+      throw std::runtime_error(
+          "cannot set the under connector on a copy of the file access property list");
     }
   }
   ~UnderFapl() {
@@ -51,11 +53,13 @@ class UnderFapl {
 void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, void** req) {
   WrapRequest(req, under_vol_id);
   Runtime& runtime = Runtime::Get();
-  runtime.stats().CountFileOpen();
+  runtime.stats().Add(Counter::kFilesOpened);
   return VolObject::Wrap(under, under_vol_id, ObjectKind::kFile, FileState::Make(name, writable));
 }
 
-bool Writable(unsigned flags) { return (flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_EXCL | H5F_ACC_CREAT)) != 0; }
+bool Writable(unsigned flags) {
+  return (flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_EXCL | H5F_ACC_CREAT)) != 0;
+}
 
 }  // namespace
 
@@ -102,13 +106,14 @@ herr_t FileSpecific(void* obj, H5VL_file_specific_args_t* args, hid_t dxpl_id, v
     if (args->op_type == H5VL_FILE_IS_EQUAL) {
       under_args.args.is_equal.obj2 = VolObject::From(args->args.is_equal.obj2)->under;
     }
-    const herr_t status = H5VLfile_specific(file->under, file->under_vol_id, &under_args, dxpl_id, req);
+    const herr_t status =
+        H5VLfile_specific(file->under, file->under_vol_id, &under_args, dxpl_id, req);
     if (status < 0) return status;
     WrapRequest(req, file->under_vol_id);
     if (args->op_type == H5VL_FILE_REOPEN && *args->args.reopen.file != nullptr) {
       auto state = file->file;
-      *args->args.reopen.file =
-          VolObject::Wrap(*args->args.reopen.file, file->under_vol_id, ObjectKind::kFile, std::move(state));
+      *args->args.reopen.file = VolObject::Wrap(*args->args.reopen.file, file->under_vol_id,
+                                                ObjectKind::kFile, std::move(state));
     }
     return status;
   });

@@ -6,7 +6,7 @@ namespace prescient::vol {
 
 FileIdentity IdentifyFile(const std::string& path) {
   FileIdentity id;
-  struct stat st {};
+  struct stat st{};
   if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return id;
   id.valid = true;
   id.device = static_cast<std::uint64_t>(st.st_dev);

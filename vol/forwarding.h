@@ -115,10 +115,10 @@ struct Forwarder<kName, kUnderFn, kIdPos, kResult, kKind, ObjectsAt<kObjects...>
   using ArgsTuple = std::tuple<Args...>;
   static_assert(kIdPos <= sizeof...(Args), "connector id position out of range");
   static_assert(
-      std::is_same_v<decltype(kUnderFn),
-                     typename internal::InsertId<R, ArgsTuple, std::make_index_sequence<kIdPos>,
-                                                 std::make_index_sequence<sizeof...(Args) -
-                                                                          kIdPos>>::type>,
+      std::is_same_v<
+          decltype(kUnderFn),
+          typename internal::InsertId<R, ArgsTuple, std::make_index_sequence<kIdPos>,
+                                      std::make_index_sequence<sizeof...(Args) - kIdPos>>::type>,
       "the forwarding function does not match the callback with the id inserted");
 
   static R Call(Args... raw) noexcept {

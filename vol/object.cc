@@ -8,13 +8,20 @@ namespace prescient::vol {
 
 ObjectKind KindOf(H5I_type_t type) {
   switch (type) {
-    case H5I_FILE: return ObjectKind::kFile;
-    case H5I_GROUP: return ObjectKind::kGroup;
-    case H5I_DATASET: return ObjectKind::kDataset;
-    case H5I_DATATYPE: return ObjectKind::kDatatype;
-    case H5I_ATTR: return ObjectKind::kAttribute;
-    case H5I_MAP: return ObjectKind::kMap;
-    default: return ObjectKind::kOther;
+    case H5I_FILE:
+      return ObjectKind::kFile;
+    case H5I_GROUP:
+      return ObjectKind::kGroup;
+    case H5I_DATASET:
+      return ObjectKind::kDataset;
+    case H5I_DATATYPE:
+      return ObjectKind::kDatatype;
+    case H5I_ATTR:
+      return ObjectKind::kAttribute;
+    case H5I_MAP:
+      return ObjectKind::kMap;
+    default:
+      return ObjectKind::kOther;
   }
 }
 

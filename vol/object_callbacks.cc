@@ -14,13 +14,15 @@ void* ObjectOpen(void* obj, const H5VL_loc_params_t* loc_params, H5I_type_t* ope
   return Barrier("object_cls.open", [&]() -> void* {
     Trace("object_cls.open");
     VolObject* parent = VolObject::From(obj);
-    void* under = H5VLobject_open(parent->under, loc_params, parent->under_vol_id, opened_type, dxpl_id, req);
+    void* under =
+        H5VLobject_open(parent->under, loc_params, parent->under_vol_id, opened_type, dxpl_id, req);
     if (under == nullptr) return nullptr;
     WrapRequest(req, parent->under_vol_id);
-    VolObject* object = VolObject::Wrap(under, parent->under_vol_id, KindOf(*opened_type), parent->file);
+    VolObject* object =
+        VolObject::Wrap(under, parent->under_vol_id, KindOf(*opened_type), parent->file);
     if (*opened_type == H5I_DATASET && Runtime::Get().enabled()) {
       object->dataset = DatasetState::TryIdentify(*object);
-      Runtime::Get().stats().CountDatasetOpen();
+      Runtime::Get().stats().Add(Counter::kDatasetsOpened);
     }
     return object;
   });
@@ -38,8 +40,8 @@ herr_t LinkCreate(H5VL_link_create_args_t* args, void* obj, const H5VL_loc_param
       if (under_vol_id < 0) under_vol_id = target->under_vol_id;
       under_args.args.hard.curr_obj = target->under;
     }
-    const herr_t status = H5VLlink_create(&under_args, location ? location->under : nullptr, loc_params,
-                                          under_vol_id, lcpl_id, lapl_id, dxpl_id, req);
+    const herr_t status = H5VLlink_create(&under_args, location ? location->under : nullptr,
+                                          loc_params, under_vol_id, lcpl_id, lapl_id, dxpl_id, req);
     if (status >= 0) WrapRequest(req, under_vol_id);
     return status;
   });

@@ -93,8 +93,8 @@ std::vector<std::pair<std::string, std::string>> SplitSettings(std::string_view 
 }
 
 std::string Rejection(std::string_view where, std::string_view value, const OptionDoc& doc) {
-  return std::string(where) + "='" + std::string(value) + "' is not valid (accepted: " +
-         std::string(doc.accepted) + ")";
+  return std::string(where) + "='" + std::string(value) +
+         "' is not valid (accepted: " + std::string(doc.accepted) + ")";
 }
 
 }  // namespace
@@ -107,7 +107,8 @@ ParsedOptions ParseOptions(const EnvLookup& env, std::string_view settings) {
                                    [&](const OptionRow& r) { return r.doc.info_key == key; });
     if (!known) {
       std::string keys;
-      for (const OptionRow& r : Rows()) keys += (keys.empty() ? "" : ", ") + std::string(r.doc.info_key);
+      for (const OptionRow& r : Rows())
+        keys += (keys.empty() ? "" : ", ") + std::string(r.doc.info_key);
       parsed.warnings.push_back("connector info setting '" + key + "' is unknown (known: " + keys +
                                 ", under_vol, under_info)");
       continue;
@@ -118,8 +119,8 @@ ParsedOptions ParseOptions(const EnvLookup& env, std::string_view settings) {
     const auto info_it = from_info.find(std::string(row.doc.info_key));
     if (info_it != from_info.end()) {
       if (!row.apply(info_it->second, parsed.options)) {
-        parsed.warnings.push_back(
-            Rejection("connector info setting " + std::string(row.doc.info_key), info_it->second, row.doc));
+        parsed.warnings.push_back(Rejection(
+            "connector info setting " + std::string(row.doc.info_key), info_it->second, row.doc));
       }
       continue;
     }

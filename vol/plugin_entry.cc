@@ -5,7 +5,9 @@
 
 extern "C" {
 
-__attribute__((visibility("default"))) H5PL_type_t H5PLget_plugin_type(void) { return H5PL_TYPE_VOL; }
+__attribute__((visibility("default"))) H5PL_type_t H5PLget_plugin_type(void) {
+  return H5PL_TYPE_VOL;
+}
 
 __attribute__((visibility("default"))) const void* H5PLget_plugin_info(void) {
   return &prescient::vol::ConnectorClass();

@@ -14,7 +14,8 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
                                    hid_t file_space) {
   const DatasetState* state = dataset.dataset.get();
   static const std::vector<hsize_t> kNoDims;
-  std::optional<SelectionInput> input = DescribeFileSelection(file_space, state ? state->dims() : kNoDims);
+  std::optional<SelectionInput> input =
+      DescribeFileSelection(file_space, state ? state->dims() : kNoDims);
   if (!input || (file_space == H5S_ALL && state == nullptr)) return std::nullopt;
 
   ReadRequest request;
@@ -23,9 +24,9 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   request.bytes = request.selection.elements * mem_type_size;
 
   request.simple = state != nullptr && state->fixed_size() && !state->changed() &&
-                   dataset.file != nullptr && !dataset.file->writable && dataset.file->identity.valid &&
-                   request.selection.whole_rows && !request.selection.scalar &&
-                   request.selection.kind != SelectionKind::kNone &&
+                   dataset.file != nullptr && !dataset.file->writable &&
+                   dataset.file->identity.valid && request.selection.whole_rows &&
+                   !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
                    H5Tequal(mem_type, state->file_type()) > 0 &&
                    MemoryIsContiguous(mem_space, file_space, request.selection.elements);
   return request;
@@ -41,14 +42,14 @@ std::optional<ReadRequest> InspectRead(const VolObject& dataset, hid_t mem_type,
     if (request) {
       stats.CountRead(request->selection, request->simple, request->bytes);
     } else {
-      stats.CountUndecoded();
+      stats.Add(Counter::kReadsUndecoded);
     }
     return request;
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("read not decoded: ") + e.what());
   } catch (...) {
   }
-  stats.CountUndecoded();
+  stats.Add(Counter::kReadsUndecoded);
   return std::nullopt;
 }
 

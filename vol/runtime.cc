@@ -25,7 +25,8 @@ void Runtime::AtForkChild() {
   r.pid_ = ::getpid();
   r.parent_pid_ = ::getppid();
   r.forked_child_ = true;
-  r.stats_.Reset();
+  r.stats_.ForkedChild();
+  r.stats_file_checked_ = false;
   // The parent may have held the mutex at fork time; the child is single-threaded.
   new (&r.mutex_) std::mutex();
 }
@@ -78,12 +79,14 @@ std::string Runtime::StatsPathForThisProcess() {
   return path;
 }
 
-void Runtime::FlushStats() {
+void Runtime::StartStatsFile() {
+  stats_file_checked_ = true;
   if (options().stats_path.empty()) return;
-  std::lock_guard lock(mutex_);
-  const std::string json = stats_.ToJson(
-      {.pid = pid_, .parent_pid = parent_pid_, .forked_child = forked_child_, .enabled = options_.enable});
-  const std::string error = WriteFileAtomically(StatsPathForThisProcess(), json);
+  const std::string error =
+      stats_.StartFile(StatsPathForThisProcess(), {.pid = pid_,
+                                                   .parent_pid = parent_pid_,
+                                                   .forked_child = forked_child_,
+                                                   .enabled = options_.enable});
   if (!error.empty()) Log(LogLevel::kWarn, "PRESCIENT_STATS: " + error);
 }
 

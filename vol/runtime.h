@@ -29,10 +29,16 @@ class Runtime {
   const Options& options();
   bool enabled() { return options().enable; }
 
-  Stats& stats() { return stats_; }
-  // Writes the statistics file if PRESCIENT_STATS is set. Cheap to call at
-  // every file close.
-  void FlushStats();
+  // The counters; the first call in a process starts its statistics file
+  // when PRESCIENT_STATS is set.
+  Stats& stats() {
+    if (!stats_file_checked_) StartStatsFile();
+    return stats_;
+  }
+  // Makes sure this process's statistics file exists even if it counted
+  // nothing (called at file close and at connector shutdown). The file itself
+  // is always current (stats.h).
+  void FlushStats() { stats(); }
 
   void Log(LogLevel level, std::string_view message);
 
@@ -40,6 +46,7 @@ class Runtime {
   Runtime();
   static void AtForkChild();
   std::string StatsPathForThisProcess();
+  void StartStatsFile();
 
   std::once_flag parse_once_;
   std::mutex mutex_;  // guards info_settings_ and stats file writes
@@ -49,6 +56,7 @@ class Runtime {
   long pid_;
   long parent_pid_;
   bool forked_child_ = false;
+  bool stats_file_checked_ = false;
 };
 
 }  // namespace prescient::vol

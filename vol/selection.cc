@@ -18,8 +18,7 @@ bool CoversDimension(const SelectionInput& in, std::size_t d) {
   if (in.start[d] != 0 || in.count[d] == 0 || in.block[d] == 0) return extent == 0;
   if (in.count[d] == 1) return in.block[d] >= extent;
   // Blocks tile [0, extent) without gaps when stride <= block.
-  return in.stride[d] <= in.block[d] &&
-         in.stride[d] * (in.count[d] - 1) + in.block[d] >= extent;
+  return in.stride[d] <= in.block[d] && in.stride[d] * (in.count[d] - 1) + in.block[d] >= extent;
 }
 
 void RequireSize(const std::vector<std::uint64_t>& v, std::size_t n, const char* what) {
@@ -28,7 +27,8 @@ void RequireSize(const std::vector<std::uint64_t>& v, std::size_t n, const char*
 
 DecodedSelection DecodeRegular(const SelectionInput& in) {
   const std::size_t rank = in.dims.size();
-  for (const auto* v : {&in.start, &in.stride, &in.count, &in.block}) RequireSize(*v, rank, "regular");
+  for (const auto* v : {&in.start, &in.stride, &in.count, &in.block})
+    RequireSize(*v, rank, "regular");
   DecodedSelection out;
   out.kind = SelectionKind::kRegular;
   // Normalise dimension 0: count=N/block=1 (slices) and count=1/block=N
@@ -117,11 +117,16 @@ DecodedSelection DecodePoints(const SelectionInput& in) {
 
 std::string_view SelectionKindName(SelectionKind kind) {
   switch (kind) {
-    case SelectionKind::kNone: return "none";
-    case SelectionKind::kAll: return "all";
-    case SelectionKind::kRegular: return "regular";
-    case SelectionKind::kIrregular: return "irregular";
-    case SelectionKind::kPoints: return "points";
+    case SelectionKind::kNone:
+      return "none";
+    case SelectionKind::kAll:
+      return "all";
+    case SelectionKind::kRegular:
+      return "regular";
+    case SelectionKind::kIrregular:
+      return "irregular";
+    case SelectionKind::kPoints:
+      return "points";
   }
   return "unknown";
 }

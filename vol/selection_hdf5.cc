@@ -20,7 +20,8 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
   const int rank = H5Sget_simple_extent_ndims(file_space);
   if (rank < 0) return std::nullopt;
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  if (rank > 0 && H5Sget_simple_extent_dims(file_space, dims.data(), nullptr) < 0) return std::nullopt;
+  if (rank > 0 && H5Sget_simple_extent_dims(file_space, dims.data(), nullptr) < 0)
+    return std::nullopt;
   in.dims = ToU64(dims);
 
   switch (H5Sget_select_type(file_space)) {
@@ -35,7 +36,8 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
       const hssize_t n = H5Sget_select_elem_npoints(file_space);
       if (n < 0) return std::nullopt;
       std::vector<hsize_t> points(static_cast<std::size_t>(n) * dims.size());
-      if (n > 0 && H5Sget_select_elem_pointlist(file_space, 0, static_cast<hsize_t>(n), points.data()) < 0) {
+      if (n > 0 &&
+          H5Sget_select_elem_pointlist(file_space, 0, static_cast<hsize_t>(n), points.data()) < 0) {
         return std::nullopt;
       }
       in.points = ToU64(points);
@@ -48,8 +50,10 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
         // Never walk the block list of a regular selection: x[5] on a
         // (N, 3, 32, 32) dataset reports 3072 blocks.
         in.kind = SelectionKind::kRegular;
-        std::vector<hsize_t> start(dims.size()), stride(dims.size()), count(dims.size()), block(dims.size());
-        if (H5Sget_regular_hyperslab(file_space, start.data(), stride.data(), count.data(), block.data()) < 0) {
+        std::vector<hsize_t> start(dims.size()), stride(dims.size()), count(dims.size()),
+            block(dims.size());
+        if (H5Sget_regular_hyperslab(file_space, start.data(), stride.data(), count.data(),
+                                     block.data()) < 0) {
           return std::nullopt;
         }
         in.start = ToU64(start);
@@ -62,7 +66,8 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
       const hssize_t n = H5Sget_select_hyper_nblocks(file_space);
       if (n < 0) return std::nullopt;
       std::vector<hsize_t> blocks(static_cast<std::size_t>(n) * 2 * dims.size());
-      if (n > 0 && H5Sget_select_hyper_blocklist(file_space, 0, static_cast<hsize_t>(n), blocks.data()) < 0) {
+      if (n > 0 && H5Sget_select_hyper_blocklist(file_space, 0, static_cast<hsize_t>(n),
+                                                 blocks.data()) < 0) {
         return std::nullopt;
       }
       in.blocks = ToU64(blocks);

@@ -1,83 +1,96 @@
 #include "vol/stats.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <sstream>
 
 namespace prescient::vol {
+namespace {
+
+constexpr const char* kTopLevelNames[] = {
+    "files_opened", "datasets_opened", "reads",           "reads_simple", "reads_whole_rows",
+    "reads_scalar", "reads_undecoded", "reads_forwarded", "rows",         "bytes",
+};
+constexpr std::size_t kTopLevel = sizeof(kTopLevelNames) / sizeof(kTopLevelNames[0]);
+static_assert(kTopLevel == static_cast<std::size_t>(Counter::kSelectionNone));
+
+}  // namespace
+
+void Stats::AddLocked(Counter counter, std::uint64_t delta) {
+  const auto index = static_cast<std::size_t>(counter);
+  values_[index] += delta;
+  file_.Add(index, delta);
+}
+
+void Stats::Add(Counter counter, std::uint64_t delta) {
+  std::lock_guard lock(mutex_);
+  AddLocked(counter, delta);
+}
 
 void Stats::CountRead(const DecodedSelection& selection, bool simple, std::uint64_t bytes) {
-  reads_.fetch_add(1, std::memory_order_relaxed);
-  if (simple) reads_simple_.fetch_add(1, std::memory_order_relaxed);
-  if (selection.whole_rows) reads_whole_rows_.fetch_add(1, std::memory_order_relaxed);
-  if (selection.scalar) reads_scalar_.fetch_add(1, std::memory_order_relaxed);
-  rows_.fetch_add(selection.rows.rows(), std::memory_order_relaxed);
-  bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  selections_[static_cast<std::size_t>(selection.kind)].fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(mutex_);
+  AddLocked(Counter::kReads, 1);
+  if (simple) AddLocked(Counter::kReadsSimple, 1);
+  if (selection.whole_rows) AddLocked(Counter::kReadsWholeRows, 1);
+  if (selection.scalar) AddLocked(Counter::kReadsScalar, 1);
+  AddLocked(Counter::kRows, selection.rows.rows());
+  AddLocked(Counter::kBytes, bytes);
+  AddLocked(static_cast<Counter>(static_cast<std::size_t>(Counter::kSelectionNone) +
+                                 static_cast<std::size_t>(selection.kind)),
+            1);
 }
 
-void Stats::Reset() {
-  for (auto* c : {&files_opened_, &datasets_opened_, &reads_, &reads_simple_, &reads_whole_rows_,
-                  &reads_undecoded_, &reads_forwarded_, &reads_scalar_, &rows_, &bytes_}) {
-    c->store(0, std::memory_order_relaxed);
-  }
-  for (auto& c : selections_) c.store(0, std::memory_order_relaxed);
+std::uint64_t Stats::Get(Counter counter) const {
+  std::lock_guard lock(mutex_);
+  return values_[static_cast<std::size_t>(counter)];
 }
 
-std::string Stats::ToJson(const ProcessInfo& process) const {
-  auto get = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+std::string Stats::Render(const ProcessInfo& process, const std::uint64_t* values) {
+  // With values == nullptr, counter fields are LiveStatsFile markers.
+  auto field = [&](std::size_t i) {
+    return values ? std::to_string(values[i]) : LiveStatsFile::Marker();
+  };
   std::ostringstream out;
   out << "{\n"
       << "  \"prescient_stats_version\": 1,\n"
       << "  \"pid\": " << process.pid << ",\n"
       << "  \"parent_pid\": " << process.parent_pid << ",\n"
       << "  \"forked_child\": " << (process.forked_child ? "true" : "false") << ",\n"
-      << "  \"enabled\": " << (process.enabled ? "true" : "false") << ",\n"
-      << "  \"files_opened\": " << get(files_opened_) << ",\n"
-      << "  \"datasets_opened\": " << get(datasets_opened_) << ",\n"
-      << "  \"reads\": " << get(reads_) << ",\n"
-      << "  \"reads_simple\": " << get(reads_simple_) << ",\n"
-      << "  \"reads_whole_rows\": " << get(reads_whole_rows_) << ",\n"
-      << "  \"reads_scalar\": " << get(reads_scalar_) << ",\n"
-      << "  \"reads_undecoded\": " << get(reads_undecoded_) << ",\n"
-      << "  \"reads_forwarded\": " << get(reads_forwarded_) << ",\n"
-      << "  \"rows\": " << get(rows_) << ",\n"
-      << "  \"bytes\": " << get(bytes_) << ",\n"
-      << "  \"selections\": {";
-  for (std::size_t k = 0; k < kKinds; ++k) {
+      << "  \"enabled\": " << (process.enabled ? "true" : "false") << ",\n";
+  for (std::size_t i = 0; i < kTopLevel; ++i)
+    out << "  \"" << kTopLevelNames[i] << "\": " << field(i) << ",\n";
+  out << "  \"selections\": {";
+  for (std::size_t k = 0; k + kTopLevel < static_cast<std::size_t>(Counter::kCount); ++k) {
     out << (k ? ", " : "") << '"' << SelectionKindName(static_cast<SelectionKind>(k))
-        << "\": " << get(selections_[k]);
+        << "\": " << field(kTopLevel + k);
   }
   out << "}\n}\n";
   return out.str();
 }
 
-std::string WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
-  std::size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string error = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return "cannot write " + tmp + ": " + error;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string error = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return "cannot rename " + tmp + " to " + path + ": " + error;
-  }
+std::string Stats::StartFile(const std::string& path, const ProcessInfo& process) {
+  std::lock_guard lock(mutex_);
+  if (file_.is_open()) return {};
+  std::string error = file_.Open(path, Render(process, nullptr));
+  if (!error.empty()) return error;
+  for (std::size_t i = 0; i < values_.size(); ++i) file_.Set(i, values_[i]);
   return {};
+}
+
+bool Stats::has_file() const {
+  std::lock_guard lock(mutex_);
+  return file_.is_open();
+}
+
+void Stats::ForkedChild() {
+  // The child is single-threaded here; the mutex may have been held by another
+  // thread of the parent at fork time, so it is re-created, not locked.
+  new (&mutex_) std::mutex();
+  values_.fill(0);
+  file_.Abandon();
+}
+
+std::string Stats::ToJson(const ProcessInfo& process) const {
+  std::lock_guard lock(mutex_);
+  return Render(process, values_.data());
 }
 
 }  // namespace prescient::vol

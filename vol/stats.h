@@ -1,53 +1,76 @@
-// Per-process counters of what the connector saw, written as JSON.
+// Per-process counters of what the connector saw, kept live in a JSON file.
 //
-// Counters are atomics so the read hook can bump them without a lock; a
-// snapshot is only as consistent as a statistics file needs to be. A forked
-// child starts from zero (Runtime resets them in its at-fork handler): its
-// reads are its own.
+// Counters are updated under a mutex (reads are serialised by HDF5's lock
+// anyway, so it is uncontended) and mirrored into this process's statistics
+// file as they change (live_stats_file.h): the file is current whether the
+// process exits normally, with os._exit (DataLoader workers) or is killed.
+// A forked child starts from zero with its own file (Runtime's at-fork
+// handler calls ForkedChild()).
 #ifndef PRESCIENT_VOL_STATS_H_
 #define PRESCIENT_VOL_STATS_H_
 
 #include <array>
-#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
+#include "vol/live_stats_file.h"
 #include "vol/selection.h"
 
 namespace prescient::vol {
 
+enum class Counter : std::size_t {
+  kFilesOpened,
+  kDatasetsOpened,
+  kReads,           // dataset reads (each dataset of an H5Dread_multi counts once)
+  kReadsSimple,     // could be served row by row from a cache (read_hook.h)
+  kReadsWholeRows,  // selection covers whole rows
+  kReadsScalar,
+  kReadsUndecoded,  // selection Prescient could not interpret (still forwarded)
+  kReadsForwarded,  // passed to the connector underneath
+  kRows,            // row visits along dimension 0
+  kBytes,           // bytes delivered to the caller
+  kSelectionNone,   // one counter per SelectionKind, in its order
+  kSelectionAll,
+  kSelectionRegular,
+  kSelectionIrregular,
+  kSelectionPoints,
+  kCount,
+};
+
 class Stats {
  public:
-  void CountFileOpen() { files_opened_.fetch_add(1, std::memory_order_relaxed); }
-  void CountDatasetOpen() { datasets_opened_.fetch_add(1, std::memory_order_relaxed); }
-  void CountUndecoded() { reads_undecoded_.fetch_add(1, std::memory_order_relaxed); }
-  // One dataset read (one element of an H5Dread_multi counts as one read).
-  void CountRead(const DecodedSelection& selection, bool simple, std::uint64_t bytes);
-  void CountForwarded() { reads_forwarded_.fetch_add(1, std::memory_order_relaxed); }
-
-  std::uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
-  void Reset();
-
   struct ProcessInfo {
     long pid = 0;
     long parent_pid = 0;
     bool forked_child = false;
     bool enabled = true;
   };
+
+  void Add(Counter counter, std::uint64_t delta = 1);
+  // One dataset read.
+  void CountRead(const DecodedSelection& selection, bool simple, std::uint64_t bytes);
+  std::uint64_t Get(Counter counter) const;
+
+  // Starts mirroring into `path` (created now, seeded with the current values).
+  // Returns an error message or "".
+  std::string StartFile(const std::string& path, const ProcessInfo& process);
+  bool has_file() const;
+
+  // In a forked child: zero the counters, forget the parent's file.
+  void ForkedChild();
+
+  // The same document as the live file, as a string (for tests and tools).
   std::string ToJson(const ProcessInfo& process) const;
 
  private:
-  static constexpr std::size_t kKinds = 5;  // SelectionKind values
-  std::atomic<std::uint64_t> files_opened_{0}, datasets_opened_{0};
-  std::atomic<std::uint64_t> reads_{0}, reads_simple_{0}, reads_whole_rows_{0},
-      reads_undecoded_{0}, reads_forwarded_{0}, reads_scalar_{0};
-  std::atomic<std::uint64_t> rows_{0}, bytes_{0};
-  std::array<std::atomic<std::uint64_t>, kKinds> selections_{};
-};
+  static std::string Render(const ProcessInfo& process, const std::uint64_t* values);
+  void AddLocked(Counter counter, std::uint64_t delta);
 
-// Writes `contents` to `path` atomically (temporary file + rename), so a reader
-// never sees half a file. Returns an error message, or empty on success.
-std::string WriteFileAtomically(const std::string& path, const std::string& contents);
+  mutable std::mutex mutex_;
+  std::array<std::uint64_t, static_cast<std::size_t>(Counter::kCount)> values_{};
+  LiveStatsFile file_;
+};
 
 }  // namespace prescient::vol
 

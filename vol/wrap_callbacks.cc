@@ -29,7 +29,8 @@ herr_t GetWrapContext(const void* obj, void** wrap_ctx) {
   return Barrier("wrap_cls.get_wrap_ctx", [&]() -> herr_t {
     const VolObject* object = static_cast<const VolObject*>(obj);
     auto context = std::make_unique<WrapContext>();
-    if (H5VLget_wrap_ctx(object->under, object->under_vol_id, &context->under_wrap_ctx) < 0) return -1;
+    if (H5VLget_wrap_ctx(object->under, object->under_vol_id, &context->under_wrap_ctx) < 0)
+      return -1;
     context->under_vol_id = object->under_vol_id;
     context->file = object->file;
     H5Iinc_ref(context->under_vol_id);

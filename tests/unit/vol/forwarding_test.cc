@@ -1,0 +1,128 @@
+// The generated forwarder, on fake callback/forwarding-function pairs: objects
+// are unwrapped, the id lands at its declared position, new objects and
+// requests are wrapped, a successful close frees the wrapper, failures pass
+// through untouched.
+#include "vol/forwarding.h"
+
+#include <gtest/gtest.h>
+
+#include "vol/file_state.h"
+
+namespace prescient::vol {
+namespace {
+
+struct Seen {
+  void* obj = nullptr;
+  void* obj2 = nullptr;
+  hid_t id = H5I_INVALID_HID;
+  int value = 0;
+};
+Seen g_seen;
+herr_t g_status = 0;
+int g_under_request = 0;
+int g_under_object = 0;
+
+herr_t FakeGet(void* obj, hid_t id, int value, void** req) {
+  g_seen = {obj, nullptr, id, value};
+  if (req != nullptr) *req = &g_under_request;
+  return g_status;
+}
+using GetCallback = herr_t (*)(void*, int, void**);
+
+void* FakeOpen(void* obj, const char*, hid_t id, void**) {
+  g_seen = {obj, nullptr, id, 0};
+  return g_status < 0 ? nullptr : &g_under_object;
+}
+using OpenCallback = void* (*)(void*, const char*, void**);
+
+herr_t FakeCopy(void* src, int value, void* dst, hid_t id) {
+  g_seen = {src, dst, id, value};
+  return g_status;
+}
+using CopyCallback = herr_t (*)(void*, int, void*);
+
+class ForwarderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    H5open();
+    g_status = 0;
+    g_seen = {};
+    file_ = FileState::Make("/nonexistent", false);
+    wrapped_ = VolObject::Wrap(&under_, H5VL_NATIVE, ObjectKind::kGroup, file_);
+  }
+  void TearDown() override {
+    if (wrapped_ != nullptr) VolObject::Free(wrapped_);
+  }
+  int under_ = 0;
+  std::shared_ptr<FileState> file_;
+  VolObject* wrapped_ = nullptr;
+};
+
+TEST_F(ForwarderTest, UnwrapsAndInsertsId) {
+  using F =
+      Forwarder<"get", FakeGet, 1, Result::kStatus, ObjectKind::kOther, ObjectsAt<0>, GetCallback>;
+  EXPECT_EQ(F::Call(wrapped_, 42, nullptr), 0);
+  EXPECT_EQ(g_seen.obj, &under_);
+  EXPECT_EQ(g_seen.id, H5VL_NATIVE);
+  EXPECT_EQ(g_seen.value, 42);
+}
+
+TEST_F(ForwarderTest, WrapsAsyncRequest) {
+  using F =
+      Forwarder<"get", FakeGet, 1, Result::kStatus, ObjectKind::kOther, ObjectsAt<0>, GetCallback>;
+  void* req = nullptr;
+  ASSERT_EQ(F::Call(wrapped_, 1, &req), 0);
+  ASSERT_NE(req, nullptr);
+  VolObject* request = VolObject::From(req);
+  EXPECT_EQ(request->under, &g_under_request);
+  EXPECT_EQ(request->kind, ObjectKind::kRequest);
+  VolObject::Free(request);
+}
+
+TEST_F(ForwarderTest, WrapsNewObjectInTheParentsFile) {
+  using F = Forwarder<"open", FakeOpen, 2, Result::kNewObject, ObjectKind::kDataset, ObjectsAt<0>,
+                      OpenCallback>;
+  void* opened = F::Call(wrapped_, "x", nullptr);
+  ASSERT_NE(opened, nullptr);
+  VolObject* object = VolObject::From(opened);
+  EXPECT_EQ(object->under, &g_under_object);
+  EXPECT_EQ(object->kind, ObjectKind::kDataset);
+  EXPECT_EQ(object->file, file_);
+  EXPECT_EQ(object->magic, VolObject::kMagic);
+  VolObject::Free(object);
+}
+
+TEST_F(ForwarderTest, FailurePassesThroughWithoutWrapping) {
+  g_status = -1;
+  using F = Forwarder<"open", FakeOpen, 2, Result::kNewObject, ObjectKind::kDataset, ObjectsAt<0>,
+                      OpenCallback>;
+  EXPECT_EQ(F::Call(wrapped_, "x", nullptr), nullptr);
+  using G =
+      Forwarder<"get", FakeGet, 1, Result::kClose, ObjectKind::kOther, ObjectsAt<0>, GetCallback>;
+  EXPECT_EQ(G::Call(wrapped_, 1, nullptr), -1);  // a failed close keeps the wrapper
+  EXPECT_EQ(wrapped_->magic, VolObject::kMagic);
+}
+
+TEST_F(ForwarderTest, SuccessfulCloseFreesWrapper) {
+  using F =
+      Forwarder<"close", FakeGet, 1, Result::kClose, ObjectKind::kOther, ObjectsAt<0>, GetCallback>;
+  EXPECT_EQ(F::Call(wrapped_, 0, nullptr), 0);
+  wrapped_ = nullptr;  // freed by the forwarder
+}
+
+TEST_F(ForwarderTest, TwoObjectsBothUnwrappedNullAllowed) {
+  using F = Forwarder<"copy", FakeCopy, 3, Result::kStatus, ObjectKind::kOther, ObjectsAt<0, 2>,
+                      CopyCallback>;
+  int other_under = 0;
+  VolObject* other = VolObject::Wrap(&other_under, H5VL_NATIVE, ObjectKind::kGroup, nullptr);
+  EXPECT_EQ(F::Call(wrapped_, 3, other), 0);
+  EXPECT_EQ(g_seen.obj, &under_);
+  EXPECT_EQ(g_seen.obj2, &other_under);
+  EXPECT_EQ(F::Call(nullptr, 3, other), 0);  // id comes from the second object
+  EXPECT_EQ(g_seen.obj, nullptr);
+  EXPECT_EQ(g_seen.id, H5VL_NATIVE);
+  VolObject::Free(other);
+}
+
+}  // namespace
+}  // namespace prescient::vol

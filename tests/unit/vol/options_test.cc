@@ -1,0 +1,76 @@
+#include "vol/options.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace prescient::vol {
+namespace {
+
+EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(ParseOptions, Defaults) {
+  ParsedOptions p = ParseOptions(FakeEnv({}), "");
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_TRUE(p.options.enable);
+  EXPECT_EQ(p.options.log_level, LogLevel::kWarn);
+  EXPECT_TRUE(p.options.stats_path.empty());
+}
+
+TEST(ParseOptions, ReadsEnvironment) {
+  ParsedOptions p = ParseOptions(FakeEnv({{"PRESCIENT_ENABLE", "off"},
+                                          {"PRESCIENT_LOG", "DEBUG"},
+                                          {"PRESCIENT_STATS", "/tmp/s.json"}}),
+                                 "");
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_FALSE(p.options.enable);
+  EXPECT_EQ(p.options.log_level, LogLevel::kDebug);
+  EXPECT_EQ(p.options.stats_path, "/tmp/s.json");
+}
+
+TEST(ParseOptions, InfoStringWinsOverEnvironment) {
+  ParsedOptions p = ParseOptions(FakeEnv({{"PRESCIENT_LOG", "error"}, {"PRESCIENT_ENABLE", "0"}}),
+                                 " log=info ; enable=1;");
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(p.options.log_level, LogLevel::kInfo);
+  EXPECT_TRUE(p.options.enable);
+}
+
+TEST(ParseOptions, InvalidValueWarnsOnceAndDisables) {
+  ParsedOptions p = ParseOptions(FakeEnv({{"PRESCIENT_LOG", "loud"}}), "");
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("PRESCIENT_LOG='loud'"), std::string::npos);
+  EXPECT_NE(p.warnings[0].find("error|warn|info|debug"), std::string::npos);
+  EXPECT_FALSE(p.options.enable);
+}
+
+TEST(ParseOptions, EachInvalidSettingGetsItsOwnWarning) {
+  ParsedOptions p = ParseOptions(FakeEnv({{"PRESCIENT_ENABLE", "maybe"}}), "stats=");
+  EXPECT_EQ(p.warnings.size(), 2u);
+  EXPECT_FALSE(p.options.enable);
+}
+
+TEST(ParseOptions, UnknownInfoKeyIsRejected) {
+  ParsedOptions p = ParseOptions(FakeEnv({}), "colour=blue");
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("colour"), std::string::npos);
+  EXPECT_FALSE(p.options.enable);
+}
+
+TEST(OptionDocs, EveryRowIsDocumented) {
+  for (const OptionDoc& doc : OptionDocs()) {
+    EXPECT_EQ(doc.variable.substr(0, 10), "PRESCIENT_");
+    EXPECT_FALSE(doc.info_key.empty());
+    EXPECT_FALSE(doc.accepted.empty());
+    EXPECT_FALSE(doc.meaning.empty());
+  }
+}
+
+}  // namespace
+}  // namespace prescient::vol

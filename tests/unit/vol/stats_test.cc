@@ -1,0 +1,93 @@
+#include "vol/stats.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "vol/live_stats_file.h"
+
+namespace prescient::vol {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string TempPath(const char* name) {
+  return ::testing::TempDir() + "/" + name + "." + std::to_string(::getpid()) + ".json";
+}
+
+TEST(LiveStatsFile, DecimalAdditionInPlace) {
+  const std::string path = TempPath("live");
+  LiveStatsFile file;
+  ASSERT_EQ(file.Open(path, "{\"a\": " + LiveStatsFile::Marker() +
+                                ", \"b\": " + LiveStatsFile::Marker() + "}"),
+            "");
+  for (int i = 0; i < 1234; ++i) file.Add(0, 1);
+  file.Add(1, 65536);
+  file.Add(1, 999999999999ULL);
+  file.Add(1, 0);
+  const std::string text =
+      ReadFile(path);  // read back without closing: the page cache is the truth
+  EXPECT_NE(text.find(std::string(16, ' ') + "1234,"), std::string::npos) << text;
+  EXPECT_NE(text.find(std::to_string(65536ULL + 999999999999ULL) + "}"), std::string::npos) << text;
+  ::unlink(path.c_str());
+}
+
+TEST(LiveStatsFile, SetAndMaximum) {
+  const std::string path = TempPath("live_max");
+  LiveStatsFile file;
+  ASSERT_EQ(file.Open(path, "[" + LiveStatsFile::Marker() + "]"), "");
+  file.Set(0, UINT64_MAX);
+  EXPECT_EQ(ReadFile(path), "[18446744073709551615]");
+  file.Set(0, 7);
+  EXPECT_EQ(ReadFile(path), "[" + std::string(19, ' ') + "7]");
+  ::unlink(path.c_str());
+}
+
+TEST(LiveStatsFile, OpenFailsWithMessage) {
+  LiveStatsFile file;
+  EXPECT_NE(file.Open("/nonexistent-dir/x.json", "{}"), "");
+  EXPECT_FALSE(file.is_open());
+}
+
+TEST(Stats, FileMatchesToJson) {
+  const std::string path = TempPath("stats");
+  Stats stats;
+  stats.Add(Counter::kFilesOpened);
+  const Stats::ProcessInfo info{.pid = 12, .parent_pid = 1, .forked_child = false, .enabled = true};
+  ASSERT_EQ(stats.StartFile(path, info), "");  // seeded with values counted before
+  DecodedSelection selection;
+  selection.kind = SelectionKind::kRegular;
+  selection.rows = RowSelection::Pattern(5, 1, 1, 3);
+  selection.whole_rows = true;
+  stats.CountRead(selection, true, 4096);
+  // The live file has padded numbers; compare after squeezing the padding.
+  auto squeeze = [](std::string s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == ' ' && i + 1 < s.size() &&
+          (s[i + 1] == ' ' || std::isdigit(static_cast<unsigned char>(s[i + 1]))) && i > 0 &&
+          (s[i - 1] == ' ' || s[i - 1] == ':')) {
+        continue;
+      }
+      out += s[i];
+    }
+    return out;
+  };
+  EXPECT_EQ(squeeze(ReadFile(path)), squeeze(stats.ToJson(info)));
+  EXPECT_EQ(stats.Get(Counter::kRows), 3u);
+  EXPECT_EQ(stats.Get(Counter::kSelectionRegular), 1u);
+  stats.ForkedChild();
+  EXPECT_EQ(stats.Get(Counter::kReads), 0u);
+  EXPECT_FALSE(stats.has_file());
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace prescient::vol
