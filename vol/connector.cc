@@ -2,6 +2,7 @@
 // then the hand-written callbacks, and the connector's life cycle.
 #include "vol/connector.h"
 
+#include "vol/cache_client.h"
 #include "vol/callbacks.h"
 #include "vol/connector_info.h"
 #include "vol/error.h"
@@ -66,6 +67,7 @@ herr_t Initialize(hid_t /*vipl_id*/) {
 herr_t Terminate() {
   return Barrier("terminate", []() -> herr_t {
     Runtime::Get().FlushStats();
+    CacheClient::Get().Shutdown();
     UnregisterErrorClass();
     return 0;
   });

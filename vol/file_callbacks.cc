@@ -50,11 +50,18 @@ class UnderFapl {
   hid_t vol_id_ = H5I_INVALID_HID;
 };
 
-void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, void** req) {
+void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, hid_t fapl_id,
+               void** req) {
   WrapRequest(req, under_vol_id);
   Runtime& runtime = Runtime::Get();
   runtime.stats().Add(Counter::kFilesOpened);
-  return VolObject::Wrap(under, under_vol_id, ObjectKind::kFile, FileState::Make(name, writable));
+  bool posix_driver = false;
+  {
+    PreservedErrorStack keep;
+    posix_driver = H5Pget_driver(fapl_id) == H5FD_SEC2;
+  }
+  return VolObject::Wrap(under, under_vol_id, ObjectKind::kFile,
+                         FileState::Make(name, writable, posix_driver));
 }
 
 bool Writable(unsigned flags) {
@@ -71,7 +78,7 @@ void* FileCreate(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id,
     UnderFapl under(fapl_id);
     void* file = H5VLfile_create(name, flags, fcpl_id, under.fapl(), dxpl_id, req);
     if (file == nullptr) return nullptr;
-    return WrapFile(file, under.vol_id(), name, true, req);
+    return WrapFile(file, under.vol_id(), name, true, fapl_id, req);
   });
 }
 
@@ -82,7 +89,7 @@ void* FileOpen(const char* name, unsigned flags, hid_t fapl_id, hid_t dxpl_id, v
     UnderFapl under(fapl_id);
     void* file = H5VLfile_open(name, flags, under.fapl(), dxpl_id, req);
     if (file == nullptr) return nullptr;
-    return WrapFile(file, under.vol_id(), name, Writable(flags), req);
+    return WrapFile(file, under.vol_id(), name, Writable(flags), fapl_id, req);
   });
 }
 

@@ -16,10 +16,11 @@ FileIdentity IdentifyFile(const std::string& path) {
   return id;
 }
 
-std::shared_ptr<FileState> FileState::Make(const char* name, bool writable) {
+std::shared_ptr<FileState> FileState::Make(const char* name, bool writable, bool posix_driver) {
   auto state = std::make_shared<FileState>();
   state->name = name ? name : "";
   state->writable = writable;
+  state->posix_driver = posix_driver;
   state->identity = IdentifyFile(state->name);
   return state;
 }

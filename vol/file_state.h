@@ -25,10 +25,15 @@ struct FileIdentity {
 FileIdentity IdentifyFile(const std::string& path);
 
 struct FileState {
-  static std::shared_ptr<FileState> Make(const char* name, bool writable);
+  static std::shared_ptr<FileState> Make(const char* name, bool writable,
+                                         bool posix_driver = false);
 
   std::string name;
   bool writable = false;
+  // Opened with HDF5's POSIX (sec2) driver: file addresses are offsets a plain
+  // pread of `name` can use. Other drivers (core, family, split, MPI-IO, ros3)
+  // are read through HDF5 only.
+  bool posix_driver = false;
   FileIdentity identity;
 };
 

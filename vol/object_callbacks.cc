@@ -1,5 +1,6 @@
 // object_cls.open (how h5py opens every dataset: H5Oopen, not H5Dopen) and
 // link_cls.create (a hard link's target object sits inside the arguments).
+#include "vol/cache_client.h"
 #include "vol/callbacks.h"
 #include "vol/dataset_state.h"
 #include "vol/error.h"
@@ -23,6 +24,7 @@ void* ObjectOpen(void* obj, const H5VL_loc_params_t* loc_params, H5I_type_t* ope
     if (*opened_type == H5I_DATASET && Runtime::Get().enabled()) {
       object->dataset = DatasetState::TryIdentify(*object);
       Runtime::Get().stats().Add(Counter::kDatasetsOpened);
+      CacheClient::Get().DatasetOpened(*object);
     }
     return object;
   });

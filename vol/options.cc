@@ -36,6 +36,45 @@ std::optional<std::string> ParsePath(std::string_view v) {
   return std::string(v);
 }
 
+std::optional<std::uint64_t> ParseUnsigned(std::string_view v, std::uint64_t max) {
+  if (v.empty() || v.size() > 19) return std::nullopt;
+  std::uint64_t value = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (value > max) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> ParseBytes(std::string_view v) {
+  cache::Result<std::uint64_t> bytes = cache::ParseByteSize(v);
+  if (!bytes.ok()) return std::nullopt;
+  return bytes.value();
+}
+
+bool ValidNodeId(std::string_view v) {
+  if (v.empty() || v.size() > 64) return false;
+  return std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+// Rows for yes/no settings: one lambda per Options member.
+template <bool Options::* kMember>
+bool ApplyBool(std::string_view v, Options& o) {
+  auto b = ParseBool(v);
+  if (b) o.*kMember = *b;
+  return b.has_value();
+}
+
+constexpr const char* kBoolAccepted = "1|0 (also true/false, yes/no, on/off)";
+
+// Launcher variables that carry the rank when PRESCIENT_RANK is not set, in
+// the order they are consulted.
+constexpr const char* kLauncherRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                                  "SLURM_PROCID"};
+
 // The table. Each row: how to read one setting into Options.
 struct OptionRow {
   OptionDoc doc;
@@ -47,11 +86,7 @@ const std::vector<OptionRow>& Rows() {
   static const std::vector<OptionRow> rows = {
       {{"PRESCIENT_ENABLE", "enable", "1|0 (also true/false, yes/no, on/off)", "1",
         "0 makes Prescient a pure pass-through: every call forwarded, nothing decoded or cached"},
-       [](std::string_view v, Options& o) {
-         auto b = ParseBool(v);
-         if (b) o.enable = *b;
-         return b.has_value();
-       }},
+       &ApplyBool<&Options::enable>},
       {{"PRESCIENT_LOG", "log", "error|warn|info|debug", "warn",
         "what Prescient prints on stderr (prefixed 'prescient:')"},
        [](std::string_view v, Options& o) {
@@ -66,6 +101,77 @@ const std::vector<OptionRow>& Rows() {
          auto p = ParsePath(v);
          if (p) o.stats_path = *p;
          return p.has_value();
+       }},
+      {{"PRESCIENT_CACHE", "cache", kBoolAccepted, "1",
+        "serve simple reads (whole rows, stored type) from the node-shared cache in shared memory"},
+       &ApplyBool<&Options::cache_enabled>},
+      {{"PRESCIENT_CACHE_SIZE", "cache_size", "bytes with a unit: 8GiB, 512MiB, 1.5G, 100MB, 4096",
+        "min(50% of free /dev/shm, 50% of RAM)",
+        "size of the node's shared segment; the first process on the node decides"},
+       [](std::string_view v, Options& o) {
+         auto b = ParseBytes(v);
+         if (b) o.cache.capacity_bytes = *b;
+         return b.has_value() && *b > 0;
+       }},
+      {{"PRESCIENT_NODE_ID", "node_id", "1-64 characters of [A-Za-z0-9._-]", "the host name",
+        "the node's identity: processes with the same id share one cache (set it to emulate "
+        "several nodes on one machine)"},
+       [](std::string_view v, Options& o) {
+         if (!ValidNodeId(v)) return false;
+         o.cache.node_id = std::string(v);
+         return true;
+       }},
+      {{"PRESCIENT_KEEP_CACHE", "keep_cache", kBoolAccepted, "0",
+        "keep the shared segment when the last process exits, so the next job starts warm"},
+       [](std::string_view v, Options& o) {
+         auto b = ParseBool(v);
+         if (b) o.cache.keep_after_exit = *b;
+         return b.has_value();
+       }},
+      {{"PRESCIENT_SHM_DIR", "shm_dir", "an existing directory on a tmpfs", "/dev/shm",
+        "where the shared segment lives"},
+       [](std::string_view v, Options& o) {
+         auto p = ParsePath(v);
+         if (p) o.cache.shm_dir = *p;
+         return p.has_value();
+       }},
+      {{"PRESCIENT_SCHEDULE", "schedule", "a schedule file (prescient-schedule generate)", "(none)",
+        "the access schedule: clairvoyant prefetch and next-use eviction (LRU without one)"},
+       [](std::string_view v, Options& o) {
+         auto p = ParsePath(v);
+         if (p) o.schedule_path = *p;
+         return p.has_value();
+       }},
+      {{"PRESCIENT_RANK", "rank", "an integer >= 0",
+        "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, else 0",
+        "this process's rank in the schedule (DataLoader workers inherit it)"},
+       [](std::string_view v, Options& o) {
+         auto r = ParseUnsigned(v, 1u << 24);
+         if (r) o.rank = static_cast<std::uint32_t>(*r);
+         return r.has_value();
+       }},
+      {{"PRESCIENT_PREFETCH", "prefetch", kBoolAccepted, "1",
+        "read ahead of the loader on I/O threads (with a schedule)"},
+       &ApplyBool<&Options::prefetch>},
+      {{"PRESCIENT_IO_THREADS", "io_threads", "1-64", "2",
+        "I/O threads of the node's prefetch leader"},
+       [](std::string_view v, Options& o) {
+         auto n = ParseUnsigned(v, 64);
+         if (n && *n >= 1) o.io_threads = static_cast<unsigned>(*n);
+         return n.has_value() && *n >= 1;
+       }},
+      {{"PRESCIENT_COALESCE_GAP", "coalesce_gap", "auto, or bytes with a unit (0 = never merge)",
+        "auto",
+        "merge missing rows into one read when the gap between them is below this; auto "
+        "measures the storage's seek cost against its bandwidth at start"},
+       [](std::string_view v, Options& o) {
+         if (Lower(v) == "auto") {
+           o.coalesce_gap.reset();
+           return true;
+         }
+         auto b = ParseBytes(v);
+         if (b) o.coalesce_gap = *b;
+         return b.has_value();
        }},
   };
   return rows;
@@ -128,6 +234,16 @@ ParsedOptions ParseOptions(const EnvLookup& env, std::string_view settings) {
     if (!value) continue;
     if (!row.apply(*value, parsed.options)) {
       parsed.warnings.push_back(Rejection(row.doc.variable, *value, row.doc));
+    }
+  }
+  if (!parsed.options.rank) {
+    for (const char* variable : kLauncherRankVariables) {
+      const std::optional<std::string> value = env(variable);
+      if (!value) continue;
+      if (auto r = ParseUnsigned(*value, 1u << 24)) {
+        parsed.options.rank = static_cast<std::uint32_t>(*r);
+        break;
+      }
     }
   }
   if (!parsed.warnings.empty()) parsed.options.enable = false;

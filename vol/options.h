@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/core/cache_options.h"
+
 namespace prescient::vol {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
@@ -31,6 +33,24 @@ struct Options {
   // nowhere). "%p" is replaced by the pid; processes other than the first
   // (forked DataLoader workers) insert ".<pid>" before ".json".
   std::string stats_path;
+
+  // PRESCIENT_CACHE: serve simple reads from the node-shared cache.
+  bool cache_enabled = true;
+  // PRESCIENT_CACHE_SIZE, PRESCIENT_NODE_ID, PRESCIENT_KEEP_CACHE,
+  // PRESCIENT_SHM_DIR: the segment (cache/core/cache_options.h).
+  cache::CacheOptions cache;
+  // PRESCIENT_SCHEDULE: schedule file for clairvoyant prefetch and eviction.
+  std::string schedule_path;
+  // PRESCIENT_RANK, else the launcher's RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
+  // SLURM_PROCID; nullopt when none is set (rank 0 is then assumed).
+  std::optional<std::uint32_t> rank;
+  // PRESCIENT_PREFETCH: read ahead of the loader (needs a schedule).
+  bool prefetch = true;
+  // PRESCIENT_IO_THREADS: I/O threads of the node's prefetch leader.
+  unsigned io_threads = 2;
+  // PRESCIENT_COALESCE_GAP: merge missing rows whose gap in the file is
+  // below this many bytes; nullopt = calibrate the storage at start.
+  std::optional<std::uint64_t> coalesce_gap;
 };
 
 struct ParsedOptions {

@@ -30,6 +30,14 @@ enum class Counter : std::size_t {
   kReadsForwarded,  // passed to the connector underneath
   kRows,            // row visits along dimension 0
   kBytes,           // bytes delivered to the caller
+  kReadsServed,     // served from the node cache (not forwarded)
+  kRowsHit,         // distinct rows found in the cache
+  kRowsLoaded,      // distinct rows this process loaded on a miss
+  kRowsWaited,      // distinct rows another process was loading
+  kRowsPrefetched,  // rows this process's I/O threads loaded ahead of use
+  kStorageReads,    // read requests to storage (coalesced)
+  kStorageBytes,    // bytes read from storage, gaps included
+  kStallNs,         // time read callbacks spent waiting for other loaders
   kSelectionNone,   // one counter per SelectionKind, in its order
   kSelectionAll,
   kSelectionRegular,

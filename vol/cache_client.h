@@ -1,0 +1,75 @@
+// The connector's side of the node-shared cache.
+//
+// Opens the node's segment on the first read that could be served from it
+// (one warning and plain forwarding if that fails: full /dev/shm, bad size),
+// registers datasets by identity, and serves simple reads: cached rows are
+// copied into the caller's buffer, missing rows are loaded (exactly one
+// process loads a row; the others wait for it), inserted and copied. A read
+// it cannot serve exactly is left to the caller to forward.
+//
+// Thread-safe. Survives fork(): a forked DataLoader worker uses the same
+// segment (NodeCache attaches it on first use) and its own copy of this
+// object's registry.
+#ifndef PRESCIENT_VOL_CACHE_CLIENT_H_
+#define PRESCIENT_VOL_CACHE_CLIENT_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "cache/core/node_cache.h"
+#include "cache/io/coalescing_options.h"
+#include "vol/cached_dataset.h"
+#include "vol/object.h"
+#include "vol/read_hook.h"
+
+namespace prescient::vol {
+
+class CacheClient {
+ public:
+  static CacheClient& Get();
+
+  // True when the read was served into `buf` (complete; do not forward).
+  // False: nothing was written that matters; forward the read. Never throws.
+  bool TryServe(const VolObject& dataset, const ReadRequest& request, void* buf) noexcept;
+
+  // The open cache, or null (disabled, failed, not opened yet and `open`
+  // false). Opening happens at most once per process.
+  cache::NodeCache* Cache(bool open = true);
+  // Called when a dataset of a read-only file opens: attaches this process
+  // to the node cache and registers the dataset. The process that opens the
+  // dataset first (e.g. a DataLoader's main process asking its length) so
+  // keeps the segment alive while generations of workers come and go.
+  void DatasetOpened(const VolObject& dataset) noexcept;
+  // The dataset's registration, made on first use. Null if not cacheable.
+  std::shared_ptr<CachedDataset> Dataset(const VolObject& dataset);
+
+  cache::io::CoalescingOptions coalescing() const;
+
+  // Detaches from the segment (connector shutdown): the last process of the
+  // node unlinks it unless PRESCIENT_KEEP_CACHE is set.
+  void Shutdown() noexcept;
+
+ private:
+  CacheClient();
+  static void AtForkChild();
+  // The loader of a read: `missing` rows, plus the rest of their chunks for
+  // chunked data (claimed, loaded in the same plan, then published).
+  static cache::Status LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
+                                          const VolObject& dataset,
+                                          std::span<const std::uint64_t> missing,
+                                          std::span<std::byte* const> dest,
+                                          const cache::io::CoalescingOptions& coalescing,
+                                          LoadCounters* load, std::uint64_t* read_around);
+
+  std::mutex mutex_;  // guards everything below
+  bool open_attempted_ = false;
+  std::unique_ptr<cache::NodeCache> cache_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<CachedDataset>> datasets_;
+  cache::io::CoalescingOptions coalescing_;
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_CACHE_CLIENT_H_

@@ -1,0 +1,75 @@
+// A dataset as the node cache knows it: its slot in the shared segment and
+// how to load its rows on a miss.
+//
+// Registered once per process per dataset identity (not per handle, so
+// h5py's per-sample f['x'][i] reopening finds it again). Rows load raw when
+// the layout allows (pread + deflate/shuffle decoding, coalesced, no HDF5
+// call), otherwise through the connector underneath, one hyperslab read per
+// run of consecutive rows.
+#ifndef PRESCIENT_VOL_CACHED_DATASET_H_
+#define PRESCIENT_VOL_CACHED_DATASET_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "cache/core/node_cache.h"
+#include "cache/io/coalescing_options.h"
+#include "cache/io/random_access_file.h"
+#include "cache/io/raw_layout.h"
+#include "vol/dataset_state.h"
+#include "vol/object.h"
+
+namespace prescient::vol {
+
+struct LoadCounters {
+  std::uint64_t reads = 0;
+  std::uint64_t bytes = 0;
+};
+
+class CachedDataset {
+ public:
+  // Registers the dataset in `cache` and works out how to load it. Runs on
+  // the caller's thread inside a VOL callback. Throws std::runtime_error with
+  // the cache's message when registration fails.
+  static std::shared_ptr<CachedDataset> Register(cache::NodeCache& cache, const VolObject& dataset,
+                                                 const DatasetState& state);
+  ~CachedDataset();
+
+  cache::DatasetSlot slot() const { return slot_; }
+  std::uint64_t row_bytes() const { return row_bytes_; }
+  std::uint64_t num_rows() const { return num_rows_; }
+  // Null when rows must be loaded through HDF5; raw_reason() says why.
+  const std::shared_ptr<const cache::io::RawLayout>& raw_layout() const { return layout_; }
+  const std::shared_ptr<const cache::io::RandomAccessSource>& source() const { return source_; }
+  const std::string& raw_reason() const { return raw_reason_; }
+
+  // Loads `rows` (ascending, distinct) into dest[i]. Raw when possible, else
+  // through `dataset`'s under connector (REQUIRES: caller's thread, inside a
+  // callback, for that path). Never throws.
+  cache::Status Load(const VolObject* dataset, std::span<const std::uint64_t> rows,
+                     std::span<std::byte* const> dest,
+                     const cache::io::CoalescingOptions& coalescing,
+                     LoadCounters* counters) const noexcept;
+
+ private:
+  cache::Status LoadRaw(std::span<const std::uint64_t> rows, std::span<std::byte* const> dest,
+                        const cache::io::CoalescingOptions& coalescing,
+                        LoadCounters* counters) const;
+  cache::Status LoadThroughHdf5(const VolObject& dataset, std::span<const std::uint64_t> rows,
+                                std::span<std::byte* const> dest, LoadCounters* counters) const;
+
+  cache::DatasetSlot slot_ = cache::kInvalidDatasetSlot;
+  std::uint64_t row_bytes_ = 0;
+  std::uint64_t num_rows_ = 0;
+  std::vector<hsize_t> dims_;
+  hid_t file_type_ = H5I_INVALID_HID;  // owned copy, for reads through HDF5
+  std::shared_ptr<const cache::io::RawLayout> layout_;
+  std::shared_ptr<const cache::io::RandomAccessSource> source_;
+  std::string raw_reason_;
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_CACHED_DATASET_H_
