@@ -71,14 +71,20 @@ CacheClient::CacheClient() {
 }
 
 void CacheClient::AtForkChild() {
-  // Another thread may have held the mutex at fork time.
-  new (&Get().mutex_) std::mutex();
+  // Another thread (the prefetcher) may have held these locks at fork time.
+  CacheClient& client = Get();
+  new (&client.mutex_) std::mutex();
+  if (client.schedule_) client.schedule_->ResetLockAfterFork();
 }
 
 cache::io::CoalescingOptions CacheClient::coalescing() const { return coalescing_; }
 
 void CacheClient::Shutdown() noexcept {
   std::lock_guard lock(mutex_);
+  if (prefetcher_) prefetcher_->Stop();
+  prefetcher_.reset();
+  tracker_.reset();
+  oracle_.reset();
   datasets_.clear();
   cache_.reset();
   open_attempted_ = true;  // no reopening during shutdown
@@ -136,7 +142,71 @@ std::shared_ptr<CachedDataset> CacheClient::Dataset(const VolObject& dataset) {
                        "not caching " + state->identity().description + ": " + e.what());
   }
   datasets_.emplace(key, cached);  // a failure is remembered too: warn once
+  if (cached) BindSchedule(dataset, cached);
   return cached;
+}
+
+void CacheClient::BindSchedule(const VolObject& dataset,
+                               const std::shared_ptr<CachedDataset>& cached) {
+  Runtime& runtime = Runtime::Get();
+  const Options& options = runtime.options();
+  if (options.schedule_path.empty() || bound_slot_ != cache::kInvalidDatasetSlot) return;
+  if (!schedule_opened_) {
+    schedule_opened_ = true;
+    schedule_ =
+        ScheduleBinding::Open(options.schedule_path, options.rank.value_or(0),
+                              [&](const std::string& m) { runtime.Log(LogLevel::kWarn, m); });
+  }
+  if (!schedule_) return;
+  const FileIdentity& file = dataset.file->identity;
+  const std::string mismatch =
+      schedule_->Mismatch(cached->num_rows(), cached->row_bytes(), file.size, file.mtime_ns);
+  if (!mismatch.empty()) {
+    // Other datasets of the file (labels beside images) differ in shape: only
+    // a dataset of the right shape in a changed file deserves a warning.
+    const bool same_shape = schedule_->header().dataset.rows == cached->num_rows() &&
+                            schedule_->header().dataset.row_bytes == cached->row_bytes();
+    runtime.Log(same_shape && !mismatch_warned_ ? LogLevel::kWarn : LogLevel::kInfo,
+                "PRESCIENT_SCHEDULE does not describe " + dataset.dataset->identity().description +
+                    ": " + mismatch + "; it is cached without prefetching");
+    mismatch_warned_ = mismatch_warned_ || same_shape;
+    return;
+  }
+  bound_slot_ = cached->slot();
+  oracle_ = std::make_shared<ScheduleOracle>(schedule_, bound_slot_);
+  tracker_ = std::make_unique<PositionTracker>(schedule_);
+  runtime.Log(LogLevel::kInfo, "schedule bound to " + dataset.dataset->identity().description +
+                                   " (rank " + std::to_string(schedule_->rank()) + ", node " +
+                                   std::to_string(schedule_->node()) + ")");
+  if (options.prefetch && cached->raw_layout()) {
+    prefetcher_ = std::make_unique<Prefetcher>(*cache_, schedule_, cached, oracle_,
+                                               options.io_threads, coalescing_);
+    prefetcher_->EnsureRunning();
+  }
+}
+
+void CacheClient::FollowSchedule(std::span<const std::uint64_t> rows) {
+  Stats& stats = Runtime::Get().stats();
+  std::uint64_t furthest = 0;
+  bool matched = false;
+  const bool was_abandoned = tracker_->abandoned();
+  for (std::uint64_t row : rows) {
+    const PositionTracker::Observation o = tracker_->Observe(row, cache_->NodeStep());
+    stats.Add(o.matched ? Counter::kScheduleMatches : Counter::kScheduleMismatches);
+    if (o.matched) {
+      matched = true;
+      furthest = std::max(furthest, o.global_step);
+    }
+  }
+  if (matched) cache_->AdvanceNodeStep(furthest);
+  if (tracker_->abandoned() && !was_abandoned) {
+    Runtime::Get().Log(LogLevel::kWarn,
+                       "reads keep leaving the order in PRESCIENT_SCHEDULE (" +
+                           std::to_string(PositionTracker::kMaxMismatches) +
+                           " in a row); this process stops following it. Reads stay correct.");
+    if (prefetcher_) prefetcher_->Stop();
+  }
+  if (prefetcher_ && !tracker_->abandoned()) prefetcher_->EnsureRunning();
 }
 
 cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
@@ -198,9 +268,14 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       return LoadWithReadAround(*cache, *cached, dataset, missing, dest, coalescing, &load,
                                 &read_around);
     };
+    std::shared_ptr<const cache::NextUseOracle> oracle;
+    {
+      std::lock_guard lock(mutex_);
+      if (cached->slot() == bound_slot_) oracle = oracle_;
+    }
     cache::ReadRowsStats read;
-    const cache::Status status =
-        cache->ReadRows(cached->slot(), rows, static_cast<std::byte*>(buf), loader, nullptr, &read);
+    const cache::Status status = cache->ReadRows(cached->slot(), rows, static_cast<std::byte*>(buf),
+                                                 loader, oracle.get(), &read);
     Stats& stats = Runtime::Get().stats();
     stats.Add(Counter::kStorageReads, load.reads);
     stats.Add(Counter::kStorageBytes, load.bytes);
@@ -215,6 +290,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     stats.Add(Counter::kRowsLoaded, read.loaded + read.uncached);
     stats.Add(Counter::kRowsWaited, read.waited);
     stats.Add(Counter::kRowsPrefetched, read_around);
+    if (oracle != nullptr && tracker_) FollowSchedule(rows);
     return true;
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("cache serve failed: ") + e.what());

@@ -22,7 +22,10 @@
 #include "cache/io/coalescing_options.h"
 #include "vol/cached_dataset.h"
 #include "vol/object.h"
+#include "vol/position_tracker.h"
+#include "vol/prefetcher.h"
 #include "vol/read_hook.h"
+#include "vol/schedule_binding.h"
 
 namespace prescient::vol {
 
@@ -68,6 +71,18 @@ class CacheClient {
   std::unique_ptr<cache::NodeCache> cache_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<CachedDataset>> datasets_;
   cache::io::CoalescingOptions coalescing_;
+
+  // The schedule and the one dataset it describes (PRESCIENT_SCHEDULE).
+  void BindSchedule(const VolObject& dataset, const std::shared_ptr<CachedDataset>& cached);
+  // After a served read of the bound dataset: follow the schedule.
+  void FollowSchedule(std::span<const std::uint64_t> rows);
+  bool schedule_opened_ = false;
+  std::shared_ptr<ScheduleBinding> schedule_;
+  cache::DatasetSlot bound_slot_ = cache::kInvalidDatasetSlot;
+  std::shared_ptr<const cache::NextUseOracle> oracle_;
+  std::unique_ptr<PositionTracker> tracker_;
+  std::unique_ptr<Prefetcher> prefetcher_;
+  bool mismatch_warned_ = false;
 };
 
 }  // namespace prescient::vol

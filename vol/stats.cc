@@ -6,10 +6,26 @@ namespace prescient::vol {
 namespace {
 
 constexpr const char* kTopLevelNames[] = {
-    "files_opened",  "datasets_opened", "reads",           "reads_simple", "reads_whole_rows",
-    "reads_scalar",  "reads_undecoded", "reads_forwarded", "rows",         "bytes",
-    "reads_served",  "rows_hit",        "rows_loaded",     "rows_waited",  "rows_prefetched",
-    "storage_reads", "storage_bytes",   "stall_ns",
+    "files_opened",
+    "datasets_opened",
+    "reads",
+    "reads_simple",
+    "reads_whole_rows",
+    "reads_scalar",
+    "reads_undecoded",
+    "reads_forwarded",
+    "rows",
+    "bytes",
+    "reads_served",
+    "rows_hit",
+    "rows_loaded",
+    "rows_waited",
+    "rows_prefetched",
+    "storage_reads",
+    "storage_bytes",
+    "stall_ns",
+    "schedule_matches",
+    "schedule_mismatches",
 };
 constexpr std::size_t kTopLevel = sizeof(kTopLevelNames) / sizeof(kTopLevelNames[0]);
 static_assert(kTopLevel == static_cast<std::size_t>(Counter::kSelectionNone));
