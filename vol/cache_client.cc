@@ -57,6 +57,15 @@ std::vector<std::uint64_t> SlabMates(const CachedDataset& cached,
   return extra;
 }
 
+// How a dataset's misses load, for the info log.
+std::string LoadingNote(const CachedDataset& cached) {
+  if (!cached.raw_layout()) return "reads through HDF5: " + cached.raw_reason();
+  std::string note =
+      "raw reads, coalescing gap " + std::to_string(cached.coalescing().max_gap_bytes) + " bytes";
+  if (!cached.storage_profile().empty()) note += "; storage " + cached.storage_profile();
+  return note;
+}
+
 }  // namespace
 
 CacheClient& CacheClient::Get() {
@@ -64,11 +73,7 @@ CacheClient& CacheClient::Get() {
   return *client;
 }
 
-CacheClient::CacheClient() {
-  ::pthread_atfork(nullptr, nullptr, &CacheClient::AtForkChild);
-  const Options& options = Runtime::Get().options();
-  if (options.coalesce_gap) coalescing_.max_gap_bytes = *options.coalesce_gap;
-}
+CacheClient::CacheClient() { ::pthread_atfork(nullptr, nullptr, &CacheClient::AtForkChild); }
 
 void CacheClient::AtForkChild() {
   // Another thread (the prefetcher) may have held these locks at fork time.
@@ -76,8 +81,6 @@ void CacheClient::AtForkChild() {
   new (&client.mutex_) std::mutex();
   if (client.schedule_) client.schedule_->ResetLockAfterFork();
 }
-
-cache::io::CoalescingOptions CacheClient::coalescing() const { return coalescing_; }
 
 void CacheClient::Shutdown() noexcept {
   std::lock_guard lock(mutex_);
@@ -131,12 +134,10 @@ std::shared_ptr<CachedDataset> CacheClient::Dataset(const VolObject& dataset) {
   if (it != datasets_.end()) return it->second;
   std::shared_ptr<CachedDataset> cached;
   try {
-    cached = CachedDataset::Register(*cache, dataset, *state);
-    Runtime::Get().Log(
-        LogLevel::kInfo,
-        "caching " + state->identity().description +
-            (cached->raw_layout() ? " (raw reads)"
-                                  : " (reads through HDF5: " + cached->raw_reason() + ")"));
+    cached =
+        CachedDataset::Register(*cache, dataset, *state, Runtime::Get().options().coalesce_gap);
+    Runtime::Get().Log(LogLevel::kInfo, "caching " + state->identity().description + " (" +
+                                            LoadingNote(*cached) + ")");
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kWarn,
                        "not caching " + state->identity().description + ": " + e.what());
@@ -173,6 +174,7 @@ void CacheClient::BindSchedule(const VolObject& dataset,
     return;
   }
   bound_slot_ = cached->slot();
+  runtime.stats().SetEpochs(schedule_->epochs());
   oracle_ = std::make_shared<ScheduleOracle>(schedule_, bound_slot_);
   tracker_ = std::make_unique<PositionTracker>(schedule_);
   runtime.Log(LogLevel::kInfo, "schedule bound to " + dataset.dataset->identity().description +
@@ -180,7 +182,7 @@ void CacheClient::BindSchedule(const VolObject& dataset,
                                    std::to_string(schedule_->node()) + ")");
   if (options.prefetch && cached->raw_layout()) {
     prefetcher_ = std::make_unique<Prefetcher>(*cache_, schedule_, cached, oracle_,
-                                               options.io_threads, coalescing_);
+                                               options.io_threads, cached->coalescing());
     prefetcher_->EnsureRunning();
   }
 }
@@ -189,6 +191,7 @@ void CacheClient::FollowSchedule(std::span<const std::uint64_t> rows) {
   Stats& stats = Runtime::Get().stats();
   std::uint64_t furthest = 0;
   bool matched = false;
+  std::uint32_t epoch = 0;
   const bool was_abandoned = tracker_->abandoned();
   for (std::uint64_t row : rows) {
     const PositionTracker::Observation o = tracker_->Observe(row, cache_->NodeStep());
@@ -196,9 +199,13 @@ void CacheClient::FollowSchedule(std::span<const std::uint64_t> rows) {
     if (o.matched) {
       matched = true;
       furthest = std::max(furthest, o.global_step);
+      epoch = o.epoch;
     }
   }
-  if (matched) cache_->AdvanceNodeStep(furthest);
+  if (matched) {
+    cache_->AdvanceNodeStep(furthest);
+    stats.SetCurrentEpoch(epoch);
+  }
   if (tracker_->abandoned() && !was_abandoned) {
     Runtime::Get().Log(LogLevel::kWarn,
                        "reads keep leaving the order in PRESCIENT_SCHEDULE (" +
@@ -262,7 +269,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
 
     const std::vector<std::uint64_t> rows = RowsInTransferOrder(request.selection.rows);
     LoadCounters load;
-    const cache::io::CoalescingOptions coalescing = coalescing_;
+    const cache::io::CoalescingOptions coalescing = cached->coalescing();
     std::uint64_t read_around = 0;
     auto loader = [&](std::span<const std::uint64_t> missing, std::span<std::byte* const> dest) {
       return LoadWithReadAround(*cache, *cached, dataset, missing, dest, coalescing, &load,

@@ -48,8 +48,6 @@ class CacheClient {
   // The dataset's registration, made on first use. Null if not cacheable.
   std::shared_ptr<CachedDataset> Dataset(const VolObject& dataset);
 
-  cache::io::CoalescingOptions coalescing() const;
-
   // Detaches from the segment (connector shutdown): the last process of the
   // node unlinks it unless PRESCIENT_KEEP_CACHE is set.
   void Shutdown() noexcept;
@@ -70,7 +68,6 @@ class CacheClient {
   bool open_attempted_ = false;
   std::unique_ptr<cache::NodeCache> cache_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<CachedDataset>> datasets_;
-  cache::io::CoalescingOptions coalescing_;
 
   // The schedule and the one dataset it describes (PRESCIENT_SCHEDULE).
   void BindSchedule(const VolObject& dataset, const std::shared_ptr<CachedDataset>& cached);

@@ -9,6 +9,7 @@
 
 #include "cache/io/coalescing_planner.h"
 #include "cache/io/raw_loader.h"
+#include "cache/io/storage_calibration.h"
 #include "vol/error.h"
 #include "vol/file_state.h"
 #include "vol/raw_layout_hdf5.h"
@@ -41,7 +42,8 @@ io::Result<std::unique_ptr<io::PosixFile>> OpenSameFile(const FileState& file) {
 
 std::shared_ptr<CachedDataset> CachedDataset::Register(cache::NodeCache& cache,
                                                        const VolObject& dataset,
-                                                       const DatasetState& state) {
+                                                       const DatasetState& state,
+                                                       std::optional<std::uint64_t> fixed_gap) {
   auto cached = std::make_shared<CachedDataset>();
   cached->row_bytes_ = state.row_bytes();
   cached->dims_ = state.dims();
@@ -67,6 +69,13 @@ std::shared_ptr<CachedDataset> CachedDataset::Register(cache::NodeCache& cache,
   }
   cached->layout_ = std::make_shared<const io::RawLayout>(std::move(layout.value()));
   cached->source_ = std::shared_ptr<const io::RandomAccessSource>(std::move(file.value()));
+  if (fixed_gap) {
+    cached->coalescing_.max_gap_bytes = *fixed_gap;
+  } else if (io::Result<io::StorageProfile> profile = io::CalibrateStorage(dataset.file->name);
+             profile.ok()) {
+    cached->coalescing_ = io::CoalescingFromProfile(profile.value());
+    cached->storage_profile_ = profile.value().ToString();
+  }
   return cached;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -33,8 +34,11 @@ class CachedDataset {
   // Registers the dataset in `cache` and works out how to load it. Runs on
   // the caller's thread inside a VOL callback. Throws std::runtime_error with
   // the cache's message when registration fails.
+  // `fixed_gap` (PRESCIENT_COALESCE_GAP) sets the coalescing threshold;
+  // without it the file's storage is calibrated (a fraction of a second).
   static std::shared_ptr<CachedDataset> Register(cache::NodeCache& cache, const VolObject& dataset,
-                                                 const DatasetState& state);
+                                                 const DatasetState& state,
+                                                 std::optional<std::uint64_t> fixed_gap);
   ~CachedDataset();
 
   cache::DatasetSlot slot() const { return slot_; }
@@ -44,6 +48,10 @@ class CachedDataset {
   const std::shared_ptr<const cache::io::RawLayout>& raw_layout() const { return layout_; }
   const std::shared_ptr<const cache::io::RandomAccessSource>& source() const { return source_; }
   const std::string& raw_reason() const { return raw_reason_; }
+  // How misses of this dataset are merged into reads.
+  const cache::io::CoalescingOptions& coalescing() const { return coalescing_; }
+  // What calibration found (empty with a fixed gap or no raw layout).
+  const std::string& storage_profile() const { return storage_profile_; }
 
   // Loads `rows` (ascending, distinct) into dest[i]. Raw when possible, else
   // through `dataset`'s under connector (REQUIRES: caller's thread, inside a
@@ -68,6 +76,8 @@ class CachedDataset {
   std::shared_ptr<const cache::io::RawLayout> layout_;
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
   std::string raw_reason_;
+  cache::io::CoalescingOptions coalescing_ = cache::io::kDefaultLocalDiskCoalescing;
+  std::string storage_profile_;
 };
 
 }  // namespace prescient::vol

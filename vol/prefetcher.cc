@@ -122,6 +122,7 @@ void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executo
     return;
   }
   Stats& stats = Runtime::Get().stats();
+  const std::uint32_t epoch = binding_->EpochAndStep(from).first;
   Countdown countdown(plan.value().tasks.size());
   for (const io::ReadTask& task : plan.value().tasks) {
     auto run = [&, task_ptr = &task] {
@@ -147,9 +148,9 @@ void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executo
       if (status.ok()) {
         std::uint64_t bytes = 0;
         for (const io::FileRead& read : t.reads) bytes += read.length;
-        stats.Add(Counter::kStorageReads, t.reads.size());
-        stats.Add(Counter::kStorageBytes, bytes);
-        stats.Add(Counter::kRowsPrefetched, published);
+        stats.AddInEpoch(epoch, Counter::kStorageReads, t.reads.size());
+        stats.AddInEpoch(epoch, Counter::kStorageBytes, bytes);
+        stats.AddInEpoch(epoch, Counter::kRowsPrefetched, published);
       } else {
         Runtime::Get().Log(LogLevel::kInfo, "prefetch read failed: " + status.ToString());
       }

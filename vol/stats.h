@@ -12,7 +12,9 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "vol/live_stats_file.h"
 #include "vol/selection.h"
@@ -58,6 +60,16 @@ class Stats {
   };
 
   void Add(Counter counter, std::uint64_t delta = 1);
+  // The same, counted in epoch `epoch`'s block too (prefetch threads know the
+  // epoch of the rows they load; reads use the current epoch).
+  void AddInEpoch(std::uint32_t epoch, Counter counter, std::uint64_t delta = 1);
+
+  // Per-epoch blocks, once a schedule says how many epochs there are. A
+  // running statistics file is rewritten with the larger layout.
+  void SetEpochs(std::uint32_t epochs);
+  // The epoch reads are counted in (the position tracker's).
+  void SetCurrentEpoch(std::uint32_t epoch);
+  std::uint64_t GetInEpoch(std::uint32_t epoch, Counter counter) const;
   // One dataset read.
   void CountRead(const DecodedSelection& selection, bool simple, std::uint64_t bytes);
   std::uint64_t Get(Counter counter) const;
@@ -74,12 +86,19 @@ class Stats {
   std::string ToJson(const ProcessInfo& process) const;
 
  private:
-  static std::string Render(const ProcessInfo& process, const std::uint64_t* values);
-  void AddLocked(Counter counter, std::uint64_t delta);
+  using Values = std::array<std::uint64_t, static_cast<std::size_t>(Counter::kCount)>;
+  // With values == nullptr, counter fields are LiveStatsFile markers.
+  std::string Render(const ProcessInfo& process, bool markers) const;
+  void AddLocked(std::optional<std::uint32_t> epoch, Counter counter, std::uint64_t delta);
+  std::string OpenFileLocked();
 
   mutable std::mutex mutex_;
-  std::array<std::uint64_t, static_cast<std::size_t>(Counter::kCount)> values_{};
+  Values values_{};
+  std::vector<Values> epochs_;  // per-epoch blocks (empty without a schedule)
+  std::uint32_t current_epoch_ = 0;
   LiveStatsFile file_;
+  std::string file_path_;
+  ProcessInfo file_process_;
 };
 
 }  // namespace prescient::vol

@@ -91,3 +91,31 @@ TEST(Stats, FileMatchesToJson) {
 
 }  // namespace
 }  // namespace prescient::vol
+
+namespace prescient::vol {
+namespace {
+
+TEST(Stats, PerEpochBlocksAppearWhenEpochsAreKnown) {
+  const std::string path = TempPath("epochs");
+  Stats stats;
+  const Stats::ProcessInfo info{.pid = 3, .parent_pid = 1, .forked_child = true, .enabled = true};
+  ASSERT_EQ(stats.StartFile(path, info), "");
+  stats.Add(Counter::kReads, 2);  // before epochs are known: totals only
+  stats.SetEpochs(3);
+  stats.SetCurrentEpoch(1);
+  stats.Add(Counter::kRowsHit, 5);
+  stats.AddInEpoch(2, Counter::kRowsPrefetched, 7);
+  EXPECT_EQ(stats.Get(Counter::kRowsHit), 5u);
+  EXPECT_EQ(stats.GetInEpoch(1, Counter::kRowsHit), 5u);
+  EXPECT_EQ(stats.GetInEpoch(0, Counter::kRowsHit), 0u);
+  EXPECT_EQ(stats.GetInEpoch(2, Counter::kRowsPrefetched), 7u);
+  const std::string text = ReadFile(path);
+  EXPECT_NE(text.find("\"epochs\": ["), std::string::npos) << text;
+  EXPECT_NE(text.find("{\"epoch\": 2,"), std::string::npos) << text;
+  // The rewritten file kept the counts made before it grew.
+  EXPECT_NE(text.find("\"reads\": " + std::string(LiveStatsFile::kWidth - 1, ' ') + "2"), std::string::npos);
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace prescient::vol
