@@ -45,11 +45,18 @@ PositionTracker::Observation PositionTracker::Observe(std::uint64_t sample,
       }
     }
   } else {
-    const std::uint64_t from = position_ > window_ ? position_ - window_ : 0;
-    if (auto p = Find(epoch_, sample, from, position_ + window_)) return Matched(epoch_, *p);
-    if (auto p = Find(epoch_ + 1, sample, 0, window_)) {
+    // One process reads its batches in order, so within an epoch positions
+    // only grow. Near an epoch's end a sample may also be one of the next
+    // epoch's first: the nearer of the two in reading order wins.
+    const std::uint64_t size = binding_->Part(binding_->rank(), epoch_).size();
+    const std::optional<std::uint64_t> here = Find(epoch_, sample, position_, position_ + window_);
+    const std::optional<std::uint64_t> next = Find(epoch_ + 1, sample, 0, window_);
+    if (here && (!next || *here - position_ <= size - std::min(size, position_) + *next)) {
+      return Matched(epoch_, *here);
+    }
+    if (next) {
       position_ = 0;
-      return Matched(epoch_ + 1, *p);
+      return Matched(epoch_ + 1, *next);
     }
   }
   if (++mismatches_ >= kMaxMismatches) abandoned_ = true;

@@ -113,7 +113,8 @@ TEST(Stats, PerEpochBlocksAppearWhenEpochsAreKnown) {
   EXPECT_NE(text.find("\"epochs\": ["), std::string::npos) << text;
   EXPECT_NE(text.find("{\"epoch\": 2,"), std::string::npos) << text;
   // The rewritten file kept the counts made before it grew.
-  EXPECT_NE(text.find("\"reads\": " + std::string(LiveStatsFile::kWidth - 1, ' ') + "2"), std::string::npos);
+  EXPECT_NE(text.find("\"reads\": " + std::string(LiveStatsFile::kWidth - 1, ' ') + "2"),
+            std::string::npos);
   ::unlink(path.c_str());
 }
 

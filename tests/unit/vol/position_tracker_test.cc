@@ -1,0 +1,133 @@
+// The position tracker against a real schedule file (DistributedSampler order,
+// one rank, two DataLoader workers), fed the read streams a DataLoader makes.
+#include "vol/position_tracker.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "scheduler/core/loader_spec.h"
+#include "scheduler/core/schedule_file.h"
+
+namespace prescient::vol {
+namespace {
+
+constexpr std::uint64_t kSamples = 200;
+constexpr std::uint32_t kEpochs = 3;
+constexpr std::uint32_t kBatch = 4;
+constexpr std::uint32_t kWorkers = 2;
+
+class PositionTrackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/tracker." + std::to_string(::getpid()) + ".sched";
+    scheduler::ScheduleHeader header;
+    header.dataset = {"x.h5", "x", kSamples, 64, 1000, 1};
+    header.source = "torch-distributed";
+    scheduler::LoaderSpec spec;
+    spec.seed = 7;
+    header.parameters = scheduler::CanonicalLoaderParameters(spec);
+    header.layout = {.ranks = 1, .ranks_per_node = 1, .workers = kWorkers, .batch_size = kBatch};
+    header.epochs = kEpochs;
+    header.num_samples = kSamples;
+    header.seed = 7;
+    scheduler::WriteRecipeFile(path_, header);
+    binding_ = ScheduleBinding::Open(path_, 0, [](const std::string& m) { FAIL() << m; });
+    ASSERT_NE(binding_, nullptr);
+  }
+  void TearDown() override { ::unlink(path_.c_str()); }
+
+  // The samples worker `w` reads in `epoch`: batches w, w + W, ...
+  std::vector<std::uint64_t> WorkerReads(std::uint32_t epoch, std::uint32_t w) const {
+    const scheduler::RankEpochView part = binding_->Part(0, epoch);
+    std::vector<std::uint64_t> reads;
+    for (std::size_t step = w; step < part.steps(); step += kWorkers) {
+      for (scheduler::SampleId s : part.Step(step)) reads.push_back(s);
+    }
+    return reads;
+  }
+
+  std::string path_;
+  std::shared_ptr<ScheduleBinding> binding_;
+};
+
+TEST_F(PositionTrackerTest, FollowsAWorkerAcrossEpochs) {
+  // A persistent worker 1: the same process reads its batches of every epoch.
+  PositionTracker tracker(binding_);
+  std::uint64_t last_step = 0;
+  for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
+    for (std::uint64_t sample : WorkerReads(epoch, 1)) {
+      const PositionTracker::Observation o = tracker.Observe(sample, 0);
+      ASSERT_TRUE(o.matched) << "epoch " << epoch << " sample " << sample;
+      EXPECT_EQ(o.epoch, epoch);
+      EXPECT_GE(o.global_step, last_step);
+      last_step = o.global_step;
+    }
+  }
+  EXPECT_EQ(last_step,
+            binding_->total_steps() - 1);  // 50 steps an epoch; worker 1 has the odd ones
+  EXPECT_FALSE(tracker.abandoned());
+}
+
+TEST_F(PositionTrackerTest, FreshWorkerIsPlacedThroughTheNodeStep) {
+  // A worker forked for epoch 2 (non-persistent workers) starts with no
+  // history; the node step says where the rank's other processes are.
+  PositionTracker tracker(binding_);
+  const std::uint64_t node_step = binding_->GlobalStep(2, 0);
+  const std::vector<std::uint64_t> reads = WorkerReads(2, 0);
+  const PositionTracker::Observation first = tracker.Observe(reads[0], node_step);
+  ASSERT_TRUE(first.matched);
+  EXPECT_EQ(first.epoch, 2u);
+  EXPECT_EQ(first.global_step, node_step);
+}
+
+TEST_F(PositionTrackerTest, ForeignOrderIsCountedThenAbandoned) {
+  PositionTracker tracker(binding_);
+  const std::vector<std::uint64_t> reads = WorkerReads(0, 0);
+  ASSERT_TRUE(tracker.Observe(reads[0], 0).matched);
+  // Samples far from where this process is: late in epoch 0 and in epoch 1.
+  const auto positions0 = binding_->PositionsOf(0);
+  const auto positions1 = binding_->PositionsOf(1);
+  std::vector<std::uint64_t> foreign;
+  for (std::uint64_t s = 0; s < kSamples; ++s) {
+    if ((*positions0)[s] >= 120 && (*positions1)[s] >= 120) foreign.push_back(s);
+  }
+  ASSERT_FALSE(foreign.empty());
+  std::uint32_t mismatches = 0;
+  for (std::uint32_t i = 0; !tracker.abandoned() && i < 10 * PositionTracker::kMaxMismatches; ++i) {
+    if (!tracker.Observe(foreign[i % foreign.size()], 0).matched) ++mismatches;
+  }
+  EXPECT_TRUE(tracker.abandoned());
+  EXPECT_EQ(mismatches, PositionTracker::kMaxMismatches);
+  EXPECT_FALSE(tracker.Observe(reads[1], 0).matched);  // stays off
+}
+
+TEST_F(PositionTrackerTest, OracleAnswersFromTheNodeIndex) {
+  ScheduleOracle oracle(binding_, /*slot=*/3);
+  const scheduler::RankEpochView epoch1 = binding_->Part(0, 1);
+  const std::uint64_t sample = epoch1.sample(0);
+  const std::uint64_t step = oracle.NextUse(3, sample, binding_->GlobalStep(0, 49));
+  EXPECT_EQ(step, binding_->GlobalStep(1, 0));
+  EXPECT_EQ(oracle.NextUse(4, sample, 0), cache::NextUseOracle::kNever);  // another dataset
+  EXPECT_EQ(oracle.NextUse(3, kSamples + 5, 0), cache::NextUseOracle::kNever);
+  EXPECT_EQ(oracle.NextUse(3, sample, binding_->total_steps()), cache::NextUseOracle::kNever);
+}
+
+TEST(ScheduleBindingOpen, UnusableFilesWarnOnce) {
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& m) { warnings.push_back(m); };
+  EXPECT_EQ(ScheduleBinding::Open("/nonexistent.sched", 0, warn), nullptr);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("PRESCIENT_SCHEDULE"), std::string::npos);
+  const std::string garbage = ::testing::TempDir() + "/garbage." + std::to_string(::getpid());
+  FILE* f = std::fopen(garbage.c_str(), "w");
+  std::fputs("not a schedule", f);
+  std::fclose(f);
+  EXPECT_EQ(ScheduleBinding::Open(garbage, 0, warn), nullptr);
+  EXPECT_EQ(warnings.size(), 2u);
+  ::unlink(garbage.c_str());
+}
+
+}  // namespace
+}  // namespace prescient::vol
