@@ -34,11 +34,8 @@ std::vector<std::uint64_t> SlabMates(const CachedDataset& cached,
                                      std::span<const std::uint64_t> missing) {
   constexpr std::uint64_t kMaxReadAroundBytes = 64ull << 20;
   std::vector<std::uint64_t> extra;
-  const auto* chunked = cached.raw_layout()
-                            ? std::get_if<cache::io::ChunkedLayout>(cached.raw_layout().get())
-                            : nullptr;
-  if (chunked == nullptr) return extra;
-  const std::uint64_t rows_per_slab = chunked->chunk_shape()[0];
+  const std::uint64_t rows_per_slab = cached.chunk_rows();
+  if (rows_per_slab <= 1) return extra;
   const std::uint64_t budget = std::max<std::uint64_t>(
       1, kMaxReadAroundBytes / std::max<std::uint64_t>(1, cached.row_bytes()));
   std::uint64_t last_slab = UINT64_MAX;
@@ -203,7 +200,12 @@ void CacheClient::FollowSchedule(std::span<const std::uint64_t> rows) {
     }
   }
   if (matched) {
-    cache_->AdvanceNodeStep(furthest);
+    // The node step must not pass the slowest local reader: what it still
+    // reads would look past to the eviction oracle. This process's workers
+    // may run up to 2 x W batches apart, ranks of a node about a step.
+    const scheduler::WorldLayout& layout = schedule_->header().layout;
+    const std::uint64_t lag = 2ull * (layout.workers + 1) + 1;
+    if (furthest > lag) cache_->AdvanceNodeStep(furthest - lag);
     stats.SetCurrentEpoch(epoch);
   }
   if (tracker_->abandoned() && !was_abandoned) {

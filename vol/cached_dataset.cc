@@ -57,6 +57,7 @@ std::shared_ptr<CachedDataset> CachedDataset::Register(cache::NodeCache& cache,
     cached->file_type_ = H5Tcopy(state.file_type());
   }
 
+  cached->chunk_rows_ = ChunkRows(dataset);
   io::Result<io::RawLayout> layout = ExtractRawLayout(dataset, state);
   if (!layout.ok()) {
     cached->raw_reason_ = layout.status().message();

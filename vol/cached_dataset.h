@@ -48,6 +48,9 @@ class CachedDataset {
   const std::shared_ptr<const cache::io::RawLayout>& raw_layout() const { return layout_; }
   const std::shared_ptr<const cache::io::RandomAccessSource>& source() const { return source_; }
   const std::string& raw_reason() const { return raw_reason_; }
+  // Rows per chunk along dimension 0 (0: not chunked). A miss loads whole
+  // chunks' rows, so each chunk is decoded once.
+  std::uint64_t chunk_rows() const { return chunk_rows_; }
   // How misses of this dataset are merged into reads.
   const cache::io::CoalescingOptions& coalescing() const { return coalescing_; }
   // What calibration found (empty with a fixed gap or no raw layout).
@@ -76,6 +79,7 @@ class CachedDataset {
   std::shared_ptr<const cache::io::RawLayout> layout_;
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
   std::string raw_reason_;
+  std::uint64_t chunk_rows_ = 0;
   cache::io::CoalescingOptions coalescing_ = cache::io::kDefaultLocalDiskCoalescing;
   std::string storage_profile_;
 };

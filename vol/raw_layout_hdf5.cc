@@ -159,6 +159,19 @@ io::Result<io::RawLayout> Extract(const VolObject& dataset, const DatasetState& 
 
 }  // namespace
 
+std::uint64_t ChunkRows(const VolObject& dataset) noexcept {
+  PreservedErrorStack keep;
+  try {
+    ScopedId dcpl(UnderDcpl(dataset), &H5Pclose);
+    if (dcpl.get() < 0 || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return 0;
+    hsize_t chunk[H5S_MAX_RANK];
+    if (H5Pget_chunk(dcpl.get(), H5S_MAX_RANK, chunk) < 1) return 0;
+    return chunk[0];
+  } catch (...) {
+    return 0;
+  }
+}
+
 io::Result<io::RawLayout> ExtractRawLayout(const VolObject& dataset,
                                            const DatasetState& state) noexcept {
   PreservedErrorStack keep;  // failed probes must not leave errors behind

@@ -23,6 +23,11 @@ namespace prescient::vol {
 cache::io::Result<cache::io::RawLayout> ExtractRawLayout(const VolObject& dataset,
                                                          const DatasetState& state) noexcept;
 
+// Rows per chunk along dimension 0 for a chunked dataset, 0 otherwise (also
+// when the connector underneath cannot say). Used to keep misses
+// chunk-aligned when rows load through HDF5.
+std::uint64_t ChunkRows(const VolObject& dataset) noexcept;
+
 }  // namespace prescient::vol
 
 #endif  // PRESCIENT_VOL_RAW_LAYOUT_HDF5_H_

@@ -1,0 +1,81 @@
+// CacheOptions: every setting of the node-shared cache, as one typed struct.
+//
+// The cache reads no environment variables. vol/ parses PRESCIENT_CACHE_SIZE
+// (with ParseByteSize below), the node identity override and the keep flag
+// once, fills this struct and hands it to NodeCache::Open. Tests and tools fill
+// it directly.
+#ifndef PRESCIENT_CACHE_CORE_CACHE_OPTIONS_H_
+#define PRESCIENT_CACHE_CORE_CACHE_OPTIONS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "cache/core/result.h"
+
+namespace prescient::cache {
+
+struct CacheOptions {
+  // Size of the whole shared segment (metadata included, about 1.8% with
+  // 4 KiB blocks). 0 = DefaultCapacityBytes(shm_dir). The first process of a
+  // node creates the segment; later processes use its size, whatever they ask.
+  std::uint64_t capacity_bytes = 0;
+
+  // Node identity in the segment name. Empty = the host name. Setting it lets
+  // several "nodes" share one machine (each gets its own segment).
+  std::string node_id;
+
+  // Keep the segment (and its rows) when the last process detaches, so the
+  // next job on the node starts warm. Otherwise the last process unlinks it.
+  bool keep_after_exit = false;
+
+  // Where segments live and how they are named: <shm_dir>/<name_prefix>-u<uid>-<node>.
+  // /dev/shm is what shm_open uses; tests point both elsewhere.
+  std::string shm_dir = "/dev/shm";
+  std::string name_prefix = "prescient-cache";
+
+  // Allocation unit. A row occupies ceil(row_bytes / block_bytes) blocks, so
+  // rows much smaller than a block waste space: pick a smaller block for
+  // datasets of tiny rows. Power of two in [256, 1 MiB].
+  std::uint32_t block_bytes = 4096;
+
+  // Distinct datasets the segment can describe (a dataset key is never
+  // forgotten while the segment lives). RegisterDataset fails beyond this.
+  std::uint32_t max_datasets = 4096;
+
+  // Row descriptors in the segment. 0 = one per block plus 1/16 for rows being
+  // loaded: never the limit. A smaller number saves metadata (~60 bytes/row).
+  std::uint64_t max_rows = 0;
+
+  // Give up on the segment lock after this long (a live process holding it
+  // that long is stopped or hung); the call fails and the caller falls back.
+  std::chrono::milliseconds lock_timeout{10000};
+
+  // While waiting for a row another process loads, check every this often
+  // whether the loader is still alive (and take the row over if not).
+  std::chrono::milliseconds liveness_poll{50};
+
+  // Stop waiting for a live loader after this long and load the row privately.
+  std::chrono::milliseconds wait_timeout{60000};
+};
+
+// Parses "8GiB", "512 MiB", "1.5G", "4096", "100MB" (case-insensitive units B,
+// K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB; KB = 1000, KiB and the bare K = 1024;
+// a number alone is bytes). Errors name the text and the accepted forms.
+Result<std::uint64_t> ParseByteSize(std::string_view text);
+
+// min(50% of the free space of shm_dir, 50% of physical RAM), rounded down to
+// a MiB; 0 when neither can be determined.
+std::uint64_t DefaultCapacityBytes(const std::string& shm_dir);
+
+// The node identity used when CacheOptions::node_id is empty: the host name.
+std::string DefaultNodeId();
+
+// <shm_dir>/<name_prefix>-u<uid>-<node>, with characters of the node id other
+// than [A-Za-z0-9._-] replaced by '_'.
+std::string SegmentPath(const CacheOptions& options);
+
+}  // namespace prescient::cache
+
+#endif  // PRESCIENT_CACHE_CORE_CACHE_OPTIONS_H_

@@ -1,0 +1,177 @@
+// NodeCache: the node-shared row cache. One shared-memory segment per node and
+// user, used by every process of that user on the node: independent ranks and
+// their forked DataLoader workers (a handle inherited through fork() works in
+// the child; the child attaches itself on first use).
+//
+// Rows are keyed by (DatasetSlot, row number). Exactly one process loads a
+// missing row; the others sleep until it is published (futex, no spinning),
+// checking every CacheOptions::liveness_poll that the loader is alive and
+// taking the row over if it died. Every method is noexcept and thread-safe;
+// failures come back as Status messages fit for one warning.
+//
+// Typical use from the VOL connector (error handling elided):
+//
+//   auto cache = NodeCache::Open(options);          // once per process
+//   if (!cache.ok()) { warn(cache.status().message()); /* pass-through */ }
+//   DatasetSlot ds = cache.value()->RegisterDataset(key, row_bytes, rows).value();
+//   // In the read callback, rows in selection order (may repeat):
+//   Status s = cache.value()->ReadRows(ds, rows, buffer,
+//       [&](std::span<const std::uint64_t> missing, std::span<std::byte* const> dest) {
+//         return ReadNative(missing, dest);  // sorted, distinct: coalesce them
+//       }, oracle /* or nullptr: LRU */);
+//   if (!s.ok()) { /* forward this read to the native path */ }
+#ifndef PRESCIENT_CACHE_CORE_NODE_CACHE_H_
+#define PRESCIENT_CACHE_CORE_NODE_CACHE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache/core/cache_options.h"
+#include "cache/core/dataset_key.h"
+#include "cache/core/next_use_oracle.h"
+#include "cache/core/process_identity.h"
+#include "cache/core/result.h"
+#include "cache/core/segment_file.h"
+#include "cache/core/segment_tables.h"
+
+namespace prescient::cache {
+
+// Fills dest[i] (row_bytes each) with row rows[i]. Rows are distinct and
+// ascending, so runs can be read with one call. Runs on the caller's thread
+// with no cache lock held. Exceptions are caught and reported as errors.
+using LoaderFn =
+    std::function<Status(std::span<const std::uint64_t> rows, std::span<std::byte* const> dest)>;
+
+// What one ReadRows call did (per process bookkeeping is the caller's).
+struct ReadRowsStats {
+  std::uint64_t hits = 0;          // distinct rows copied from the cache
+  std::uint64_t loaded = 0;        // distinct rows this call's loader loaded and published
+  std::uint64_t waited = 0;        // distinct rows obtained after waiting for another loader
+  std::uint64_t not_admitted = 0;  // loaded rows the cache declined to keep
+  std::uint64_t uncached = 0;      // rows loaded privately (wait timeout, no free descriptor)
+  std::chrono::nanoseconds wait_time{0};  // time asleep waiting for other loaders
+};
+
+// Node-wide counters (all processes), read without locking.
+struct CacheStats {
+  std::uint64_t hits = 0, misses = 0, waits = 0, evictions = 0, rejections = 0;
+  std::uint64_t recoveries = 0;  // lock-owner deaths repaired
+  std::uint64_t takeovers = 0;   // claims of dead loaders released for reloading
+  std::uint64_t bytes_resident = 0, rows_resident = 0;
+  std::uint64_t capacity_bytes = 0;  // data blocks only (segment minus metadata)
+  std::uint64_t segment_bytes = 0;
+  std::uint64_t node_step = 0;
+};
+
+enum class PublishOutcome {
+  kStored,       // resident; waiters woken
+  kNotAdmitted,  // every row it would displace is needed sooner: dropped
+  kNotClaimed,   // this process holds no claim on the row (e.g. it was taken over)
+};
+
+class NodeCache {
+ public:
+  // Opens (or creates) the segment named by SegmentPath(options); reclaims a
+  // stale segment whose processes are all dead (reusing it only if it was
+  // kept and has the requested geometry). Errors: /dev/shm full or not
+  // writable, bad options, a segment of another user or version.
+  static Result<std::unique_ptr<NodeCache>> Open(const CacheOptions& options) noexcept;
+
+  // Detaches this process (when it is the one that attached): resigns
+  // leadership, drops its claims; the last process unlinks the segment unless
+  // keep_after_exit. Processes that die or _exit without it are cleaned up by
+  // the others' liveness checks.
+  ~NodeCache();
+  NodeCache(const NodeCache&) = delete;
+  NodeCache& operator=(const NodeCache&) = delete;
+
+  // Same key -> same slot in every process. Fails if the key is known with a
+  // different row size or count, or the dataset table is full.
+  Result<DatasetSlot> RegisterDataset(const DatasetKey& key, std::uint64_t row_bytes,
+                                      std::uint64_t num_rows) noexcept;
+
+  // Copies rows[i] to dest + i * row_bytes for every i. Cached rows are copied;
+  // missing ones nobody loads are claimed and handed to `loader` in one call,
+  // then published; rows others are loading are waited for. Rows the cache
+  // will not admit are still delivered. On loader failure the claims are
+  // released (others retry) and the loader's error is returned; dest is then
+  // partly written. `oracle` may be null (LRU).
+  //
+  // Waiting: for a live loader at most CacheOptions::wait_timeout, then the
+  // rows are loaded privately; a dead loader is detected within
+  // liveness_poll. A caller that holds a lock (HDF5's global lock, in the
+  // VOL read callback) may wait only for loads that can finish without that
+  // lock: rows claimed by other processes, or by this process's I/O threads
+  // that never take it. Claims are per process, not per thread.
+  Status ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, std::byte* dest,
+                  const LoaderFn& loader, const NextUseOracle* oracle,
+                  ReadRowsStats* stats = nullptr) noexcept;
+
+  // True if the row is resident (a snapshot).
+  bool Contains(DatasetSlot ds, std::uint64_t row) noexcept;
+
+  // For the prefetcher: claims the rows nobody has or loads (duplicates and
+  // resident rows are skipped) and returns them. With an oracle, rows that
+  // would not be admitted now are not claimed. Every claimed row must later
+  // be Published or Abandoned by this process (a dead process's claims are
+  // released by the others).
+  Result<std::vector<std::uint64_t>> Claim(DatasetSlot ds, std::span<const std::uint64_t> rows,
+                                           const NextUseOracle* oracle) noexcept;
+  // `data` holds row_bytes bytes of a row this process claimed.
+  Result<PublishOutcome> Publish(DatasetSlot ds, std::uint64_t row, const std::byte* data,
+                                 const NextUseOracle* oracle) noexcept;
+  Status Abandon(DatasetSlot ds, std::uint64_t row) noexcept;
+
+  // Prefetch leadership: at most one live process per segment. A forked child
+  // is never leader by inheritance. When the leader exits (resigns) or dies,
+  // the next TryBecomeLeader by anyone succeeds: callers retry every few
+  // hundred ms to take over within a second.
+  bool TryBecomeLeader() noexcept;
+  bool IsLeader() const noexcept;
+  void ResignLeader() noexcept;
+
+  // The node step (see NextUseOracle): only ever increases.
+  void AdvanceNodeStep(std::uint64_t step) noexcept;
+  std::uint64_t NodeStep() const noexcept;
+
+  CacheStats Stats() const noexcept;
+  std::uint64_t RowBytes(DatasetSlot ds) const noexcept;  // 0 if not registered
+  const std::string& path() const { return path_; }
+
+ private:
+  NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
+            const ProcessIdentity& self, std::uint16_t slot);
+  detail::SegmentTables tables() const { return detail::SegmentTables(segment_.base); }
+  // This process's attach slot; attaches after a fork. Lock must NOT be held.
+  Result<std::uint16_t> EnsureAttached() noexcept;
+  // The segment lock, repairing the segment if its last owner died.
+  Status Lock() const noexcept;
+  void Unlock() const noexcept;
+  bool ValidSlot(DatasetSlot ds) const noexcept;
+  // Loads claimed rows (entries `claimed`, rows ascending) through `loader`
+  // into their first destinations, then publishes them (read_rows.cc).
+  Status LoadAndPublish(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
+                        std::span<const std::uint32_t> entries, std::span<std::byte* const> dest,
+                        const LoaderFn& loader, std::span<const std::uint64_t> keys,
+                        ReadRowsStats* stats) noexcept;
+
+  CacheOptions options_;
+  std::string path_;
+  detail::MappedSegment segment_;
+  // This process's attachment, packed as pid << 16 | slot so a forked child
+  // sees a foreign pid (and attaches itself) in one atomic read.
+  std::atomic<std::uint64_t> attachment_{0};
+  // Start time of the process named in attachment_ (for leadership checks).
+  std::atomic<std::uint64_t> self_start_time_{0};
+};
+
+}  // namespace prescient::cache
+
+#endif  // PRESCIENT_CACHE_CORE_NODE_CACHE_H_

@@ -1,0 +1,92 @@
+#include "cache/core/process_identity.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace prescient::cache {
+namespace {
+
+struct StatLine {
+  bool ok = false;
+  char state = '?';
+  std::uint64_t start_time = 0;
+};
+
+// Reads state (field 3) and starttime (field 22) of /proc/<pid>/stat. The
+// command name (field 2) may hold spaces and parentheses, so parse after the
+// last ')'. Plain read(2): no stdio allocation, safe in forked children.
+StatLine ReadStat(std::int32_t pid) {
+  StatLine out;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[1024];
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof(buf) - 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n <= 0) return out;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr || p[1] != ' ') return out;
+  p += 2;
+  out.state = *p;
+  // After ')': field 3 is state; starttime is field 22, i.e. 19 more fields.
+  for (int field = 3; field < 22; ++field) {
+    p = std::strchr(p, ' ');
+    if (p == nullptr) return out;
+    ++p;
+  }
+  out.start_time = std::strtoull(p, nullptr, 10);
+  out.ok = true;
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+std::atomic<std::int32_t> cached_pid{0};
+
+void RefreshPidInChild() { cached_pid.store(static_cast<std::int32_t>(::getpid())); }
+
+}  // namespace
+
+std::int32_t CurrentPid() noexcept {
+  std::int32_t pid = cached_pid.load(std::memory_order_relaxed);
+  if (pid != 0) return pid;
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, RefreshPidInChild);
+    return true;
+  }();
+  (void)registered;
+  pid = static_cast<std::int32_t>(::getpid());
+  cached_pid.store(pid, std::memory_order_relaxed);
+  return pid;
+}
+
+ProcessIdentity SelfIdentity() noexcept {
+  ProcessIdentity self;
+  self.pid = static_cast<std::int32_t>(::getpid());
+  self.start_time = ReadStat(self.pid).start_time;
+  return self;
+}
+
+bool IsAlive(const ProcessIdentity& process) noexcept {
+  if (process.pid <= 0) return false;
+  const StatLine stat = ReadStat(process.pid);
+  if (!stat.ok) return false;
+  if (stat.state == 'Z' || stat.state == 'X' || stat.state == 'x') return false;
+  return stat.start_time == process.start_time;
+}
+
+}  // namespace prescient::cache

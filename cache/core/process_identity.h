@@ -1,0 +1,35 @@
+// ProcessIdentity: a process named so that pid reuse cannot fool a liveness
+// check. (pid, start time in clock ticks since boot) is unique for the life of
+// the machine; a zombie (killed, not yet reaped) counts as dead, because it
+// will never release anything it held.
+#ifndef PRESCIENT_CACHE_CORE_PROCESS_IDENTITY_H_
+#define PRESCIENT_CACHE_CORE_PROCESS_IDENTITY_H_
+
+#include <cstdint>
+
+namespace prescient::cache {
+
+struct ProcessIdentity {
+  std::int32_t pid = 0;          // 0 = nobody
+  std::uint64_t start_time = 0;  // /proc/<pid>/stat field 22
+
+  friend bool operator==(const ProcessIdentity&, const ProcessIdentity&) = default;
+};
+
+// The calling process (re-read after fork: no caching).
+ProcessIdentity SelfIdentity() noexcept;
+
+// getpid() without the system call: cached, and refreshed in the child by a
+// pthread_atfork handler (fork(), as Python's os.fork and multiprocessing use;
+// a raw clone() that bypasses glibc would not refresh it).
+std::int32_t CurrentPid() noexcept;
+
+// False when the process is gone, a zombie, or its pid now names another
+// process. Needs /proc of the same pid namespace (true for all processes on a
+// node that share /dev/shm, except across containers with private pid
+// namespaces, which the README documents as unsupported).
+bool IsAlive(const ProcessIdentity& process) noexcept;
+
+}  // namespace prescient::cache
+
+#endif  // PRESCIENT_CACHE_CORE_PROCESS_IDENTITY_H_

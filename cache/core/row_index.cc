@@ -1,0 +1,101 @@
+// The dataset table and the (dataset, row) -> entry index of SegmentTables.
+#include <string>
+
+#include "cache/core/segment_tables.h"
+
+namespace prescient::cache::detail {
+namespace {
+
+std::uint64_t Mix(std::uint64_t x) {  // splitmix64 finaliser
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+}  // namespace
+
+Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::uint64_t row_bytes,
+                                                    std::uint64_t num_rows) {
+  SegmentHeader& h = header();
+  const std::uint64_t block = h.block_bytes;
+  const std::uint64_t blocks_per_row = (row_bytes + block - 1) / block;
+  if (row_bytes == 0 || blocks_per_row > h.num_blocks) {
+    return Status::Error("cache: row size " + std::to_string(row_bytes) +
+                         " bytes is zero or larger than the whole cache");
+  }
+  const std::uint32_t n = h.max_datasets;
+  std::uint32_t i = static_cast<std::uint32_t>(Mix(key.hi ^ Mix(key.lo)) % n);
+  for (std::uint32_t probe = 0; probe < n; ++probe, i = (i + 1) % n) {
+    DatasetRecord& d = dataset(i);
+    if (d.state == 0) {
+      d.key = key;
+      d.row_bytes = row_bytes;
+      d.num_rows = num_rows;
+      d.blocks_per_row = static_cast<std::uint32_t>(blocks_per_row);
+      d.state = 1;  // last: Repair() trusts only complete records
+      h.num_datasets++;
+      return DatasetSlot{i};
+    }
+    if (d.state == 1 && d.key == key) {
+      if (d.row_bytes != row_bytes || d.num_rows != num_rows) {
+        return Status::Error("cache: dataset key registered with " + std::to_string(d.row_bytes) +
+                             "-byte rows x " + std::to_string(d.num_rows) + ", now asked for " +
+                             std::to_string(row_bytes) + " x " + std::to_string(num_rows) +
+                             " (key collision or inconsistent caller)");
+      }
+      return DatasetSlot{i};
+    }
+  }
+  return Status::Error("cache: dataset table full (" + std::to_string(n) +
+                       " datasets); raise CacheOptions::max_datasets");
+}
+
+std::uint64_t SegmentTables::Bucket(std::uint32_t ds, std::uint64_t row) const {
+  return Mix(row * 0x9e3779b97f4a7c15ull + ds) & (header().hash_buckets - 1);
+}
+
+std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {
+  const std::uint64_t mask = header().hash_buckets - 1;
+  const std::uint32_t* b = buckets();
+  for (std::uint64_t i = Bucket(ds, row);; i = (i + 1) & mask) {
+    const std::uint32_t e = b[i];
+    if (e == kNone) return kNone;
+    const Entry& x = entry(e);
+    if (x.row == row && x.dataset == ds) return e;
+  }
+}
+
+void SegmentTables::IndexInsert(std::uint32_t e) {
+  const std::uint64_t mask = header().hash_buckets - 1;
+  std::uint32_t* b = buckets();
+  std::uint64_t i = Bucket(entry(e).dataset, entry(e).row);
+  while (b[i] != kNone) i = (i + 1) & mask;  // load factor <= 1/2: terminates quickly
+  b[i] = e;
+}
+
+void SegmentTables::IndexErase(std::uint32_t e) {
+  const std::uint64_t mask = header().hash_buckets - 1;
+  std::uint32_t* b = buckets();
+  std::uint64_t i = Bucket(entry(e).dataset, entry(e).row);
+  while (b[i] != e) {
+    if (b[i] == kNone) return;  // not indexed
+    i = (i + 1) & mask;
+  }
+  // Backward-shift deletion: pull later members of the probe run into the hole
+  // when their home bucket does not lie strictly inside (hole, j].
+  std::uint64_t hole = i;
+  for (std::uint64_t j = (hole + 1) & mask; b[j] != kNone; j = (j + 1) & mask) {
+    const std::uint64_t home = Bucket(entry(b[j]).dataset, entry(b[j]).row);
+    const bool home_in_range = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (!home_in_range) {
+      b[hole] = b[j];
+      hole = j;
+    }
+  }
+  b[hole] = kNone;
+}
+
+}  // namespace prescient::cache::detail

@@ -1,0 +1,50 @@
+// Creating, opening and removing the segment file.
+//
+// A segment appears under its final name only fully initialised: the creator
+// builds it under a private temporary name (<path>.init.<pid>), reserves every
+// page with posix_fallocate (so a full /dev/shm fails here, with ENOSPC,
+// instead of a SIGBUS on first touch), writes the tables, attaches itself and
+// then link()s it into place; link fails if another process won the race. So
+// no opener ever sees a half-built segment, and a creator that dies leaves
+// only a temporary file, which the next creator deletes.
+#ifndef PRESCIENT_CACHE_CORE_SEGMENT_FILE_H_
+#define PRESCIENT_CACHE_CORE_SEGMENT_FILE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cache/core/process_identity.h"
+#include "cache/core/result.h"
+#include "cache/core/segment_layout.h"
+
+namespace prescient::cache::detail {
+
+struct MappedSegment {
+  int fd = -1;
+  void* base = nullptr;
+  std::uint64_t size = 0;
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+
+enum class OpenOutcome { kOpened, kNotFound, kFailed };
+
+// Maps an existing segment after checking owner, mode 0600, size and header.
+OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, std::string* error);
+
+enum class CreateOutcome { kCreated, kExists, kFailed };
+
+// Creates the segment at `path`, attached by `self` in attach slot 0.
+CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, bool keep_after_exit,
+                            const ProcessIdentity& self, MappedSegment* out, std::string* error);
+
+// Unlinks `path` if it still names this segment's file (not a newer one).
+void UnlinkIfSame(const std::string& path, const MappedSegment& segment);
+
+void UnmapSegment(MappedSegment* segment);
+
+}  // namespace prescient::cache::detail
+
+#endif  // PRESCIENT_CACHE_CORE_SEGMENT_FILE_H_

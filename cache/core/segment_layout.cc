@@ -1,0 +1,132 @@
+#include "cache/core/segment_layout.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "cache/core/shm_sync.h"
+
+namespace prescient::cache::detail {
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+
+constexpr std::uint64_t AlignUp(std::uint64_t value, std::uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+std::uint64_t NextPowerOfTwo(std::uint64_t value) {
+  std::uint64_t p = 1;
+  while (p < value) p <<= 1;
+  return p;
+}
+
+// Lays out every array for `num_blocks`; returns the total size in p->segment_bytes.
+void Place(LayoutPlan* p, std::uint64_t num_blocks, std::uint64_t max_rows) {
+  p->num_blocks = num_blocks;
+  p->num_entries = max_rows != 0 ? max_rows : num_blocks + num_blocks / 16 + 16;
+  p->hash_buckets = NextPowerOfTwo(p->num_entries * 2);
+  std::uint64_t at = AlignUp(sizeof(SegmentHeader), 64);
+  p->off_datasets = at;
+  at = AlignUp(at + std::uint64_t{p->max_datasets} * sizeof(DatasetRecord), 64);
+  p->off_attach = at;
+  at = AlignUp(at + std::uint64_t{kMaxAttach} * sizeof(AttachRecord), 64);
+  p->off_entries = at;
+  at = AlignUp(at + p->num_entries * sizeof(Entry), 64);
+  p->off_buckets = at;
+  at = AlignUp(at + p->hash_buckets * sizeof(std::uint32_t), 64);
+  p->off_heap = at;
+  at = AlignUp(at + p->num_entries * sizeof(std::uint32_t), 64);
+  p->off_block_next = at;
+  at = AlignUp(at + num_blocks * sizeof(std::uint32_t), 64);
+  p->off_bitmap = at;
+  at = AlignUp(at + (num_blocks + 63) / 64 * 8, kPage);
+  p->off_data = at;
+  p->segment_bytes = at + num_blocks * p->block_bytes;
+}
+
+}  // namespace
+
+Result<LayoutPlan> PlanLayout(std::uint64_t segment_bytes, std::uint32_t block_bytes,
+                              std::uint32_t max_datasets, std::uint64_t max_rows) {
+  if (block_bytes < 256 || block_bytes > (1u << 20) || (block_bytes & (block_bytes - 1)) != 0) {
+    return Status::Error("cache block size " + std::to_string(block_bytes) +
+                         " is not a power of two in [256, 1 MiB]");
+  }
+  if (max_datasets == 0 || max_datasets > (1u << 20)) {
+    return Status::Error("cache max_datasets must be in [1, 1048576]");
+  }
+  LayoutPlan plan;
+  plan.block_bytes = block_bytes;
+  plan.max_datasets = max_datasets;
+  const std::uint64_t budget = segment_bytes / kPage * kPage;
+  // Largest block count whose layout fits: binary search (the size is monotonic).
+  std::uint64_t lo = 0, hi = std::min<std::uint64_t>(budget / block_bytes + 1, kNone - 1);
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo + 1) / 2;
+    Place(&plan, mid, max_rows);
+    if (plan.segment_bytes <= budget) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  constexpr std::uint64_t kMinBlocks = 16;
+  if (lo < kMinBlocks || (max_rows != 0 && max_rows >= kNone)) {
+    return Status::Error("cache capacity " + std::to_string(segment_bytes) +
+                         " bytes is too small for the segment metadata plus " +
+                         std::to_string(kMinBlocks) + " blocks of " + std::to_string(block_bytes) +
+                         " bytes");
+  }
+  Place(&plan, lo, max_rows);
+  if (plan.num_entries >= kNone) return Status::Error("cache: too many rows for 32-bit indices");
+  return plan;
+}
+
+int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) {
+  auto* bytes = static_cast<unsigned char*>(base);
+  auto* h = new (base) SegmentHeader{};
+  h->version = kLayoutVersion;
+  h->state = kSegmentReady;
+  h->segment_bytes = plan.segment_bytes;
+  h->block_bytes = plan.block_bytes;
+  h->max_datasets = plan.max_datasets;
+  h->num_blocks = plan.num_blocks;
+  h->num_entries = plan.num_entries;
+  h->hash_buckets = plan.hash_buckets;
+  h->off_datasets = plan.off_datasets;
+  h->off_attach = plan.off_attach;
+  h->off_entries = plan.off_entries;
+  h->off_buckets = plan.off_buckets;
+  h->off_heap = plan.off_heap;
+  h->off_block_next = plan.off_block_next;
+  h->off_bitmap = plan.off_bitmap;
+  h->off_data = plan.off_data;
+  h->keep_after_exit = keep_after_exit ? 1 : 0;
+  if (int rc = InitRobustMutex(&h->lock); rc != 0) return rc;
+
+  // Every block free, chained in address order; every entry free.
+  auto* next = reinterpret_cast<std::uint32_t*>(bytes + plan.off_block_next);
+  for (std::uint64_t b = 0; b < plan.num_blocks; ++b) {
+    next[b] = b + 1 < plan.num_blocks ? static_cast<std::uint32_t>(b + 1) : kNone;
+  }
+  h->free_block_head = 0;
+  h->free_blocks = plan.num_blocks;
+  auto* entries = reinterpret_cast<Entry*>(bytes + plan.off_entries);
+  for (std::uint64_t e = 0; e < plan.num_entries; ++e) {
+    entries[e].state = kEntryFree;
+    entries[e].heap_pos = kNone;
+    entries[e].first_block = e + 1 < plan.num_entries ? static_cast<std::uint32_t>(e + 1) : kNone;
+  }
+  h->free_entry_head = 0;
+  std::memset(bytes + plan.off_buckets, 0xff, plan.hash_buckets * sizeof(std::uint32_t));
+  auto* attach = reinterpret_cast<AttachRecord*>(bytes + plan.off_attach);
+  for (std::uint32_t a = 0; a < kMaxAttach; ++a) {
+    for (std::uint32_t& pin : attach[a].pin) pin = kNone;
+  }
+  // Published last: a reader that sees the magic sees an initialised segment.
+  __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE);
+  return 0;
+}
+
+}  // namespace prescient::cache::detail

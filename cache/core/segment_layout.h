@@ -1,0 +1,142 @@
+// The shared-memory layout of a cache segment and the plain structs in it.
+//
+//   [SegmentHeader | DatasetRecord x max_datasets | AttachRecord x kMaxAttach |
+//    Entry x num_entries | bucket x hash_buckets | heap slot x num_entries |
+//    block_next x num_blocks | repair bitmap | (page-aligned) data blocks]
+//
+// Everything is position independent (indices, never pointers), so every
+// process may map the segment at a different address. All fields are guarded
+// by SegmentHeader::lock except those accessed through std::atomic_ref (the
+// counters, the node step, the leader identity and each entry's futex word).
+#ifndef PRESCIENT_CACHE_CORE_SEGMENT_LAYOUT_H_
+#define PRESCIENT_CACHE_CORE_SEGMENT_LAYOUT_H_
+
+#include <pthread.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "cache/core/dataset_key.h"
+#include "cache/core/result.h"
+
+namespace prescient::cache::detail {
+
+inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
+inline constexpr std::uint32_t kLayoutVersion = 2;
+inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+// Processes attached at once (ranks x (1 + DataLoader workers) per node).
+inline constexpr std::uint32_t kMaxAttach = 1024;
+// Rows one process may have pinned at once (pins are short: one copy-out).
+inline constexpr std::uint32_t kPinsPerAttach = 64;
+
+enum SegmentState : std::uint32_t {
+  kSegmentReady = 1,
+  kSegmentRetired = 2,  // unlinked by its last user; openers must retry
+};
+
+enum EntryState : std::uint8_t {
+  kEntryFree = 0,
+  kEntryLoading = 1,  // claimed by `owner`; may already hold its blocks
+  kEntryReady = 2,    // bytes valid; evictable when pins == 0
+};
+
+struct DatasetRecord {
+  DatasetKey key;
+  std::uint64_t row_bytes;
+  std::uint64_t num_rows;
+  std::uint32_t blocks_per_row;
+  std::uint32_t state;  // 0 empty, 1 in use, 2 invalidated by repair (keeps probe chains)
+};
+
+struct AttachRecord {
+  std::int32_t pid;  // 0 = free slot
+  std::uint32_t pins_used;
+  std::uint64_t start_time;
+  std::uint32_t pin[kPinsPerAttach];  // entry indices pinned by this process, kNone = unused
+};
+
+struct Entry {
+  std::uint64_t row;
+  std::uint64_t key;       // eviction priority: larger is evicted first (see eviction_keys.h)
+  std::uint64_t heap_key;  // the key the heap is ordered by; >= key (lowered lazily)
+  std::uint32_t seq;       // futex word, bumped on every state change (atomic_ref)
+  std::uint32_t dataset;
+  std::uint32_t first_block;  // chain of blocks_per_row blocks; next free entry when free
+  std::uint32_t heap_pos;     // kNone unless Ready (pinned rows stay in the heap)
+  std::uint16_t owner;        // attach slot of the loader while Loading
+  std::uint16_t pins;
+  std::uint8_t state;
+  std::uint8_t waiters;  // someone sleeps on seq: wake on change
+  std::uint8_t padding[2];
+};
+static_assert(sizeof(Entry) == 48);
+
+// Node-wide counters, relaxed atomics (atomic_ref): cheap to read any time.
+struct SegmentCounters {
+  std::uint64_t hits;
+  std::uint64_t misses;  // rows a ReadRows caller had to load
+  std::uint64_t waits;   // rows a ReadRows caller waited for
+  std::uint64_t evictions;
+  std::uint64_t rejections;  // rows not admitted (would be evicted before their next use)
+  std::uint64_t recoveries;  // repairs after a lock owner died
+  std::uint64_t takeovers;   // rows reclaimed from a dead loader
+  std::uint64_t bytes_resident;
+  std::uint64_t rows_resident;
+};
+
+struct alignas(64) SegmentHeader {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t state;  // SegmentState
+  std::uint64_t segment_bytes;
+  std::uint32_t block_bytes;
+  std::uint32_t max_datasets;
+  std::uint64_t num_blocks;
+  std::uint64_t num_entries;
+  std::uint64_t hash_buckets;  // power of two
+  std::uint64_t off_datasets, off_attach, off_entries, off_buckets, off_heap, off_block_next,
+      off_bitmap, off_data;
+
+  alignas(64) pthread_mutex_t lock;
+  // Guarded by lock.
+  std::uint32_t free_block_head;
+  std::uint32_t free_entry_head;
+  std::uint64_t free_blocks;
+  std::uint64_t used_entries;
+  std::uint64_t heap_size;
+  std::uint64_t lru_tick;
+  std::uint64_t sweep_hand;
+  std::uint32_t keep_after_exit;
+  std::uint32_t num_datasets;
+
+  // Lock-free (atomic_ref).
+  alignas(64) std::int32_t leader_pid;
+  std::uint64_t leader_start_time;
+  std::uint64_t node_step;
+  SegmentCounters counters;
+};
+
+struct LayoutPlan {
+  std::uint64_t segment_bytes = 0;
+  std::uint32_t block_bytes = 0;
+  std::uint32_t max_datasets = 0;
+  std::uint64_t num_blocks = 0;
+  std::uint64_t num_entries = 0;
+  std::uint64_t hash_buckets = 0;
+  std::uint64_t off_datasets = 0, off_attach = 0, off_entries = 0, off_buckets = 0, off_heap = 0,
+                off_block_next = 0, off_bitmap = 0, off_data = 0;
+};
+
+// Fits metadata and as many blocks as possible into segment_bytes. max_rows 0
+// = num_blocks + num_blocks / 16. Fails if fewer than 16 blocks fit.
+Result<LayoutPlan> PlanLayout(std::uint64_t segment_bytes, std::uint32_t block_bytes,
+                              std::uint32_t max_datasets, std::uint64_t max_rows);
+
+// Writes a fresh, empty segment into zero-filled memory `base` (the creator's
+// private file, not yet visible under its final name). Returns errno of the
+// mutex initialisation (0 on success).
+int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit);
+
+}  // namespace prescient::cache::detail
+
+#endif  // PRESCIENT_CACHE_CORE_SEGMENT_LAYOUT_H_

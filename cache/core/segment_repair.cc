@@ -1,0 +1,141 @@
+// SegmentTables::Repair: recovery after a process died inside a critical
+// section (the robust mutex reported EOWNERDEAD) or when a stale segment is
+// reused.
+//
+// Critical sections never leave the entry array itself half-valid in a way
+// that matters: an entry's fields are written before its state says it is
+// usable, and blocks are chained before first_block points at them. Whatever
+// else a dead process was doing (a half-done heap sift, a free-list pop, a
+// half-shifted hash run, a pin count) lives in derived structures, so repair
+// = validate entries, then rebuild everything else. Cost O(entries + blocks),
+// about 10 ms per GiB of 4 KiB blocks; it runs only after a crash.
+#include <cstring>
+
+#include "cache/core/segment_tables.h"
+
+namespace prescient::cache::detail {
+
+bool SegmentTables::ValidChain(std::uint32_t head, std::uint32_t count) {
+  const SegmentHeader& h = header();
+  std::uint64_t* bits = bitmap();
+  std::uint32_t b = head;
+  std::uint32_t marked = 0;
+  bool ok = true;
+  for (; marked < count; ++marked) {
+    if (b >= h.num_blocks || (bits[b / 64] >> (b % 64) & 1) != 0) {
+      ok = false;
+      break;
+    }
+    bits[b / 64] |= std::uint64_t{1} << (b % 64);
+    b = block_next()[b];
+  }
+  if (ok) return true;
+  // Unmark the prefix we claimed: those blocks belong to nobody now.
+  b = head;
+  for (std::uint32_t i = 0; i < marked; ++i) {
+    bits[b / 64] &= ~(std::uint64_t{1} << (b % 64));
+    b = block_next()[b];
+  }
+  return false;
+}
+
+void SegmentTables::Repair() {
+  SegmentHeader& h = header();
+  const std::uint64_t n = h.num_entries;
+
+  // 1. Datasets: only complete, self-consistent records stay usable.
+  for (std::uint32_t i = 0; i < h.max_datasets; ++i) {
+    DatasetRecord& d = dataset(i);
+    if (d.state != 1) continue;
+    const std::uint64_t expect = (d.row_bytes + h.block_bytes - 1) / h.block_bytes;
+    if (d.row_bytes == 0 || d.blocks_per_row != expect || expect > h.num_blocks) d.state = 2;
+  }
+
+  // 2. Processes: dead ones lose their slot (their claims are validated below).
+  for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
+    AttachRecord& a = attach(s);
+    if (a.pid != 0 && !IsAlive({a.pid, a.start_time})) {
+      a.pid = 0;
+      a.start_time = 0;
+    }
+  }
+
+  // 3. Entries: keep those whose dataset, owner and block chain check out.
+  std::memset(bitmap(), 0, (h.num_blocks + 63) / 64 * 8);
+  std::uint64_t bytes = 0, rows = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    Entry& x = entry(static_cast<std::uint32_t>(i));
+    x.heap_pos = kNone;
+    x.pins = 0;
+    if (x.state != kEntryReady && x.state != kEntryLoading) {
+      x.state = kEntryFree;
+      continue;
+    }
+    bool ok = x.dataset < h.max_datasets && dataset(x.dataset).state == 1 &&
+              x.row < dataset(x.dataset).num_rows;
+    if (ok && x.state == kEntryLoading) ok = x.owner < kMaxAttach && attach(x.owner).pid != 0;
+    const bool has_blocks = x.state == kEntryReady || x.first_block != kNone;
+    if (ok && has_blocks) ok = ValidChain(x.first_block, dataset(x.dataset).blocks_per_row);
+    if (!ok) {
+      if (x.state == kEntryLoading) Add(h.counters.takeovers, 1);
+      x.state = kEntryFree;
+      x.waiters = 1;  // wake anyone who slept on it: it is gone
+      continue;
+    }
+    if (x.state == kEntryReady) {
+      bytes += dataset(x.dataset).row_bytes;
+      ++rows;
+    }
+  }
+  std::atomic_ref<std::uint64_t>(h.counters.bytes_resident).store(bytes);
+  std::atomic_ref<std::uint64_t>(h.counters.rows_resident).store(rows);
+
+  // 4. Pins, from the surviving processes' pin records.
+  for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
+    AttachRecord& a = attach(s);
+    a.pins_used = 0;
+    for (std::uint32_t& p : a.pin) {
+      if (a.pid == 0 || p >= n || entry(p).state != kEntryReady) {
+        p = kNone;
+        continue;
+      }
+      entry(p).pins++;
+      a.pins_used++;
+    }
+  }
+
+  // 5. Derived structures: free lists, index, heap.
+  h.free_block_head = kNone;
+  h.free_blocks = 0;
+  const std::uint64_t* bits = bitmap();
+  for (std::uint64_t b = h.num_blocks; b-- > 0;) {
+    if ((bits[b / 64] >> (b % 64) & 1) != 0) continue;
+    block_next()[b] = h.free_block_head;
+    h.free_block_head = static_cast<std::uint32_t>(b);
+    h.free_blocks++;
+  }
+  std::memset(buckets(), 0xff, h.hash_buckets * sizeof(std::uint32_t));
+  h.free_entry_head = kNone;
+  h.used_entries = 0;
+  h.heap_size = 0;
+  for (std::uint64_t i = n; i-- > 0;) {
+    const std::uint32_t e = static_cast<std::uint32_t>(i);
+    Entry& x = entry(e);
+    if (x.state == kEntryFree) {
+      x.first_block = h.free_entry_head;
+      h.free_entry_head = e;
+    } else {
+      h.used_entries++;
+      IndexInsert(e);
+      if (x.state == kEntryReady) HeapPush(e);
+    }
+  }
+
+  // 6. Everyone asleep on an entry re-checks what it waits for.
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (entry(static_cast<std::uint32_t>(i)).waiters != 0)
+      BumpAndWake(static_cast<std::uint32_t>(i));
+  }
+}
+
+}  // namespace prescient::cache::detail

@@ -1,0 +1,196 @@
+// Entries, blocks, pins and attach records of SegmentTables.
+#include "cache/core/segment_tables.h"
+
+#include <cstring>
+#include <string>
+
+#include "cache/core/shm_sync.h"
+
+namespace prescient::cache::detail {
+
+void SegmentTables::BumpAndWake(std::uint32_t e) {
+  Entry& x = entry(e);
+  std::atomic_ref<std::uint32_t>(x.seq).fetch_add(1, std::memory_order_release);
+  if (x.waiters != 0) {
+    x.waiters = 0;
+    FutexWakeAll(&x.seq);
+  }
+}
+
+std::uint32_t SegmentTables::Claim(std::uint32_t ds, std::uint64_t row, std::uint16_t owner) {
+  SegmentHeader& h = header();
+  const std::uint32_t e = h.free_entry_head;
+  if (e == kNone) return kNone;
+  Entry& x = entry(e);
+  h.free_entry_head = x.first_block;
+  h.used_entries++;
+  x.row = row;
+  x.dataset = ds;
+  x.first_block = kNone;
+  x.heap_pos = kNone;
+  x.owner = owner;
+  x.pins = 0;
+  x.key = 0;
+  x.heap_key = 0;
+  x.waiters = 0;
+  x.state = kEntryLoading;
+  IndexInsert(e);
+  BumpAndWake(e);
+  return e;
+}
+
+void SegmentTables::Release(std::uint32_t e) {
+  SegmentHeader& h = header();
+  Entry& x = entry(e);
+  if (x.state == kEntryFree) return;
+  HeapRemove(e);
+  IndexErase(e);
+  const DatasetRecord& d = dataset(x.dataset);
+  if (x.first_block != kNone) FreeChain(x.first_block, d.blocks_per_row);
+  if (x.state == kEntryReady) {
+    Add(h.counters.bytes_resident, -static_cast<std::int64_t>(d.row_bytes));
+    Add(h.counters.rows_resident, -1);
+  }
+  x.state = kEntryFree;
+  x.pins = 0;
+  x.first_block = h.free_entry_head;
+  h.free_entry_head = e;
+  h.used_entries--;
+  BumpAndWake(e);
+}
+
+void SegmentTables::MarkReady(std::uint32_t e, std::uint64_t key) {
+  SegmentHeader& h = header();
+  Entry& x = entry(e);
+  x.key = key;
+  x.state = kEntryReady;
+  Add(h.counters.bytes_resident, static_cast<std::int64_t>(dataset(x.dataset).row_bytes));
+  Add(h.counters.rows_resident, 1);
+  HeapPush(e);
+  BumpAndWake(e);
+}
+
+std::uint32_t SegmentTables::AllocChain(std::uint32_t count) {
+  SegmentHeader& h = header();
+  if (count == 0 || h.free_blocks < count) return kNone;
+  // The free list is itself a chain: cut its first `count` blocks off.
+  const std::uint32_t head = h.free_block_head;
+  std::uint32_t last = head;
+  for (std::uint32_t i = 1; i < count; ++i) last = block_next()[last];
+  h.free_block_head = block_next()[last];
+  block_next()[last] = kNone;
+  h.free_blocks -= count;
+  return head;
+}
+
+void SegmentTables::FreeChain(std::uint32_t head, std::uint32_t count) {
+  SegmentHeader& h = header();
+  std::uint32_t last = head;
+  for (std::uint32_t i = 1; i < count; ++i) last = block_next()[last];
+  block_next()[last] = h.free_block_head;
+  h.free_block_head = head;
+  h.free_blocks += count;
+}
+
+void SegmentTables::CopyOut(std::uint32_t e, std::byte* dest) const {
+  const Entry& x = entry(e);
+  std::uint64_t left = dataset(x.dataset).row_bytes;
+  const std::uint64_t block = header().block_bytes;
+  for (std::uint32_t b = x.first_block; left > 0; b = block_next()[b]) {
+    const std::uint64_t n = left < block ? left : block;
+    std::memcpy(dest, block_data(b), n);
+    dest += n;
+    left -= n;
+  }
+}
+
+void SegmentTables::CopyIn(std::uint32_t e, const std::byte* source) const {
+  const Entry& x = entry(e);
+  std::uint64_t left = dataset(x.dataset).row_bytes;
+  const std::uint64_t block = header().block_bytes;
+  for (std::uint32_t b = x.first_block; left > 0; b = block_next()[b]) {
+    const std::uint64_t n = left < block ? left : block;
+    std::memcpy(block_data(b), source, n);
+    source += n;
+    left -= n;
+  }
+}
+
+bool SegmentTables::Pin(std::uint16_t slot, std::uint32_t e) {
+  AttachRecord& a = attach(slot);
+  if (a.pins_used >= kPinsPerAttach) return false;
+  for (std::uint32_t& p : a.pin) {
+    if (p != kNone) continue;
+    p = e;  // the record first: Repair() recounts pins from these
+    a.pins_used++;
+    entry(e).pins++;  // stays in the heap: MakeRoom skips pinned rows
+    return true;
+  }
+  return false;
+}
+
+void SegmentTables::Unpin(std::uint16_t slot, std::uint32_t e) {
+  AttachRecord& a = attach(slot);
+  for (std::uint32_t& p : a.pin) {
+    if (p != e) continue;
+    p = kNone;
+    a.pins_used--;
+    if (entry(e).pins > 0) entry(e).pins--;
+    return;
+  }
+}
+
+Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
+      AttachRecord& a = attach(s);
+      if (a.pid != 0) continue;
+      a.start_time = self.start_time;
+      a.pins_used = 0;
+      for (std::uint32_t& p : a.pin) p = kNone;
+      std::atomic_ref<std::int32_t>(a.pid).store(self.pid, std::memory_order_release);
+      return static_cast<std::uint16_t>(s);
+    }
+    ReapDead();
+  }
+  return Status::Error("cache: more than " + std::to_string(kMaxAttach) +
+                       " live processes attached to the segment");
+}
+
+void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
+  AttachRecord& a = attach(slot);
+  for (std::uint32_t& p : a.pin) {
+    if (p == kNone) continue;
+    const std::uint32_t e = p;
+    p = kNone;
+    if (entry(e).pins > 0) entry(e).pins--;
+  }
+  a.pins_used = 0;
+  // Its claims: a scan, but only when a process leaves or died.
+  const std::uint64_t n = header().num_entries;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    Entry& x = entry(static_cast<std::uint32_t>(i));
+    if (x.state == kEntryLoading && x.owner == slot) {
+      Release(static_cast<std::uint32_t>(i));
+      if (died) Add(header().counters.takeovers, 1);
+    }
+  }
+  std::atomic_ref<std::int32_t>(a.pid).store(0, std::memory_order_release);
+  a.start_time = 0;
+}
+
+std::uint32_t SegmentTables::ReapDead() {
+  std::uint32_t live = 0;
+  for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
+    const AttachRecord& a = attach(s);
+    if (a.pid == 0) continue;
+    if (IsAlive({a.pid, a.start_time})) {
+      ++live;
+    } else {
+      ReleaseAttachment(static_cast<std::uint16_t>(s), /*died=*/true);
+    }
+  }
+  return live;
+}
+
+}  // namespace prescient::cache::detail

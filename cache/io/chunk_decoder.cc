@@ -1,0 +1,112 @@
+#include "cache/io/chunk_decoder.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace prescient::cache::io {
+
+Status Inflate(std::span<const std::byte> in, std::span<std::byte> out) {
+  if (in.size() > std::numeric_limits<uInt>::max() ||
+      out.size() > std::numeric_limits<uInt>::max()) {
+    return Status::Unsupported("deflate chunk larger than 4 GiB");
+  }
+  z_stream stream{};
+  // zlib's API takes non-const input; it never writes to it.
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));
+  stream.avail_in = static_cast<uInt>(in.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  if (inflateInit(&stream) != Z_OK) return Status::Internal("inflateInit failed");
+  const int rc = inflate(&stream, Z_FINISH);
+  std::string zlib_message = stream.msg != nullptr ? stream.msg : "";
+  const uLong produced = stream.total_out;
+  inflateEnd(&stream);
+
+  if (rc == Z_STREAM_END) {
+    if (produced != out.size()) {
+      return Status::Corruption("deflate stream decodes to " + std::to_string(produced) +
+                                " bytes, expected " + std::to_string(out.size()));
+    }
+    return Status();
+  }
+  if (rc == Z_BUF_ERROR && stream.avail_out == 0) {
+    return Status::Corruption("deflate stream decodes to more than " + std::to_string(out.size()) +
+                              " bytes");
+  }
+  if (rc == Z_BUF_ERROR) {
+    return Status::Corruption("deflate stream truncated after " + std::to_string(produced) +
+                              " of " + std::to_string(out.size()) + " bytes");
+  }
+  return Status::Corruption("deflate stream is damaged (zlib " + std::to_string(rc) +
+                            (zlib_message.empty() ? "" : ": " + zlib_message) + ")");
+}
+
+void Unshuffle(std::span<const std::byte> in, std::size_t element_size, std::span<std::byte> out) {
+  const std::size_t count = element_size == 0 ? 0 : in.size() / element_size;
+  if (element_size <= 1 || count <= 1) {
+    std::memcpy(out.data(), in.data(), in.size());
+    return;
+  }
+  for (std::size_t byte = 0; byte < element_size; ++byte) {
+    const std::byte* src = in.data() + byte * count;
+    std::byte* dst = out.data() + byte;
+    for (std::size_t i = 0; i < count; ++i) dst[i * element_size] = src[i];
+  }
+  const std::size_t tail = count * element_size;
+  std::memcpy(out.data() + tail, in.data() + tail, in.size() - tail);
+}
+
+void Shuffle(std::span<const std::byte> in, std::size_t element_size, std::span<std::byte> out) {
+  const std::size_t count = element_size == 0 ? 0 : in.size() / element_size;
+  if (element_size <= 1 || count <= 1) {
+    std::memcpy(out.data(), in.data(), in.size());
+    return;
+  }
+  for (std::size_t byte = 0; byte < element_size; ++byte) {
+    const std::byte* src = in.data() + byte;
+    std::byte* dst = out.data() + byte * count;
+    for (std::size_t i = 0; i < count; ++i) dst[i] = src[i * element_size];
+  }
+  const std::size_t tail = count * element_size;
+  std::memcpy(out.data() + tail, in.data() + tail, in.size() - tail);
+}
+
+Result<std::span<const std::byte>> DecodeChunk(std::span<const std::byte> stored,
+                                               std::span<const Filter> pipeline,
+                                               std::uint32_t filter_mask,
+                                               std::uint64_t element_size,
+                                               std::uint64_t chunk_bytes, DecodeBuffers& buffers) {
+  PRESCIENT_IO_RETURN_IF_ERROR(CheckRawDecodable(pipeline, element_size));
+  std::span<const std::byte> current = stored;
+  bool in_a = false;  // which buffer `current` lives in, once it is not `stored`
+  bool in_buffer = false;
+  for (std::size_t stage = pipeline.size(); stage-- > 0;) {
+    if (stage < 32 && (filter_mask >> stage) & 1u) continue;
+    std::vector<std::byte>& target = (in_buffer && in_a) ? buffers.b : buffers.a;
+    if (target.size() < chunk_bytes) target.resize(chunk_bytes);
+    const std::span<std::byte> out(target.data(), chunk_bytes);
+    if (pipeline[stage].id == kFilterDeflate) {
+      Status status = Inflate(current, out);
+      if (!status.ok()) return status;
+    } else {  // shuffle (CheckRawDecodable admits nothing else)
+      if (current.size() != chunk_bytes) {
+        return Status::Corruption("shuffled chunk has " + std::to_string(current.size()) +
+                                  " bytes, expected " + std::to_string(chunk_bytes));
+      }
+      Unshuffle(current, static_cast<std::size_t>(element_size), out);
+    }
+    in_a = &target == &buffers.a;
+    in_buffer = true;
+    current = out;
+  }
+  if (current.size() != chunk_bytes) {
+    return Status::Corruption("unfiltered chunk has " + std::to_string(current.size()) +
+                              " bytes stored, expected " + std::to_string(chunk_bytes));
+  }
+  return current;
+}
+
+}  // namespace prescient::cache::io

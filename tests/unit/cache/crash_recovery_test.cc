@@ -1,0 +1,259 @@
+// SIGKILL in the middle of things: a process holding the segment lock with
+// half-done updates, a process loading rows others wait for, a leader.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cache/core/segment_file.h"
+#include "cache/core/segment_tables.h"
+#include "cache/core/shm_sync.h"
+#include "tests/unit/cache/test_support.h"
+
+namespace prescient::cache {
+namespace {
+
+using testing::FirstBadByte;
+using testing::ForkChild;
+using testing::PatternLoader;
+using testing::ScopedSegmentName;
+using testing::SharedObject;
+using testing::WaitExitCode;
+using testing::WaitFor;
+using Clock = std::chrono::steady_clock;
+
+TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
+  ScopedSegmentName name;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  constexpr std::uint64_t kBytes = 10000;  // 3 blocks
+  const DatasetSlot ds = cache.value()->RegisterDataset({1, 9}, kBytes, 100).value();
+  std::vector<std::uint64_t> rows = {1, 2, 3, 4, 5, 6};
+  std::vector<std::byte> out(rows.size() * kBytes);
+  ASSERT_TRUE(cache.value()
+                  ->ReadRows(ds, rows, out.data(), PatternLoader{2, kBytes, nullptr}, nullptr)
+                  .ok());
+
+  auto* state = SharedObject<std::atomic<int>>();
+  const std::string path = name.path();
+  const pid_t child = ForkChild([&] {
+    detail::MappedSegment seg;
+    std::string error;
+    if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
+    detail::SegmentTables t(seg.base);
+    if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
+        detail::LockOutcome::kLocked) {
+      return 2;
+    }
+    // Half-done work: blocks popped but never owned, the heap cut short, a
+    // row's index slot lost.
+    t.AllocChain(7);
+    t.header().heap_size = 1;
+    t.IndexErase(t.Find(ds, 4));
+    state->store(1);
+    for (;;) pause();
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  kill(child, SIGKILL);  // not reaped yet: the lock's owner death is what matters
+
+  const auto t0 = Clock::now();
+  rows = {4, 2, 7};
+  ReadRowsStats st;
+  ASSERT_TRUE(cache.value()
+                  ->ReadRows(ds, rows, out.data(), PatternLoader{2, kBytes, nullptr}, nullptr, &st)
+                  .ok());
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(FirstBadByte(2, rows, out.data(), kBytes), -1);
+  EXPECT_EQ(st.hits, 2u);  // rows 2 and 4 survived; the index was rebuilt
+  EXPECT_EQ(cache.value()->Stats().recoveries, 1u);
+  EXPECT_EQ(WaitExitCode(child), 128 + SIGKILL);
+
+  // Nothing leaked: resident blocks + free blocks = all blocks.
+  detail::MappedSegment seg;
+  std::string error;
+  ASSERT_EQ(detail::OpenSegment(path, &seg, &error), detail::OpenOutcome::kOpened) << error;
+  detail::SegmentTables t(seg.base);
+  EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().num_blocks);
+  EXPECT_EQ(t.header().heap_size, 7u);
+  detail::UnmapSegment(&seg);
+}
+
+TEST(CrashRecovery, KilledWhileLoadingOthersTakeOver) {
+  ScopedSegmentName name;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  constexpr std::uint64_t kBytes = 64 << 10;
+  const DatasetSlot ds = cache.value()->RegisterDataset({5, 5}, kBytes, 100).value();
+  auto* state = SharedObject<std::atomic<int>>();
+  const pid_t child = ForkChild([&] {
+    auto own = NodeCache::Open(name.options());  // an independent rank
+    if (!own.ok()) return 1;
+    const DatasetSlot mine = own.value()->RegisterDataset({5, 5}, kBytes, 100).value();
+    const std::vector<std::uint64_t> rows = {10, 11, 12};
+    std::vector<std::byte> out(rows.size() * kBytes);
+    auto stuck = [&](std::span<const std::uint64_t>, std::span<std::byte* const> dest) {
+      std::memset(dest[0], 0xee, kBytes / 2);  // garbage half-way through
+      state->store(1);
+      for (;;) pause();
+      return Status::Ok();
+    };
+    (void)own.value()->ReadRows(mine, rows, out.data(), stuck, nullptr);
+    return 3;
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(child, SIGKILL);
+  });
+  const auto t0 = Clock::now();
+  const std::vector<std::uint64_t> rows = {11, 40, 10};
+  std::vector<std::byte> out(rows.size() * kBytes);
+  ReadRowsStats st;
+  Status s = cache.value()->ReadRows(ds, rows, out.data(), PatternLoader{4, kBytes, nullptr},
+                                     nullptr, &st);
+  const auto elapsed = Clock::now() - t0;
+  killer.join();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(FirstBadByte(4, rows, out.data(), kBytes), -1);
+  EXPECT_GE(elapsed, std::chrono::milliseconds(150));   // it did wait for the loader...
+  EXPECT_LT(elapsed, std::chrono::milliseconds(1200));  // ...and noticed its death quickly
+  EXPECT_EQ(st.loaded, 3u);                             // 40 at once, 10 and 11 after the takeover
+  EXPECT_GE(st.wait_time, std::chrono::milliseconds(100));
+  EXPECT_GE(cache.value()->Stats().takeovers, 2u);
+  EXPECT_EQ(WaitExitCode(child), 128 + SIGKILL);
+  // Row 12 was claimed by the dead process too: it is not stuck.
+  const std::uint64_t r12 = 12;
+  ASSERT_TRUE(cache.value()
+                  ->ReadRows(ds, {&r12, 1}, out.data(), PatternLoader{4, kBytes, nullptr}, nullptr)
+                  .ok());
+  EXPECT_EQ(FirstBadByte(4, {&r12, 1}, out.data(), kBytes), -1);
+}
+
+TEST(CrashRecovery, PrefetchClaimsOfADeadProcessAreReleased) {
+  ScopedSegmentName name;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  const DatasetSlot ds = cache.value()->RegisterDataset({6, 6}, 3000, 100).value();
+  const std::vector<std::uint64_t> rows = {1, 2, 3};
+  // A forked worker (inherited handle) claims rows for prefetch and _exits
+  // without publishing: no destructor runs.
+  const pid_t child = ForkChild([&] {
+    auto claimed = cache.value()->Claim(ds, rows, nullptr);
+    return claimed.ok() && claimed.value().size() == 3 ? 0 : 1;
+  });
+  ASSERT_EQ(WaitExitCode(child), 0);
+  EXPECT_FALSE(cache.value()->Contains(ds, 1));
+  std::vector<std::byte> out(rows.size() * 3000);
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(
+      cache.value()->ReadRows(ds, rows, out.data(), PatternLoader{8, 3000, nullptr}, nullptr).ok());
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_EQ(FirstBadByte(8, rows, out.data(), 3000), -1);
+}
+
+TEST(CrashRecovery, LiveButStuckLoaderIsBypassedAfterTheWaitTimeout) {
+  ScopedSegmentName name;
+  name.options().wait_timeout = std::chrono::milliseconds(300);
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  const DatasetSlot ds = cache.value()->RegisterDataset({7, 1}, 2048, 100).value();
+  auto* state = SharedObject<std::atomic<int>>();
+  const pid_t child = ForkChild([&] {  // claims rows 1 and 2, then hangs (alive)
+    const std::vector<std::uint64_t> rows = {1, 2};
+    if (!cache.value()->Claim(ds, rows, nullptr).ok()) return 1;
+    state->store(1);
+    for (;;) pause();
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  const std::vector<std::uint64_t> rows = {2, 3, 1};
+  std::vector<std::byte> out(rows.size() * 2048);
+  ReadRowsStats st;
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(cache.value()
+                  ->ReadRows(ds, rows, out.data(), PatternLoader{3, 2048, nullptr}, nullptr, &st)
+                  .ok());
+  const auto elapsed = Clock::now() - t0;
+  EXPECT_EQ(FirstBadByte(3, rows, out.data(), 2048), -1);
+  EXPECT_GE(elapsed, std::chrono::milliseconds(300));
+  EXPECT_LT(elapsed, std::chrono::milliseconds(1500));
+  EXPECT_EQ(st.uncached, 2u);  // delivered, not cached: the claims are still the child's
+  EXPECT_EQ(st.loaded, 1u);
+  EXPECT_FALSE(cache.value()->Contains(ds, 1));
+  kill(child, SIGKILL);
+  EXPECT_EQ(WaitExitCode(child), 128 + SIGKILL);
+}
+
+TEST(CrashRecovery, LockHeldByALiveProcessTimesOutThenRecoversAfterItsDeath) {
+  ScopedSegmentName name;
+  name.options().lock_timeout = std::chrono::milliseconds(200);
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  const DatasetSlot ds = cache.value()->RegisterDataset({7, 2}, 100, 10).value();
+  auto* state = SharedObject<std::atomic<int>>();
+  const std::string path = name.path();
+  const pid_t child = ForkChild([&] {
+    detail::MappedSegment seg;
+    std::string error;
+    if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
+    detail::SegmentTables t(seg.base);
+    if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
+        detail::LockOutcome::kLocked) {
+      return 2;
+    }
+    state->store(1);
+    for (;;) pause();
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  const std::uint64_t row = 4;
+  std::vector<std::byte> out(100);
+  Status s =
+      cache.value()->ReadRows(ds, {&row, 1}, out.data(), PatternLoader{1, 100, nullptr}, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("not acquired within 200 ms"), std::string::npos) << s.message();
+  kill(child, SIGKILL);
+  EXPECT_EQ(WaitExitCode(child), 128 + SIGKILL);
+  s = cache.value()->ReadRows(ds, {&row, 1}, out.data(), PatternLoader{1, 100, nullptr}, nullptr);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(FirstBadByte(1, {&row, 1}, out.data(), 100), -1);
+  EXPECT_EQ(cache.value()->Stats().recoveries, 1u);
+}
+
+TEST(Leadership, OneLeaderForkedChildrenDoNotInheritTakeoverWithinASecond) {
+  ScopedSegmentName name;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  NodeCache& c = *cache.value();
+  EXPECT_FALSE(c.IsLeader());
+  ASSERT_TRUE(c.TryBecomeLeader());
+  EXPECT_TRUE(c.IsLeader());
+  EXPECT_TRUE(c.TryBecomeLeader());  // idempotent
+  // A forked worker is not the leader and cannot become it while we live.
+  const pid_t worker = ForkChild([&] { return c.IsLeader() ? 1 : c.TryBecomeLeader() ? 2 : 0; });
+  EXPECT_EQ(WaitExitCode(worker), 0);
+  c.ResignLeader();
+  EXPECT_FALSE(c.IsLeader());
+
+  // Another process leads and is killed: we take over within a second.
+  auto* state = SharedObject<std::atomic<int>>();
+  const pid_t leader = ForkChild([&] {
+    auto own = NodeCache::Open(name.options());
+    if (!own.ok() || !own.value()->TryBecomeLeader()) return 1;
+    state->store(1);
+    for (;;) pause();
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  EXPECT_FALSE(c.TryBecomeLeader());
+  kill(leader, SIGKILL);
+  const auto t0 = Clock::now();
+  while (!c.TryBecomeLeader() && Clock::now() - t0 < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(c.IsLeader());
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(WaitExitCode(leader), 128 + SIGKILL);
+}
+
+}  // namespace
+}  // namespace prescient::cache

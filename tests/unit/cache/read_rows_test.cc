@@ -1,0 +1,156 @@
+// NodeCache::ReadRows and the claim/publish interface in one process.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/unit/cache/test_support.h"
+
+namespace prescient::cache {
+namespace {
+
+using testing::FirstBadByte;
+using testing::PatternLoader;
+using testing::ScopedSegmentName;
+
+std::unique_ptr<NodeCache> OpenOrDie(const CacheOptions& options) {
+  auto cache = NodeCache::Open(options);
+  EXPECT_TRUE(cache.ok()) << cache.status().message();
+  return cache.ok() ? std::move(cache.value()) : nullptr;
+}
+
+TEST(ReadRows, MissThenHitWithDuplicatesAndAnyOrder) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  constexpr std::uint64_t kBytes = 1000;
+  const DatasetSlot ds = cache->RegisterDataset({1, 2}, kBytes, 100).value();
+  std::atomic<std::uint64_t> loaded{0};
+  PatternLoader loader{1, kBytes, &loaded};
+  const std::vector<std::uint64_t> rows = {9, 3, 9, 50, 3, 0};
+  std::vector<std::byte> out(rows.size() * kBytes);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(FirstBadByte(1, rows, out.data(), kBytes), -1);
+  EXPECT_EQ(loaded.load(), 4u);  // distinct rows, one loader call
+  EXPECT_EQ(st.loaded, 4u);
+  EXPECT_EQ(st.hits, 0u);
+
+  const std::vector<std::uint64_t> again = {50, 0, 3, 3, 7};
+  std::vector<std::byte> out2(again.size() * kBytes);
+  ReadRowsStats st2;
+  ASSERT_TRUE(cache->ReadRows(ds, again, out2.data(), loader, nullptr, &st2).ok());
+  EXPECT_EQ(FirstBadByte(1, again, out2.data(), kBytes), -1);
+  EXPECT_EQ(st2.hits, 3u);
+  EXPECT_EQ(st2.loaded, 1u);  // row 7
+  EXPECT_EQ(loaded.load(), 5u);
+  EXPECT_TRUE(cache->Contains(ds, 7));
+  EXPECT_FALSE(cache->Contains(ds, 8));
+  const CacheStats s = cache->Stats();
+  EXPECT_EQ(s.hits, 3u);
+  EXPECT_EQ(s.misses, 5u);
+  EXPECT_EQ(s.rows_resident, 5u);
+  EXPECT_EQ(s.bytes_resident, 5 * kBytes);
+}
+
+TEST(ReadRows, SeveralRowSizesShareTheSegment) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  const std::uint64_t sizes[] = {1, 4096, 4097, 64 << 10, 100000, 300};
+  std::vector<DatasetSlot> slots;
+  for (std::uint64_t i = 0; i < std::size(sizes); ++i) {
+    slots.push_back(cache->RegisterDataset({i, 77}, sizes[i], 40).value());
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (std::uint64_t i = 0; i < std::size(sizes); ++i) {
+      const std::vector<std::uint64_t> rows = {39, 0, 17, 18};
+      std::vector<std::byte> out(rows.size() * sizes[i]);
+      ReadRowsStats st;
+      ASSERT_TRUE(cache
+                      ->ReadRows(slots[i], rows, out.data(),
+                                 PatternLoader{i + 10, sizes[i], nullptr}, nullptr, &st)
+                      .ok());
+      EXPECT_EQ(FirstBadByte(i + 10, rows, out.data(), sizes[i]), -1) << sizes[i];
+      EXPECT_EQ(round == 0 ? st.loaded : st.hits, 4u) << sizes[i];
+    }
+  }
+  EXPECT_EQ(cache->RowBytes(slots[3]), 64u << 10);
+}
+
+TEST(ReadRows, ErrorsAreReportedAndClaimsReleased) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  const DatasetSlot ds = cache->RegisterDataset({4, 4}, 64, 10).value();
+  EXPECT_FALSE(cache->RegisterDataset({4, 4}, 65, 10).ok());  // row size differs
+  std::vector<std::byte> out(64);
+  const std::uint64_t row = 3;
+  auto failing = [](std::span<const std::uint64_t>, std::span<std::byte* const>) {
+    return Status::Error("disk on fire");
+  };
+  Status s = cache->ReadRows(ds, {&row, 1}, out.data(), failing, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "disk on fire");
+  auto throwing = [](std::span<const std::uint64_t>, std::span<std::byte* const>) -> Status {
+    throw std::runtime_error("boom");
+  };
+  s = cache->ReadRows(ds, {&row, 1}, out.data(), throwing, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("boom"), std::string::npos);
+  EXPECT_FALSE(cache->Contains(ds, 3));
+  // The claim was released: a later read loads it.
+  ASSERT_TRUE(
+      cache->ReadRows(ds, {&row, 1}, out.data(), PatternLoader{5, 64, nullptr}, nullptr).ok());
+  EXPECT_EQ(FirstBadByte(5, {&row, 1}, out.data(), 64), -1);
+  const std::uint64_t bad_row = 10;
+  EXPECT_FALSE(
+      cache->ReadRows(ds, {&bad_row, 1}, out.data(), PatternLoader{5, 64, nullptr}, nullptr).ok());
+  EXPECT_FALSE(
+      cache->ReadRows(12345, {&row, 1}, out.data(), PatternLoader{5, 64, nullptr}, nullptr).ok());
+}
+
+TEST(ClaimPublish, PrefetcherProtocol) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  constexpr std::uint64_t kBytes = 5000;
+  const DatasetSlot ds = cache->RegisterDataset({8, 8}, kBytes, 100).value();
+  const std::vector<std::uint64_t> want = {5, 1, 5, 2, 3};
+  auto claimed = cache->Claim(ds, want, nullptr);
+  ASSERT_TRUE(claimed.ok());
+  EXPECT_EQ(claimed.value(), (std::vector<std::uint64_t>{1, 2, 3, 5}));
+  // Already claimed: nothing more to claim.
+  EXPECT_TRUE(cache->Claim(ds, want, nullptr).value().empty());
+  std::vector<std::byte> row(kBytes);
+  for (std::uint64_t r : {1, 2, 5}) {
+    testing::FillRow(9, r, row.data(), kBytes);
+    auto p = cache->Publish(ds, r, row.data(), nullptr);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p.value(), PublishOutcome::kStored);
+  }
+  EXPECT_TRUE(cache->Abandon(ds, 3).ok());
+  EXPECT_FALSE(cache->Abandon(ds, 3).ok());
+  EXPECT_EQ(cache->Publish(ds, 3, row.data(), nullptr).value(), PublishOutcome::kNotClaimed);
+  EXPECT_EQ(cache->Publish(ds, 40, row.data(), nullptr).value(), PublishOutcome::kNotClaimed);
+  const std::vector<std::uint64_t> read = {5, 3, 1, 2};
+  std::vector<std::byte> out(read.size() * kBytes);
+  ReadRowsStats st;
+  ASSERT_TRUE(
+      cache->ReadRows(ds, read, out.data(), PatternLoader{9, kBytes, nullptr}, nullptr, &st).ok());
+  EXPECT_EQ(FirstBadByte(9, read, out.data(), kBytes), -1);
+  EXPECT_EQ(st.hits, 3u);
+  EXPECT_EQ(st.loaded, 1u);
+}
+
+TEST(NodeStep, OnlyIncreases) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(cache->NodeStep(), 0u);
+  cache->AdvanceNodeStep(10);
+  cache->AdvanceNodeStep(4);
+  EXPECT_EQ(cache->NodeStep(), 10u);
+}
+
+}  // namespace
+}  // namespace prescient::cache

@@ -1,0 +1,192 @@
+// SegmentTables on a private in-memory segment: index, heap, allocator,
+// admission and repair, without processes or locks.
+#include "cache/core/segment_tables.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "cache/core/eviction_keys.h"
+#include "cache/core/process_identity.h"
+
+namespace prescient::cache::detail {
+namespace {
+
+class TablesTest : public ::testing::Test {
+ protected:
+  void Build(std::uint64_t bytes, std::uint32_t block) {
+    auto plan = PlanLayout(bytes, block, 64, 0);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    memory_.reset(
+        static_cast<unsigned char*>(std::aligned_alloc(4096, plan.value().segment_bytes)));
+    std::fill_n(memory_.get(), plan.value().segment_bytes, 0);
+    ASSERT_EQ(InitializeSegment(memory_.get(), plan.value(), false), 0);
+    tables_ = std::make_unique<SegmentTables>(memory_.get());
+    auto slot = tables_->Attach(SelfIdentity());
+    ASSERT_TRUE(slot.ok());
+    slot_ = slot.value();
+  }
+  // Adds a Ready row with `key`; returns its entry.
+  std::uint32_t AddReady(DatasetSlot ds, std::uint64_t row, std::uint64_t key) {
+    SegmentTables& t = *tables_;
+    const std::uint32_t e = t.Claim(ds, row, slot_);
+    EXPECT_NE(e, kNone);
+    EXPECT_TRUE(t.MakeRoom(t.dataset(ds).blocks_per_row, key));
+    t.entry(e).first_block = t.AllocChain(t.dataset(ds).blocks_per_row);
+    t.MarkReady(e, key);
+    return e;
+  }
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> memory_;
+  std::unique_ptr<SegmentTables> tables_;
+  std::uint16_t slot_ = 0;
+};
+
+TEST_F(TablesTest, IndexFindsEverythingAfterRandomInsertsAndErases) {
+  Build(4 << 20, 256);
+  SegmentTables& t = *tables_;
+  auto ds = t.FindOrAddDataset({1, 2}, 100, 1 << 20);
+  ASSERT_TRUE(ds.ok());
+  std::mt19937_64 rng(7);
+  std::set<std::uint64_t> present;
+  std::vector<std::uint32_t> entry_of(1 << 20, kNone);
+  for (int step = 0; step < 20000; ++step) {
+    const std::uint64_t row = rng() % 5000;
+    if (present.count(row) != 0) {
+      t.Release(entry_of[row]);
+      present.erase(row);
+    } else {
+      const std::uint32_t e = t.Claim(ds.value(), row, slot_);
+      ASSERT_NE(e, kNone);
+      entry_of[row] = e;
+      present.insert(row);
+    }
+  }
+  for (std::uint64_t row = 0; row < 5000; ++row) {
+    const std::uint32_t e = t.Find(ds.value(), row);
+    if (present.count(row) != 0) {
+      ASSERT_EQ(e, entry_of[row]) << row;
+    } else {
+      ASSERT_EQ(e, kNone) << row;
+    }
+  }
+  EXPECT_EQ(t.header().used_entries, present.size());
+}
+
+TEST_F(TablesTest, DatasetRowSizeMismatchIsRejected) {
+  Build(1 << 20, 4096);
+  SegmentTables& t = *tables_;
+  auto a = t.FindOrAddDataset({5, 6}, 1000, 10);
+  auto b = t.FindOrAddDataset({5, 6}, 1000, 10);
+  auto c = t.FindOrAddDataset({5, 6}, 1001, 10);
+  auto d = t.FindOrAddDataset({5, 7}, 1001, 10);
+  ASSERT_TRUE(a.ok() && b.ok() && d.ok());
+  EXPECT_EQ(a.value(), b.value());
+  EXPECT_NE(a.value(), d.value());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("1000-byte rows"), std::string::npos);
+}
+
+TEST_F(TablesTest, HeapEvictsLargestKeyAndRespectsAdmission) {
+  Build(1 << 20, 4096);
+  SegmentTables& t = *tables_;
+  const DatasetSlot ds = t.FindOrAddDataset({1, 1}, 4096, 100000).value();
+  const std::uint64_t blocks = t.header().num_blocks;
+  // Fill with keys 1000 + row (row 0 needed soonest).
+  for (std::uint64_t row = 0; row < blocks; ++row) AddReady(ds, row, 1000 + row);
+  EXPECT_EQ(t.header().free_blocks, 0u);
+  // A row needed at 500 displaces the furthest (row blocks-1).
+  EXPECT_TRUE(t.MakeRoom(1, 500));
+  EXPECT_EQ(t.Find(ds, blocks - 1), kNone);
+  EXPECT_NE(t.Find(ds, blocks - 2), kNone);
+  t.FreeChain(t.AllocChain(1), 1);  // (space was freed: allocate and give back)
+  AddReady(ds, 99999, 500);
+  // A row needed later than everything resident is not admitted, and nothing is evicted.
+  EXPECT_FALSE(t.MakeRoom(1, 1000 + blocks + 5));
+  EXPECT_EQ(SegmentTables::Load(t.header().counters.rows_resident), blocks);
+  EXPECT_EQ(t.header().free_blocks, 0u);
+}
+
+TEST_F(TablesTest, PinnedRowIsNeverEvicted) {
+  Build(1 << 20, 4096);
+  SegmentTables& t = *tables_;
+  const DatasetSlot ds = t.FindOrAddDataset({1, 1}, 4096, 100000).value();
+  const std::uint64_t blocks = t.header().num_blocks;
+  for (std::uint64_t row = 0; row < blocks; ++row) AddReady(ds, row, 1000 + row);
+  const std::uint32_t best_victim = t.Find(ds, blocks - 1);
+  ASSERT_EQ(t.HeapTop(), best_victim);
+  ASSERT_TRUE(t.Pin(slot_, best_victim));
+  EXPECT_TRUE(t.MakeRoom(1, 5));
+  EXPECT_EQ(t.Find(ds, blocks - 1), best_victim);  // pinned: kept
+  EXPECT_EQ(t.Find(ds, blocks - 2), kNone);        // the next best went instead
+  t.Unpin(slot_, best_victim);
+  EXPECT_EQ(t.HeapTop(), best_victim);
+}
+
+TEST_F(TablesTest, KeyOrderNeverStaleUnknownScheduled) {
+  EXPECT_GT(kNeverKey, kStaleKey);
+  EXPECT_GT(kStaleKey, LruKey(0));
+  EXPECT_GT(LruKey(1), LruKey(2));  // older access is evicted first
+  EXPECT_GT(LruKey(1u << 30), ScheduledKey(NextUseOracle::kMaxStep));
+  EXPECT_EQ(ScheduledKey(NextUseOracle::kNever), kNeverKey);
+  Build(1 << 20, 4096);
+  SegmentTables& t = *tables_;
+  const DatasetSlot ds = t.FindOrAddDataset({1, 1}, 4096, 1000).value();
+  const std::uint32_t soon = AddReady(ds, 1, 50);
+  const std::uint32_t late = AddReady(ds, 2, 80);
+  EXPECT_EQ(t.HeapTop(), late);
+  // Row 1's use at step 50 passed unread: the sweep makes it the first victim.
+  for (std::uint64_t i = 0; i < t.header().num_entries; ++i) t.SweepStale(60, 1);
+  EXPECT_EQ(t.entry(soon).key, kStaleKey);
+  EXPECT_EQ(t.HeapTop(), soon);
+}
+
+TEST_F(TablesTest, RepairRebuildsDerivedStateAndDropsBrokenEntries) {
+  Build(2 << 20, 4096);
+  SegmentTables& t = *tables_;
+  const DatasetSlot ds = t.FindOrAddDataset({3, 3}, 3 * 4096 + 10, 1000).value();  // 4 blocks
+  for (std::uint64_t row = 0; row < 20; ++row) AddReady(ds, row, 100 + row);
+  const std::uint64_t free_before = t.header().free_blocks;
+  // Simulate a process that died mid-way: blocks popped off the free list but
+  // never recorded, the index wiped, the heap truncated, a bogus pin count,
+  // and one entry with a broken chain.
+  t.AllocChain(3);
+  t.header().heap_size = 3;
+  const std::uint32_t broken = t.Find(ds, 7);
+  const std::uint32_t other = t.Find(ds, 8);
+  std::fill_n(reinterpret_cast<std::uint32_t*>(reinterpret_cast<unsigned char*>(&t.header()) +
+                                               t.header().off_buckets),
+              t.header().hash_buckets, kNone);
+  t.entry(broken).first_block = kNone - 1;
+  t.entry(other).pins = 9;
+  t.Repair();
+  std::uint64_t resident = 0;
+  for (std::uint64_t row = 0; row < 20; ++row) {
+    const std::uint32_t e = t.Find(ds, row);
+    if (e == kNone) continue;
+    ++resident;
+    EXPECT_EQ(t.entry(e).pins, 0u);
+    EXPECT_NE(t.entry(e).heap_pos, kNone);
+  }
+  EXPECT_EQ(resident, 19u);
+  EXPECT_EQ(t.Find(ds, 7), kNone);
+  EXPECT_EQ(t.entry(broken).state, kEntryFree);
+  EXPECT_EQ(t.header().heap_size, 19u);
+  // The 3 leaked blocks are free again, and so are the dropped row's 4.
+  EXPECT_EQ(t.header().free_blocks, free_before + 4);
+  EXPECT_EQ(SegmentTables::Load(t.header().counters.rows_resident), 19u);
+  EXPECT_EQ(t.entry(t.HeapTop()).key, 119u);
+  // Everything still works: evict all, the free list is whole.
+  EXPECT_TRUE(t.MakeRoom(static_cast<std::uint32_t>(t.header().num_blocks), 0));
+  EXPECT_EQ(t.header().free_blocks, t.header().num_blocks);
+}
+
+}  // namespace
+}  // namespace prescient::cache::detail
