@@ -106,7 +106,7 @@ const std::vector<OptionRow>& Rows() {
         "serve simple reads (whole rows, stored type) from the node-shared cache in shared memory"},
        &ApplyBool<&Options::cache_enabled>},
       {{"PRESCIENT_CACHE_SIZE", "cache_size", "bytes with a unit: 8GiB, 512MiB, 1.5G, 100MB, 4096",
-        "min(50% of free /dev/shm, 50% of RAM)",
+        "min(50% of free /dev/shm, 25% of RAM)",
         "size of the node's shared segment; the first process on the node decides"},
        [](std::string_view v, Options& o) {
          auto b = ParseBytes(v);

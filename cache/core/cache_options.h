@@ -65,7 +65,7 @@ struct CacheOptions {
 // a number alone is bytes). Errors name the text and the accepted forms.
 Result<std::uint64_t> ParseByteSize(std::string_view text);
 
-// min(50% of the free space of shm_dir, 50% of physical RAM), rounded down to
+// min(50% of the free space of shm_dir, 25% of physical RAM), rounded down to
 // a MiB; 0 when neither can be determined.
 std::uint64_t DefaultCapacityBytes(const std::string& shm_dir);
 
