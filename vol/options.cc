@@ -68,7 +68,7 @@ bool ApplyBool(std::string_view v, Options& o) {
   return b.has_value();
 }
 
-constexpr const char* kBoolAccepted = "1|0 (also true/false, yes/no, on/off)";
+constexpr const char* kBoolAccepted = "1 or 0 (also true/false, yes/no, on/off)";
 
 // Launcher variables that carry the rank when PRESCIENT_RANK is not set, in
 // the order they are consulted.
@@ -84,10 +84,10 @@ struct OptionRow {
 
 const std::vector<OptionRow>& Rows() {
   static const std::vector<OptionRow> rows = {
-      {{"PRESCIENT_ENABLE", "enable", "1|0 (also true/false, yes/no, on/off)", "1",
+      {{"PRESCIENT_ENABLE", "enable", kBoolAccepted, "1",
         "0 makes Prescient a pure pass-through: every call forwarded, nothing decoded or cached"},
        &ApplyBool<&Options::enable>},
-      {{"PRESCIENT_LOG", "log", "error|warn|info|debug", "warn",
+      {{"PRESCIENT_LOG", "log", "error, warn, info, debug", "warn",
         "what Prescient prints on stderr (prefixed 'prescient:')"},
        [](std::string_view v, Options& o) {
          auto l = ParseLogLevel(v);
@@ -95,8 +95,8 @@ const std::vector<OptionRow>& Rows() {
          return l.has_value();
        }},
       {{"PRESCIENT_STATS", "stats", "a file path; %p is replaced by the pid", "(none)",
-        "write per-process counters as JSON at every file close and at exit; forked workers "
-        "write <path>.<pid>.json"},
+        "per-process counters as JSON, kept current in the file while the process runs (also "
+        "after os._exit or SIGKILL); forked workers write <path>.<pid>.json"},
        [](std::string_view v, Options& o) {
          auto p = ParsePath(v);
          if (p) o.stats_path = *p;

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 
 namespace prescient::vol {
 namespace {
@@ -46,7 +48,7 @@ TEST(ParseOptions, InvalidValueWarnsOnceAndDisables) {
   ParsedOptions p = ParseOptions(FakeEnv({{"PRESCIENT_LOG", "loud"}}), "");
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_NE(p.warnings[0].find("PRESCIENT_LOG='loud'"), std::string::npos);
-  EXPECT_NE(p.warnings[0].find("error|warn|info|debug"), std::string::npos);
+  EXPECT_NE(p.warnings[0].find("error, warn, info, debug"), std::string::npos);
   EXPECT_FALSE(p.options.enable);
 }
 
@@ -61,6 +63,20 @@ TEST(ParseOptions, UnknownInfoKeyIsRejected) {
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_NE(p.warnings[0].find("colour"), std::string::npos);
   EXPECT_FALSE(p.options.enable);
+}
+
+TEST(OptionDocs, ReadmeListsEverySetting) {
+  // README.md's configuration table must not drift from the table of record.
+  std::ifstream readme(PRESCIENT_SOURCE_DIR "/README.md");
+  ASSERT_TRUE(readme.good());
+  std::stringstream text;
+  text << readme.rdbuf();
+  for (const OptionDoc& doc : OptionDocs()) {
+    EXPECT_NE(text.str().find("| `" + std::string(doc.variable) + "` | `" +
+                              std::string(doc.info_key) + "` |"),
+              std::string::npos)
+        << doc.variable << " is missing from README.md's configuration table";
+  }
 }
 
 TEST(OptionDocs, EveryRowIsDocumented) {
