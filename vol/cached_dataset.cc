@@ -52,10 +52,6 @@ std::shared_ptr<CachedDataset> CachedDataset::Register(cache::NodeCache& cache,
       cache.RegisterDataset(KeyOf(state), cached->row_bytes_, cached->num_rows_);
   if (!slot.ok()) throw std::runtime_error(slot.status().message());
   cached->slot_ = slot.value();
-  {
-    PreservedErrorStack keep;
-    cached->file_type_ = H5Tcopy(state.file_type());
-  }
 
   cached->chunk_rows_ = ChunkRows(dataset);
   io::Result<io::RawLayout> layout = ExtractRawLayout(dataset, state);
@@ -78,13 +74,6 @@ std::shared_ptr<CachedDataset> CachedDataset::Register(cache::NodeCache& cache,
     cached->storage_profile_ = profile.value().ToString();
   }
   return cached;
-}
-
-CachedDataset::~CachedDataset() {
-  if (file_type_ >= 0) {
-    PreservedErrorStack keep;
-    H5Tclose(file_type_);
-  }
 }
 
 cache::Status CachedDataset::Load(const VolObject* dataset, std::span<const std::uint64_t> rows,
@@ -127,6 +116,18 @@ cache::Status CachedDataset::LoadThroughHdf5(const VolObject& dataset,
                                              LoadCounters* counters) const {
   // One hyperslab read per run of consecutive rows, into a staging buffer
   // (cache slots of consecutive rows need not be adjacent).
+  // The stored type as memory type: the read returns the file's bytes unconverted.
+  const hid_t mem_type = dataset.dataset->NewStoredTypeId();
+  if (mem_type < 0) return cache::Status::Error("cannot rebuild the stored type");
+  const cache::Status status = ReadRunsThroughHdf5(dataset, mem_type, rows, dest, counters);
+  H5Tclose(mem_type);
+  return status;
+}
+
+cache::Status CachedDataset::ReadRunsThroughHdf5(const VolObject& dataset, hid_t mem_type,
+                                                 std::span<const std::uint64_t> rows,
+                                                 std::span<std::byte* const> dest,
+                                                 LoadCounters* counters) const {
   const std::size_t rank = dims_.size();
   std::vector<hsize_t> start(rank, 0), count(dims_);
   std::vector<std::byte> staging;
@@ -142,10 +143,10 @@ cache::Status CachedDataset::LoadThroughHdf5(const VolObject& dataset,
                                         count.data(), nullptr);
     if (status >= 0) {
       void* under = dataset.under;
-      hid_t mem_type = file_type_;
       hid_t mem_space_id = mem_space, file_space_id = file_space;
       void* buf = staging.data();
-      status = H5VLdataset_read(1, &under, dataset.under_vol_id, &mem_type, &mem_space_id,
+      hid_t type = mem_type;
+      status = H5VLdataset_read(1, &under, dataset.under_vol_id, &type, &mem_space_id,
                                 &file_space_id, H5P_DATASET_XFER_DEFAULT, &buf, nullptr);
     }
     H5Sclose(mem_space);

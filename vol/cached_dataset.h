@@ -39,7 +39,6 @@ class CachedDataset {
   static std::shared_ptr<CachedDataset> Register(cache::NodeCache& cache, const VolObject& dataset,
                                                  const DatasetState& state,
                                                  std::optional<std::uint64_t> fixed_gap);
-  ~CachedDataset();
 
   cache::DatasetSlot slot() const { return slot_; }
   std::uint64_t row_bytes() const { return row_bytes_; }
@@ -70,12 +69,14 @@ class CachedDataset {
                         LoadCounters* counters) const;
   cache::Status LoadThroughHdf5(const VolObject& dataset, std::span<const std::uint64_t> rows,
                                 std::span<std::byte* const> dest, LoadCounters* counters) const;
+  cache::Status ReadRunsThroughHdf5(const VolObject& dataset, hid_t mem_type,
+                                    std::span<const std::uint64_t> rows,
+                                    std::span<std::byte* const> dest, LoadCounters* counters) const;
 
   cache::DatasetSlot slot_ = cache::kInvalidDatasetSlot;
   std::uint64_t row_bytes_ = 0;
   std::uint64_t num_rows_ = 0;
   std::vector<hsize_t> dims_;
-  hid_t file_type_ = H5I_INVALID_HID;  // owned copy, for reads through HDF5
   std::shared_ptr<const cache::io::RawLayout> layout_;
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
   std::string raw_reason_;

@@ -8,6 +8,7 @@
 #include "vol/error.h"
 #include "vol/forwarding.h"
 #include "vol/object.h"
+#include "vol/object_file.h"
 #include "vol/read_hook.h"
 #include "vol/runtime.h"
 
@@ -17,6 +18,7 @@ namespace {
 // Attaches a DatasetState to a freshly wrapped dataset.
 void AttachIdentity(VolObject* dataset, bool created_here) noexcept {
   if (dataset == nullptr || !Runtime::Get().enabled()) return;
+  dataset->file = ResolveFile(*dataset, H5I_DATASET);
   dataset->dataset = DatasetState::TryIdentify(*dataset);
   Runtime::Get().stats().Add(Counter::kDatasetsOpened);
   if (created_here && dataset->dataset) dataset->dataset->MarkChanged();

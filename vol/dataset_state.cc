@@ -96,10 +96,25 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
   H5Sclose(space);
   if (rank < 0 || space_class == H5S_NO_CLASS) return nullptr;
 
-  state->file_type_ = UnderDatasetGet(dataset, H5VL_DATASET_GET_TYPE);
-  if (state->file_type_ < 0) return nullptr;
-  state->type_size_ = H5Tget_size(state->file_type_);
-  state->fixed_size_ = !HasVariableParts(state->file_type_);
+  // The stored type is kept as a transient copy decoded from its encoding:
+  // the id H5Dget_type gives belongs to the file, and h5py's File.close()
+  // closes every id of the file (H5Fget_obj_ids), ours included.
+  {
+    const hid_t stored = UnderDatasetGet(dataset, H5VL_DATASET_GET_TYPE);
+    if (stored < 0) return nullptr;
+    std::size_t encoded_size = 0;
+    if (H5Tencode(stored, nullptr, &encoded_size) >= 0 && encoded_size > 0) {
+      state->encoded_type_.resize(encoded_size);
+      if (H5Tencode(stored, state->encoded_type_.data(), &encoded_size) < 0)
+        state->encoded_type_.clear();
+    }
+    state->type_class_ = H5Tget_class(stored);
+    state->type_size_ = H5Tget_size(stored);
+    state->atomic_ = AtomicProperties::Of(stored, state->type_class_);
+    state->fixed_size_ = !HasVariableParts(stored);
+    H5Tclose(stored);
+  }
+  if (state->encoded_type_.empty() || state->type_size_ == 0) return nullptr;
   std::uint64_t row_elements = 1;
   for (std::size_t d = 1; d < state->dims_.size(); ++d) row_elements *= state->dims_[d];
   state->row_bytes_ = row_elements * state->type_size_;
@@ -119,12 +134,7 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
   }
   fp.Add(id.token.data(), id.token.size());
   for (hsize_t d : state->dims_) fp.AddValue(static_cast<std::uint64_t>(d));
-  std::size_t encoded_size = 0;
-  if (H5Tencode(state->file_type_, nullptr, &encoded_size) >= 0 && encoded_size > 0) {
-    std::vector<unsigned char> encoded(encoded_size);
-    if (H5Tencode(state->file_type_, encoded.data(), &encoded_size) >= 0)
-      fp.Add(encoded.data(), encoded_size);
-  }
+  fp.Add(state->encoded_type_.data(), state->encoded_type_.size());
   id.hash = fp.Finish();
 
   std::ostringstream desc;
@@ -143,12 +153,39 @@ std::shared_ptr<DatasetState> DatasetState::TryIdentify(const VolObject& dataset
   }
 }
 
-DatasetState::~DatasetState() {
-  if (file_type_ >= 0) {
-    PreservedErrorStack keep;
-    H5Tclose(file_type_);
+DatasetState::AtomicProperties DatasetState::AtomicProperties::Of(hid_t type,
+                                                                  H5T_class_t type_class) {
+  AtomicProperties p;
+  if (type_class != H5T_INTEGER && type_class != H5T_FLOAT) return p;
+  p.order = H5Tget_order(type);
+  p.precision = H5Tget_precision(type);
+  p.offset = H5Tget_offset(type);
+  H5Tget_pad(type, &p.lsb, &p.msb);
+  if (type_class == H5T_INTEGER) {
+    p.sign = H5Tget_sign(type);
+  } else {
+    H5Tget_fields(type, &p.fields[0], &p.fields[1], &p.fields[2], &p.fields[3], &p.fields[4]);
+    p.ebias = H5Tget_ebias(type);
+    p.norm = H5Tget_norm(type);
+    p.inpad = H5Tget_inpad(type);
   }
+  return p;
 }
+
+bool DatasetState::IsStoredType(hid_t mem_type) const {
+  if (H5Tget_class(mem_type) != type_class_ || H5Tget_size(mem_type) != type_size_) return false;
+  if (type_class_ == H5T_INTEGER || type_class_ == H5T_FLOAT) {
+    return AtomicProperties::Of(mem_type, type_class_) == atomic_;
+  }
+  // Other classes (compound, enum, array, ...): a decoded copy and H5Tequal.
+  const hid_t stored = NewStoredTypeId();
+  if (stored < 0) return false;
+  const bool equal = H5Tequal(mem_type, stored) > 0;
+  H5Tclose(stored);
+  return equal;
+}
+
+hid_t DatasetState::NewStoredTypeId() const { return H5Tdecode(encoded_type_.data()); }
 
 void DatasetState::MarkChanged() noexcept {
   changed_.store(true, std::memory_order_relaxed);

@@ -39,12 +39,18 @@ class DatasetState {
   // Identify() for use right after a successful open: never throws (an open
   // must not fail because Prescient could not learn about the dataset).
   static std::shared_ptr<DatasetState> TryIdentify(const VolObject& dataset) noexcept;
-  ~DatasetState();
 
   const DatasetIdentity& identity() const { return identity_; }
   const std::vector<hsize_t>& dims() const { return dims_; }
-  hid_t file_type() const { return file_type_; }
   std::size_t type_size() const { return type_size_; }
+  // The stored type as H5Tencode gives it. No HDF5 id is held: ids a
+  // connector keeps would show in the application's H5Fget_obj_count.
+  const std::vector<unsigned char>& encoded_type() const { return encoded_type_; }
+  // True when `mem_type` is the stored type (same class, size and encoding):
+  // a read with it returns the file's bytes unconverted.
+  bool IsStoredType(hid_t mem_type) const;
+  // A new id of the stored type; the caller closes it. Invalid on failure.
+  hid_t NewStoredTypeId() const;
   // Fixed-size data only: no variable-length or reference types anywhere in it.
   bool fixed_size() const { return fixed_size_; }
   std::uint64_t row_bytes() const { return row_bytes_; }
@@ -56,7 +62,24 @@ class DatasetState {
   DatasetState() = default;
   DatasetIdentity identity_;
   std::vector<hsize_t> dims_;
-  hid_t file_type_ = H5I_INVALID_HID;
+  std::vector<unsigned char> encoded_type_;
+  H5T_class_t type_class_ = H5T_NO_CLASS;
+  // What makes two integer or float types store the same bytes (compared on
+  // every read without decoding the stored type).
+  struct AtomicProperties {
+    H5T_order_t order = H5T_ORDER_ERROR;
+    std::size_t precision = 0;
+    int offset = -1;
+    H5T_pad_t lsb = H5T_PAD_ERROR, msb = H5T_PAD_ERROR;
+    H5T_sign_t sign = H5T_SGN_ERROR;          // integers
+    std::size_t fields[5] = {0, 0, 0, 0, 0};  // floats: spos, epos, esize, mpos, msize
+    std::size_t ebias = 0;
+    H5T_norm_t norm = H5T_NORM_ERROR;
+    H5T_pad_t inpad = H5T_PAD_ERROR;
+    bool operator==(const AtomicProperties&) const = default;
+    static AtomicProperties Of(hid_t type, H5T_class_t type_class);
+  };
+  AtomicProperties atomic_;
   std::size_t type_size_ = 0;
   bool fixed_size_ = false;
   std::uint64_t row_bytes_ = 0;

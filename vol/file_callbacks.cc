@@ -60,8 +60,9 @@ void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable,
     PreservedErrorStack keep;
     posix_driver = H5Pget_driver(fapl_id) == H5FD_SEC2;
   }
-  return VolObject::Wrap(under, under_vol_id, ObjectKind::kFile,
-                         FileState::Make(name, writable, posix_driver));
+  std::shared_ptr<FileState> state = FileState::Make(name, writable, posix_driver);
+  OpenFiles::Remember(state);
+  return VolObject::Wrap(under, under_vol_id, ObjectKind::kFile, std::move(state));
 }
 
 bool Writable(unsigned flags) {

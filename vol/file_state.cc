@@ -2,6 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 namespace prescient::vol {
 
 FileIdentity IdentifyFile(const std::string& path) {
@@ -23,6 +27,32 @@ std::shared_ptr<FileState> FileState::Make(const char* name, bool writable, bool
   state->posix_driver = posix_driver;
   state->identity = IdentifyFile(state->name);
   return state;
+}
+
+namespace {
+
+std::mutex g_open_files_mutex;
+std::map<std::pair<std::uint64_t, std::uint64_t>, std::weak_ptr<FileState>>& OpenFileMap() {
+  static auto* map =
+      new std::map<std::pair<std::uint64_t, std::uint64_t>, std::weak_ptr<FileState>>;
+  return *map;
+}
+
+}  // namespace
+
+void OpenFiles::Remember(const std::shared_ptr<FileState>& file) {
+  if (!file || !file->identity.valid) return;
+  std::lock_guard lock(g_open_files_mutex);
+  auto& map = OpenFileMap();
+  for (auto it = map.begin(); it != map.end();)
+    it = it->second.expired() ? map.erase(it) : std::next(it);
+  map[{file->identity.device, file->identity.inode}] = file;
+}
+
+std::shared_ptr<FileState> OpenFiles::Find(const FileIdentity& identity) {
+  std::lock_guard lock(g_open_files_mutex);
+  auto it = OpenFileMap().find({identity.device, identity.inode});
+  return it == OpenFileMap().end() ? nullptr : it->second.lock();
 }
 
 }  // namespace prescient::vol

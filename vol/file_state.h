@@ -37,6 +37,16 @@ struct FileState {
   FileIdentity identity;
 };
 
+// Files the application opened through the connector, by device and inode,
+// for objects that turn out to live in another file than their parent's.
+class OpenFiles {
+ public:
+  // Called for every file opened or created through the connector.
+  static void Remember(const std::shared_ptr<FileState>& file);
+  // The live FileState of that file, if the application has it open.
+  static std::shared_ptr<FileState> Find(const FileIdentity& identity);
+};
+
 }  // namespace prescient::vol
 
 #endif  // PRESCIENT_VOL_FILE_STATE_H_

@@ -6,6 +6,7 @@
 #include "vol/error.h"
 #include "vol/forwarding.h"
 #include "vol/object.h"
+#include "vol/object_file.h"
 #include "vol/runtime.h"
 
 namespace prescient::vol {
@@ -22,6 +23,7 @@ void* ObjectOpen(void* obj, const H5VL_loc_params_t* loc_params, H5I_type_t* ope
     VolObject* object =
         VolObject::Wrap(under, parent->under_vol_id, KindOf(*opened_type), parent->file);
     if (*opened_type == H5I_DATASET && Runtime::Get().enabled()) {
+      object->file = ResolveFile(*object, H5I_DATASET);
       object->dataset = DatasetState::TryIdentify(*object);
       Runtime::Get().stats().Add(Counter::kDatasetsOpened);
       CacheClient::Get().DatasetOpened(*object);

@@ -117,9 +117,10 @@ io::Result<io::RawLayout> Chunked(const VolObject& dataset, const DatasetState& 
   H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
   if (H5Pfill_value_defined(dcpl, &defined) >= 0 && defined == H5D_FILL_VALUE_USER_DEFINED) {
     fill.resize(state.type_size());
-    if (H5Pget_fill_value(dcpl, state.file_type(), fill.data()) < 0) {
-      return io::Status::Unsupported("cannot read the fill value");
-    }
+    const hid_t type = state.NewStoredTypeId();
+    const herr_t got = type < 0 ? -1 : H5Pget_fill_value(dcpl, type, fill.data());
+    if (type >= 0) H5Tclose(type);
+    if (got < 0) return io::Status::Unsupported("cannot read the fill value");
   }
   io::Result<io::ChunkedLayout> layout = io::ChunkedLayout::Make(
       dataset.file->name, {state.dims().begin(), state.dims().end()}, {chunk.begin(), chunk.end()},

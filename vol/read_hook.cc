@@ -27,7 +27,7 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
                    dataset.file != nullptr && !dataset.file->writable &&
                    dataset.file->identity.valid && request.selection.whole_rows &&
                    !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
-                   H5Tequal(mem_type, state->file_type()) > 0 &&
+                   state->IsStoredType(mem_type) &&
                    MemoryIsContiguous(mem_space, file_space, request.selection.elements);
   return request;
 }

@@ -1,9 +1,13 @@
 #include "vol/runtime.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "vol/trace.h"
 
@@ -62,6 +66,27 @@ void Runtime::Log(LogLevel level, std::string_view message) {
                static_cast<int>(message.size()), message.data());
 }
 
+namespace {
+
+// The pid a statistics file records, or 0 (no file, not ours, unreadable).
+long PidRecordedIn(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return 0;
+  char head[256] = {};
+  const std::size_t n = std::fread(head, 1, sizeof(head) - 1, f);
+  std::fclose(f);
+  const std::string_view text(head, n);
+  const std::size_t at = text.find("\"pid\": ");
+  if (at == std::string_view::npos) return 0;
+  return std::strtol(head + at + 7, nullptr, 10);
+}
+
+bool Alive(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+}  // namespace
+
 std::string Runtime::StatsPathForThisProcess() {
   std::string path = options().stats_path;
   const std::string pid = std::to_string(pid_);
@@ -70,7 +95,11 @@ std::string Runtime::StatsPathForThisProcess() {
     path.replace(at, 2, pid);
     has_pid = true;
   }
-  if (forked_child_ && !has_pid) {
+  // A forked worker, or any process whose path a live process already
+  // writes (a rank or tool started with the same environment), gets its own
+  // file; a file left by a finished process is replaced.
+  const long owner = has_pid ? 0 : PidRecordedIn(path);
+  if (!has_pid && (forked_child_ || (owner != pid_ && Alive(owner)))) {
     const std::size_t dot = path.rfind('.');
     const std::size_t slash = path.rfind('/');
     const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
