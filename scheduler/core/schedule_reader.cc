@@ -1,0 +1,357 @@
+// Reading schedule files: validate the fixed parts at open, each part's
+// lists on first use, and regenerate recipe parts on demand.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/core/loader_orders.h"
+#include "scheduler/core/loader_spec.h"
+#include "scheduler/core/schedule_file.h"
+#include "scheduler/core/schedule_format.h"
+
+namespace prescient::scheduler {
+
+using Code = ScheduleFileErrorCode;
+
+struct ScheduleReader::Impl {
+  ~Impl() {
+    if (mapping != nullptr) ::munmap(mapping, mapping_size);
+  }
+
+  [[noreturn]] void Fail(Code code, const std::string& what) const {
+    throw ScheduleFileError(code, "schedule file '" + name + "': " + what);
+  }
+
+  void Parse();
+  void ParseIndex(const format::Preamble& pre);
+  void SetUpRecipe();
+  RankEpochView ListPart(std::uint32_t rank, std::uint32_t epoch) const;
+  RankEpochView RecipePart(std::uint32_t rank, std::uint32_t epoch) const;
+
+  std::string name;
+  void* mapping = nullptr;
+  std::size_t mapping_size = 0;
+  std::span<const std::byte> bytes;
+  ScheduleHeader header;
+  std::vector<format::IndexEntry> entries;
+  std::vector<std::uint64_t> epoch_first_step;  // lists: epochs + 1 entries
+  std::uint64_t recipe_steps = 0;               // recipe: steps in every epoch
+  std::unique_ptr<std::atomic<bool>[]> verified;
+
+  // Recipe state: the stream sits after `cached_epoch`, whose order is kept.
+  std::optional<LoaderSpec> spec;
+  mutable std::mutex recipe_mutex;
+  mutable std::unique_ptr<EpochOrderStream> stream;
+  mutable std::shared_ptr<const std::vector<SampleId>> cached_order;
+  mutable std::uint32_t cached_epoch = 0;
+};
+
+namespace {
+
+bool RangeOk(std::uint64_t offset, std::uint64_t count, std::uint64_t unit, std::uint64_t limit) {
+  if (offset > limit || count > (limit - offset) / unit) return false;
+  return true;
+}
+
+}  // namespace
+
+void ScheduleReader::Impl::Parse() {
+  if (bytes.size() >= sizeof format::kMagic &&
+      std::memcmp(bytes.data(), format::kMagic, sizeof format::kMagic) != 0) {
+    Fail(Code::kBadMagic, "not a Prescient schedule file (bad magic)");
+  }
+  if (bytes.size() < format::kPreambleSize) {
+    Fail(Code::kTruncated,
+         "truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the preamble");
+  }
+  const auto preamble_bytes = bytes.first<format::kPreambleSize>();
+  const format::Preamble pre = format::DecodePreamble(preamble_bytes);
+  if (pre.version != format::kFormatVersion) {
+    Fail(Code::kBadVersion, "format version " + std::to_string(pre.version) +
+                                "; this build reads version " +
+                                std::to_string(format::kFormatVersion));
+  }
+  std::uint32_t stored_crc;
+  std::memcpy(&stored_crc, bytes.data() + format::kPreambleSize - 4, 4);
+  if (format::Crc32(bytes.first(format::kPreambleSize - 4)) != stored_crc) {
+    Fail(Code::kBadChecksum, "preamble checksum mismatch");
+  }
+  if (pre.file_size > bytes.size()) {
+    Fail(Code::kTruncated, "truncated: " + std::to_string(bytes.size()) + " of " +
+                               std::to_string(pre.file_size) + " bytes");
+  }
+  if (pre.file_size < bytes.size()) {
+    Fail(Code::kCorrupt, std::to_string(bytes.size() - pre.file_size) +
+                             " unexpected bytes after the end of the schedule");
+  }
+  if (pre.header_offset != format::kPreambleSize ||
+      !RangeOk(pre.header_offset, pre.header_size, 1, pre.file_size) ||
+      pre.index_offset < pre.header_offset + pre.header_size || pre.index_offset % 8 != 0 ||
+      !RangeOk(pre.index_offset, pre.index_size, 1, pre.file_size) ||
+      pre.data_offset != pre.index_offset + pre.index_size) {
+    Fail(Code::kCorrupt, "inconsistent section offsets in the preamble");
+  }
+  const auto header_bytes = bytes.subspan(pre.header_offset, pre.header_size);
+  if (format::Crc32(header_bytes) != pre.header_crc)
+    Fail(Code::kBadChecksum, "header checksum mismatch");
+  if (!format::DecodeHeader(header_bytes, &header)) Fail(Code::kCorrupt, "malformed header");
+  if (static_cast<std::uint32_t>(header.storage) != pre.storage) {
+    Fail(Code::kCorrupt, "preamble and header disagree on the storage kind");
+  }
+  const WorldLayout& l = header.layout;
+  if (l.ranks == 0 || l.ranks_per_node == 0 || l.batch_size == 0 || header.epochs == 0 ||
+      header.num_samples == 0 || header.num_samples > 0xffffffffULL) {
+    Fail(Code::kCorrupt, "header has an empty or impossible shape (ranks, epochs, samples)");
+  }
+  if (format::Crc32(bytes.subspan(pre.index_offset, pre.index_size)) != pre.index_crc) {
+    Fail(Code::kBadChecksum, "index checksum mismatch");
+  }
+  if (header.storage == ScheduleStorage::kLists) {
+    ParseIndex(pre);
+  } else {
+    if (pre.index_size != 0 || pre.file_size != pre.data_offset) {
+      Fail(Code::kCorrupt, "recipe file carries sample lists");
+    }
+    SetUpRecipe();
+  }
+}
+
+void ScheduleReader::Impl::ParseIndex(const format::Preamble& pre) {
+  const std::uint64_t ranks = header.layout.ranks;
+  const std::uint64_t parts = ranks * header.epochs;
+  if (pre.index_size != parts * format::kIndexEntrySize) {
+    Fail(Code::kCorrupt, "index size does not match ranks x epochs");
+  }
+  entries.resize(parts);
+  epoch_first_step.assign(header.epochs + 1, 0);
+  for (std::uint64_t i = 0; i < parts; ++i) {
+    const format::IndexEntry e = format::DecodeIndexEntry(
+        bytes.subspan(pre.index_offset + i * format::kIndexEntrySize, format::kIndexEntrySize));
+    const std::string where =
+        "rank " + std::to_string(i % ranks) + " epoch " + std::to_string(i / ranks);
+    if (e.samples_offset < pre.data_offset || e.samples_offset % sizeof(SampleId) != 0 ||
+        !RangeOk(e.samples_offset, e.sample_count, sizeof(SampleId), pre.file_size) ||
+        e.step_begin_offset < pre.data_offset || e.step_begin_offset % 8 != 0 ||
+        e.steps >= pre.file_size / 8 ||
+        !RangeOk(e.step_begin_offset, e.steps + 1, sizeof(std::uint64_t), pre.file_size)) {
+      Fail(Code::kCorrupt, where + ": lists lie outside the file");
+    }
+    const std::uint64_t epoch = i / ranks;
+    if (i % ranks == 0) {
+      epoch_first_step[epoch + 1] = epoch_first_step[epoch] + e.steps;
+    } else if (e.steps != entries[i - 1].steps) {
+      Fail(Code::kCorrupt, where + ": ranks of one epoch have different step counts");
+    }
+    entries[i] = e;
+  }
+  verified = std::make_unique<std::atomic<bool>[]>(parts);
+}
+
+void ScheduleReader::Impl::SetUpRecipe() {
+  try {
+    spec = ParseLoaderSpec(header.source, header.parameters);
+  } catch (const std::invalid_argument& e) {
+    if (!ParseLoaderSource(header.source)) {
+      Fail(Code::kUnsupported,
+           "recipe of source '" + header.source + "', which this build cannot regenerate");
+    }
+    Fail(Code::kCorrupt, std::string("bad recipe parameters: ") + e.what());
+  }
+  try {
+    ValidateLoaderSpec(*spec, header.num_samples, header.layout, header.epochs);
+  } catch (const std::invalid_argument& e) {
+    Fail(Code::kCorrupt, std::string("impossible recipe: ") + e.what());
+  }
+  // Loader orders have the same step count in every epoch (no table: a
+  // corrupt recipe must not make Open allocate per epoch).
+  recipe_steps = StepsPerEpoch(*spec, header.num_samples, header.layout);
+}
+
+RankEpochView ScheduleReader::Impl::ListPart(std::uint32_t rank, std::uint32_t epoch) const {
+  const std::size_t i = static_cast<std::size_t>(epoch) * header.layout.ranks + rank;
+  const format::IndexEntry& e = entries[i];
+  const auto* samples = reinterpret_cast<const SampleId*>(bytes.data() + e.samples_offset);
+  const auto* bounds = reinterpret_cast<const std::uint64_t*>(bytes.data() + e.step_begin_offset);
+  std::span<const SampleId> sample_span(samples, e.sample_count);
+  std::span<const std::uint64_t> bound_span(bounds, e.steps + 1);
+  if (!verified[i].load(std::memory_order_acquire)) {
+    const std::string where =
+        "rank " + std::to_string(rank) + " epoch " + std::to_string(epoch) + ": ";
+    const std::uint32_t crc =
+        format::Crc32(std::as_bytes(bound_span), format::Crc32(std::as_bytes(sample_span)));
+    if (crc != e.crc) Fail(Code::kBadChecksum, where + "sample list checksum mismatch");
+    if (bound_span.front() != 0 || bound_span.back() != e.sample_count) {
+      Fail(Code::kCorrupt, where + "step boundaries do not cover the sample list");
+    }
+    for (std::size_t s = 1; s < bound_span.size(); ++s) {
+      if (bound_span[s] < bound_span[s - 1]) Fail(Code::kCorrupt, where + "decreasing steps");
+    }
+    for (SampleId id : sample_span) {
+      if (id >= header.num_samples) {
+        Fail(Code::kCorrupt, where + "sample id " + std::to_string(id) + " out of range");
+      }
+    }
+    verified[i].store(true, std::memory_order_release);
+  }
+  return RankEpochView(sample_span, bound_span, nullptr);
+}
+
+RankEpochView ScheduleReader::Impl::RecipePart(std::uint32_t rank, std::uint32_t epoch) const {
+  std::shared_ptr<const std::vector<SampleId>> order;
+  {
+    std::lock_guard<std::mutex> lock(recipe_mutex);
+    if (!cached_order || cached_epoch != epoch) {
+      if (!stream || stream->next_epoch() > epoch) {
+        stream = std::make_unique<EpochOrderStream>(*spec, header.num_samples);
+      }
+      while (stream->next_epoch() < epoch) stream->Skip();
+      auto fresh = std::make_shared<std::vector<SampleId>>(header.num_samples);
+      stream->Next(*fresh);
+      cached_order = std::move(fresh);
+      cached_epoch = epoch;
+    }
+    order = cached_order;
+  }
+  auto part = std::make_shared<const RankEpoch>(SplitForRank(*spec, header.layout, *order, rank));
+  return RankEpochView(part->samples, part->step_begin, part);
+}
+
+ScheduleReader::ScheduleReader(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ScheduleReader::ScheduleReader(ScheduleReader&&) noexcept = default;
+ScheduleReader& ScheduleReader::operator=(ScheduleReader&&) noexcept = default;
+ScheduleReader::~ScheduleReader() = default;
+
+ScheduleReader ScheduleReader::Open(const std::string& path) {
+  auto impl = std::make_shared<Impl>();
+  impl->name = path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) impl->Fail(Code::kIo, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    impl->Fail(Code::kIo, std::string("cannot stat: ") + std::strerror(err));
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size > 0) {
+    void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      impl->Fail(Code::kIo, std::string("cannot map: ") + std::strerror(err));
+    }
+    ::madvise(addr, size, MADV_RANDOM);
+    impl->mapping = addr;
+    impl->mapping_size = size;
+    impl->bytes = std::span(static_cast<const std::byte*>(addr), size);
+  }
+  ::close(fd);
+  impl->Parse();
+  return ScheduleReader(std::move(impl));
+}
+
+ScheduleReader ScheduleReader::OpenBytes(std::span<const std::byte> bytes,
+                                         const std::string& name) {
+  auto impl = std::make_shared<Impl>();
+  impl->name = name;
+  impl->bytes = bytes;
+  impl->Parse();
+  return ScheduleReader(std::move(impl));
+}
+
+const ScheduleHeader& ScheduleReader::header() const { return impl_->header; }
+const std::string& ScheduleReader::path() const { return impl_->name; }
+
+void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
+                                  const FingerprintCheck& check) const {
+  const DatasetFingerprint& want = impl_->header.dataset;
+  auto mismatch = [&](const std::string& field, const std::string& stored,
+                      const std::string& found) {
+    impl_->Fail(Code::kFingerprintMismatch, "made for another dataset: " + field + " is " + found +
+                                                " but the schedule was made for " + stored);
+  };
+  if (check.path && want.file_path != actual.file_path) {
+    mismatch("file path", "'" + want.file_path + "'", "'" + actual.file_path + "'");
+  }
+  // h5py reports "/images" for a dataset the user named "images".
+  auto bare = [](const std::string& name) {
+    return std::string_view(name).substr(name.find_first_not_of('/') == std::string::npos
+                                             ? name.size()
+                                             : name.find_first_not_of('/'));
+  };
+  if (check.dataset_name && bare(want.dataset_name) != bare(actual.dataset_name)) {
+    mismatch("dataset name", "'" + want.dataset_name + "'", "'" + actual.dataset_name + "'");
+  }
+  if (check.shape && want.rows != actual.rows) {
+    mismatch("row count", std::to_string(want.rows), std::to_string(actual.rows));
+  }
+  if (check.shape && want.row_bytes != actual.row_bytes) {
+    mismatch("row size", std::to_string(want.row_bytes), std::to_string(actual.row_bytes));
+  }
+  if (check.file_stat && want.file_size != actual.file_size) {
+    mismatch("file size", std::to_string(want.file_size), std::to_string(actual.file_size));
+  }
+  if (check.file_stat && want.mtime_ns != actual.mtime_ns) {
+    mismatch("modification time (ns)", std::to_string(want.mtime_ns),
+             std::to_string(actual.mtime_ns));
+  }
+}
+
+std::uint64_t ScheduleReader::StepsInEpoch(std::uint32_t epoch) const {
+  if (epoch >= impl_->header.epochs) impl_->Fail(Code::kOutOfRange, "epoch out of range");
+  if (impl_->header.storage == ScheduleStorage::kRecipe) return impl_->recipe_steps;
+  return impl_->epoch_first_step[epoch + 1] - impl_->epoch_first_step[epoch];
+}
+
+std::uint64_t ScheduleReader::EpochFirstStep(std::uint32_t epoch) const {
+  if (epoch > impl_->header.epochs) impl_->Fail(Code::kOutOfRange, "epoch out of range");
+  if (impl_->header.storage == ScheduleStorage::kRecipe) return epoch * impl_->recipe_steps;
+  return impl_->epoch_first_step[epoch];
+}
+
+RankEpochView ScheduleReader::Part(std::uint32_t rank, std::uint32_t epoch) const {
+  if (rank >= impl_->header.layout.ranks || epoch >= impl_->header.epochs) {
+    impl_->Fail(Code::kOutOfRange, "rank " + std::to_string(rank) + " epoch " +
+                                       std::to_string(epoch) + " is outside the schedule (" +
+                                       std::to_string(impl_->header.layout.ranks) + " ranks, " +
+                                       std::to_string(impl_->header.epochs) + " epochs)");
+  }
+  RankEpochView view = impl_->header.storage == ScheduleStorage::kLists
+                           ? impl_->ListPart(rank, epoch)
+                           : impl_->RecipePart(rank, epoch);
+  if (impl_->header.storage == ScheduleStorage::kLists) {
+    // Views into the mapping keep the reader's state alive.
+    return RankEpochView(view.samples(), view.step_begin(), impl_);
+  }
+  return view;
+}
+
+void ScheduleReader::VerifyAll() const {
+  if (impl_->header.storage != ScheduleStorage::kLists) return;
+  for (std::uint32_t e = 0; e < impl_->header.epochs; ++e) {
+    for (std::uint32_t r = 0; r < impl_->header.layout.ranks; ++r) impl_->ListPart(r, e);
+  }
+}
+
+AccessSchedule ScheduleReader::Materialize() const {
+  const ScheduleHeader& h = impl_->header;
+  AccessSchedule schedule(h.num_samples, h.layout, h.epochs);
+  for (std::uint32_t e = 0; e < h.epochs; ++e) {
+    for (std::uint32_t r = 0; r < h.layout.ranks; ++r)
+      schedule.Part(r, e) = Part(r, e).ToRankEpoch();
+  }
+  return schedule;
+}
+
+}  // namespace prescient::scheduler

@@ -1,0 +1,290 @@
+"""Reader for Prescient schedule files (format version 1), in pure Python + NumPy.
+
+The byte layout is specified in scheduler/README.md ("Schedule file format");
+this module and scheduler/core/schedule_reader.cc implement the same checks.
+Each (rank, epoch) part is mapped on its own with numpy.memmap, so a process
+touches only the lists it reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import struct
+import zlib
+from typing import Dict, Tuple
+
+import numpy as np
+
+MAGIC = b"\x89PSCH\r\n\x1a"
+FORMAT_VERSION = 1
+PREAMBLE_SIZE = 80
+INDEX_ENTRY_SIZE = 40
+_PREAMBLE = struct.Struct("<8sIIQQQQQQIIII")
+_INDEX_ENTRY = struct.Struct("<QQQQII")
+_MAX_STRING = 1 << 20
+STORAGE_LISTS = 0
+STORAGE_RECIPE = 1
+
+
+class ScheduleFileError(ValueError):
+    """A schedule file that cannot be used. `code` names the problem, with the
+    same names as the C++ ScheduleFileErrorCode: io, truncated, bad-magic,
+    bad-version, bad-checksum, corrupt, unsupported, fingerprint-mismatch,
+    out-of-range."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class DatasetMismatchError(ScheduleFileError):
+    """The schedule was made for another dataset (fingerprint mismatch)."""
+
+    def __init__(self, message: str):
+        super().__init__("fingerprint-mismatch", message)
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetFingerprint:
+    file_path: str = ""
+    dataset_name: str = ""
+    rows: int = 0
+    row_bytes: int = 0
+    file_size: int = 0
+    mtime_ns: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    ranks: int
+    ranks_per_node: int
+    workers: int
+    batch_size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+    dataset: DatasetFingerprint
+    source: str
+    parameters: str
+    generator: str
+    layout: Layout
+    epochs: int
+    num_samples: int
+    seed: int
+    storage: int
+
+
+class _Decoder:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str):
+        size = struct.calcsize(fmt)
+        if size > len(self.data) - self.pos:
+            raise ValueError("short header")
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return value
+
+    def string(self) -> str:
+        n = self.take("<I")
+        if n > _MAX_STRING or n > len(self.data) - self.pos:
+            raise ValueError("bad string length")
+        s = self.data[self.pos:self.pos + n].decode("utf-8", errors="replace")
+        self.pos += n
+        return s
+
+
+def _decode_header(data: bytes) -> Header:
+    d = _Decoder(data)
+    dataset = DatasetFingerprint(d.string(), d.string(), d.take("<Q"), d.take("<Q"),
+                                 d.take("<Q"), d.take("<q"))
+    source, parameters, generator = d.string(), d.string(), d.string()
+    layout = Layout(d.take("<I"), d.take("<I"), d.take("<I"), d.take("<I"))
+    epochs, num_samples, seed, storage = d.take("<I"), d.take("<Q"), d.take("<Q"), d.take("<I")
+    if d.pos != len(data) or storage not in (STORAGE_LISTS, STORAGE_RECIPE):
+        raise ValueError("trailing bytes or unknown storage")
+    return Header(dataset, source, parameters, generator, layout, epochs, num_samples, seed,
+                  storage)
+
+
+class ScheduleFile:
+    """An open schedule file: the header, the index, and lazily mapped parts.
+
+    >>> f = ScheduleFile("train.sched")
+    >>> samples, step_begin = f.part(rank=0, epoch=3)   # numpy arrays (memmaps)
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self._parts: Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray]] = {}
+        try:
+            with open(self.path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                preamble = f.read(PREAMBLE_SIZE)
+                self._parse_preamble(preamble, size)
+                f.seek(self._header_offset)
+                header_bytes = f.read(self._header_size)
+                f.seek(self._index_offset)
+                index_bytes = f.read(self._index_size)
+        except OSError as e:
+            raise ScheduleFileError("io", f"schedule file '{self.path}': {e.strerror}") from e
+        if zlib.crc32(header_bytes) != self._header_crc:
+            self._fail("bad-checksum", "header checksum mismatch")
+        try:
+            self.header = _decode_header(header_bytes)
+        except (ValueError, struct.error):
+            self._fail("corrupt", "malformed header")
+        if self.header.storage != self._storage:
+            self._fail("corrupt", "preamble and header disagree on the storage kind")
+        h = self.header
+        if (h.layout.ranks == 0 or h.layout.ranks_per_node == 0 or h.layout.batch_size == 0
+                or h.epochs == 0 or h.num_samples == 0 or h.num_samples > 0xFFFFFFFF):
+            self._fail("corrupt", "header has an empty or impossible shape")
+        if zlib.crc32(index_bytes) != self._index_crc:
+            self._fail("bad-checksum", "index checksum mismatch")
+        self._entries = []
+        if h.storage == STORAGE_LISTS:
+            self._parse_index(index_bytes)
+
+    def _fail(self, code: str, what: str):
+        raise ScheduleFileError(code, f"schedule file '{self.path}': {what}")
+
+    def _parse_preamble(self, preamble: bytes, size: int) -> None:
+        if len(preamble) >= 8 and preamble[:8] != MAGIC:
+            self._fail("bad-magic", "not a Prescient schedule file (bad magic)")
+        if len(preamble) < PREAMBLE_SIZE:
+            self._fail("truncated", f"truncated: {size} bytes, shorter than the preamble")
+        (_, version, storage, file_size, header_offset, header_size, index_offset, index_size,
+         data_offset, header_crc, index_crc, _, preamble_crc) = _PREAMBLE.unpack(preamble)
+        if version != FORMAT_VERSION:
+            self._fail("bad-version",
+                       f"format version {version}; this reader reads version {FORMAT_VERSION}")
+        if zlib.crc32(preamble[:PREAMBLE_SIZE - 4]) != preamble_crc:
+            self._fail("bad-checksum", "preamble checksum mismatch")
+        if file_size > size:
+            self._fail("truncated", f"truncated: {size} of {file_size} bytes")
+        if file_size < size:
+            self._fail("corrupt", f"{size - file_size} unexpected bytes after the schedule")
+        if (header_offset != PREAMBLE_SIZE or header_offset + header_size > file_size
+                or index_offset < header_offset + header_size or index_offset % 8
+                or index_offset + index_size > file_size
+                or data_offset != index_offset + index_size):
+            self._fail("corrupt", "inconsistent section offsets in the preamble")
+        self._storage = storage
+        self._file_size = file_size
+        self._header_offset, self._header_size = header_offset, header_size
+        self._index_offset, self._index_size = index_offset, index_size
+        self._data_offset = data_offset
+        self._header_crc, self._index_crc = header_crc, index_crc
+
+    def _parse_index(self, index_bytes: bytes) -> None:
+        h = self.header
+        parts = h.layout.ranks * h.epochs
+        if len(index_bytes) != parts * INDEX_ENTRY_SIZE:
+            self._fail("corrupt", "index size does not match ranks x epochs")
+        self._epoch_first_step = [0] * (h.epochs + 1)
+        for i in range(parts):
+            so, count, bo, steps, crc, _ = _INDEX_ENTRY.unpack_from(index_bytes,
+                                                                    i * INDEX_ENTRY_SIZE)
+            rank, epoch = i % h.layout.ranks, i // h.layout.ranks
+            if (so < self._data_offset or so % 4 or so + 4 * count > self._file_size
+                    or bo < self._data_offset or bo % 8
+                    or bo + 8 * (steps + 1) > self._file_size):
+                self._fail("corrupt", f"rank {rank} epoch {epoch}: lists lie outside the file")
+            if rank == 0:
+                self._epoch_first_step[epoch + 1] = self._epoch_first_step[epoch] + steps
+            elif steps != self._entries[-1][3]:
+                self._fail("corrupt", f"rank {rank} epoch {epoch}: ranks of one epoch have "
+                           "different step counts")
+            self._entries.append((so, count, bo, steps, crc))
+
+    @property
+    def is_recipe(self) -> bool:
+        return self.header.storage == STORAGE_RECIPE
+
+    def epoch_first_step(self, epoch: int) -> int:
+        """Global step of the epoch's first step (lists only)."""
+        self._require_lists()
+        return self._epoch_first_step[epoch]
+
+    def _require_lists(self) -> None:
+        if self.is_recipe:
+            h = self.header
+            raise ScheduleFileError(
+                "unsupported",
+                f"schedule file '{self.path}' stores only the recipe of '{h.source}' "
+                f"({h.parameters}); it describes what that loader does by itself, so use the "
+                "loader's own sampler (e.g. torch DistributedSampler with these parameters), "
+                "or regenerate the file with 'prescient-schedule generate --store lists'")
+
+    def part(self, rank: int, epoch: int) -> Tuple[np.ndarray, np.ndarray]:
+        """(samples uint32[n], step_begin uint64[steps + 1]) of one rank's epoch."""
+        self._require_lists()
+        h = self.header
+        if not (0 <= rank < h.layout.ranks and 0 <= epoch < h.epochs):
+            raise ScheduleFileError(
+                "out-of-range", f"rank {rank} epoch {epoch} is outside the schedule "
+                f"({h.layout.ranks} ranks, {h.epochs} epochs)")
+        key = (rank, epoch)
+        cached = self._parts.get(key)
+        if cached is not None:
+            return cached
+        so, count, bo, steps, crc = self._entries[epoch * h.layout.ranks + rank]
+        samples = self._map(np.uint32, so, count)
+        bounds = self._map(np.uint64, bo, steps + 1)
+        where = f"rank {rank} epoch {epoch}: "
+        if zlib.crc32(bounds.tobytes(), zlib.crc32(samples.tobytes())) != crc:
+            self._fail("bad-checksum", where + "sample list checksum mismatch")
+        if bounds[0] != 0 or int(bounds[-1]) != count or np.any(np.diff(bounds.astype(np.int64)) < 0):
+            self._fail("corrupt", where + "step boundaries do not cover the sample list")
+        if count and int(samples.max()) >= h.num_samples:
+            self._fail("corrupt", where + "sample id out of range")
+        self._parts[key] = (samples, bounds)
+        return samples, bounds
+
+    def _map(self, dtype, offset: int, count: int) -> np.ndarray:
+        if count == 0:
+            return np.zeros(0, dtype=dtype)
+        return np.memmap(self.path, dtype=dtype, mode="r", offset=offset, shape=(count,))
+
+    def check_dataset(self, actual: DatasetFingerprint, *, path: bool = False,
+                      dataset_name: bool = True, shape: bool = True,
+                      file_stat: bool = True) -> None:
+        """Raises DatasetMismatchError naming the first field that differs."""
+        want = self.header.dataset
+
+        def mismatch(field, stored, found):
+            raise DatasetMismatchError(
+                f"schedule file '{self.path}' was made for another dataset: {field} is {found} "
+                f"but the schedule was made for {stored}")
+
+        if path and want.file_path != actual.file_path:
+            mismatch("file path", repr(want.file_path), repr(actual.file_path))
+        if dataset_name and want.dataset_name.lstrip("/") != actual.dataset_name.lstrip("/"):
+            mismatch("dataset name", repr(want.dataset_name), repr(actual.dataset_name))
+        if shape and want.rows != actual.rows:
+            mismatch("row count", want.rows, actual.rows)
+        if shape and want.row_bytes != actual.row_bytes:
+            mismatch("row size", want.row_bytes, actual.row_bytes)
+        if file_stat and want.file_size != actual.file_size:
+            mismatch("file size", want.file_size, actual.file_size)
+        if file_stat and want.mtime_ns != actual.mtime_ns:
+            mismatch("modification time (ns)", want.mtime_ns, actual.mtime_ns)
+
+
+def fingerprint_dataset(file_path: str, dataset_name: str, rows: int,
+                        row_bytes: int) -> DatasetFingerprint:
+    """Fingerprint of an HDF5 dataset: the file's size and mtime from stat()."""
+    st = os.stat(file_path)
+    return DatasetFingerprint(os.fspath(file_path), dataset_name, int(rows), int(row_bytes),
+                              st.st_size, st.st_mtime_ns)
+
+
+def fingerprint_h5py(dataset) -> DatasetFingerprint:
+    """Fingerprint of an open h5py.Dataset (no h5py import needed here)."""
+    row_bytes = int(dataset.dtype.itemsize * int(np.prod(dataset.shape[1:], dtype=np.int64)))
+    return fingerprint_dataset(dataset.file.filename, dataset.name, dataset.shape[0], row_bytes)

@@ -1,0 +1,316 @@
+// The schedule file: round trips, and one specific error per corruption class.
+#include "scheduler/core/schedule_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "scheduler/core/loader_orders.h"
+
+namespace prescient::scheduler {
+namespace {
+
+using Bytes = std::vector<char>;
+
+class ScheduleFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "sched_file_test_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string cmd = "mkdir -p '" + dir_ + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    layout_.ranks = 3;
+    layout_.ranks_per_node = 2;
+    layout_.workers = 2;
+    layout_.batch_size = 5;
+    spec_.seed = 42;
+    schedule_ = GenerateLoaderSchedule(spec_, 97, layout_, 3);
+    header_.dataset = {"/data/train.h5", "images", 97, 3 * 224 * 224, 123456789, 1700000000123};
+    header_.source = "torch-distributed";
+    header_.parameters = CanonicalLoaderParameters(spec_);
+    header_.layout = layout_;
+    header_.epochs = 3;
+    header_.num_samples = 97;
+    header_.generator = "unit test";
+  }
+  void TearDown() override {
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    (void)std::system(cmd.c_str());
+  }
+
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  static Bytes Read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return Bytes(std::istreambuf_iterator<char>(in), {});
+  }
+  static void Write(const std::string& path, const Bytes& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+  // Opens, verifies and materialises; returns the error code or -1.
+  static int ErrorOf(const std::string& path) {
+    try {
+      ScheduleReader reader = ScheduleReader::Open(path);
+      reader.VerifyAll();
+      reader.Materialize();
+      return -1;
+    } catch (const ScheduleFileError& e) {
+      return static_cast<int>(e.code());
+    }
+  }
+
+  static void ExpectSameSchedule(const AccessSchedule& a, const AccessSchedule& b) {
+    ASSERT_EQ(a.epochs(), b.epochs());
+    ASSERT_EQ(a.layout().ranks, b.layout().ranks);
+    for (std::uint32_t e = 0; e < a.epochs(); ++e) {
+      for (std::uint32_t r = 0; r < a.layout().ranks; ++r) {
+        EXPECT_EQ(a.Part(r, e).samples, b.Part(r, e).samples);
+        EXPECT_EQ(a.Part(r, e).step_begin, b.Part(r, e).step_begin);
+      }
+    }
+  }
+
+  std::string dir_;
+  WorldLayout layout_;
+  LoaderSpec spec_;
+  AccessSchedule schedule_;
+  ScheduleHeader header_;
+};
+
+TEST_F(ScheduleFileTest, ListsRoundTrip) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  ScheduleReader reader = ScheduleReader::Open(Path("a.sched"));
+  EXPECT_EQ(reader.header().dataset, header_.dataset);
+  EXPECT_EQ(reader.header().source, header_.source);
+  EXPECT_EQ(reader.header().parameters, header_.parameters);
+  EXPECT_EQ(reader.header().generator, "unit test");
+  EXPECT_EQ(reader.header().storage, ScheduleStorage::kLists);
+  EXPECT_EQ(reader.header().layout.workers, 2u);
+  ExpectSameSchedule(reader.Materialize(), schedule_);
+  EXPECT_EQ(reader.StepsInEpoch(1), 7u);  // ceil(33 / 5)
+  EXPECT_EQ(reader.EpochFirstStep(2), 14u);
+  const RankEpochView part = reader.Part(2, 1);
+  EXPECT_EQ(part.sample(4), schedule_.Part(2, 1).samples[4]);
+  EXPECT_EQ(part.Step(6).size(), 3u);
+}
+
+TEST_F(ScheduleFileTest, RecipeRoundTripsToTheSameLists) {
+  WriteRecipeFile(Path("r.sched"), header_);
+  ScheduleReader reader = ScheduleReader::Open(Path("r.sched"));
+  EXPECT_EQ(reader.header().storage, ScheduleStorage::kRecipe);
+  ExpectSameSchedule(reader.Materialize(), schedule_);
+  // Out-of-order access regenerates correctly.
+  EXPECT_EQ(reader.Part(1, 2).ToRankEpoch().samples, schedule_.Part(1, 2).samples);
+  EXPECT_EQ(reader.Part(1, 0).ToRankEpoch().samples, schedule_.Part(1, 0).samples);
+  EXPECT_EQ(reader.EpochFirstStep(3), 21u);
+}
+
+TEST_F(ScheduleFileTest, ViewsOutliveTheReader) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  RankEpochView view;
+  {
+    ScheduleReader reader = ScheduleReader::Open(Path("a.sched"));
+    view = reader.Part(0, 0);
+  }
+  EXPECT_EQ(view.ToRankEpoch().samples, schedule_.Part(0, 0).samples);
+}
+
+TEST_F(ScheduleFileTest, WriterRejectsInconsistentSchedules) {
+  ScheduleHeader wrong = header_;
+  wrong.epochs = 2;
+  EXPECT_THROW(WriteScheduleFile(Path("x"), wrong, schedule_), std::invalid_argument);
+  AccessSchedule bad = schedule_;
+  bad.Part(1, 0).step_begin.push_back(bad.Part(1, 0).samples.size());
+  EXPECT_THROW(WriteScheduleFile(Path("x"), header_, bad), std::invalid_argument);
+  bad = schedule_;
+  bad.Part(0, 0).samples[0] = 97;
+  EXPECT_THROW(WriteScheduleFile(Path("x"), header_, bad), std::invalid_argument);
+  ScheduleHeader plan = header_;
+  plan.source = "plan";
+  EXPECT_THROW(WriteRecipeFile(Path("x"), plan), std::invalid_argument);
+}
+
+TEST_F(ScheduleFileTest, MissingFileIsAnIoError) {
+  EXPECT_EQ(ErrorOf(Path("nope")), static_cast<int>(ScheduleFileErrorCode::kIo));
+}
+
+TEST_F(ScheduleFileTest, EmptyAndTruncatedFiles) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  const Bytes full = Read(Path("a.sched"));
+  for (std::size_t keep :
+       {std::size_t{0}, std::size_t{5}, std::size_t{40}, std::size_t{200}, full.size() - 1}) {
+    Write(Path("t.sched"), Bytes(full.begin(), full.begin() + static_cast<long>(keep)));
+    EXPECT_EQ(ErrorOf(Path("t.sched")), static_cast<int>(ScheduleFileErrorCode::kTruncated))
+        << keep;
+  }
+  Bytes longer = full;
+  longer.push_back(0);
+  Write(Path("l.sched"), longer);
+  EXPECT_EQ(ErrorOf(Path("l.sched")), static_cast<int>(ScheduleFileErrorCode::kCorrupt));
+}
+
+TEST_F(ScheduleFileTest, BadMagic) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  Bytes bytes = Read(Path("a.sched"));
+  bytes[1] = 'X';
+  Write(Path("m.sched"), bytes);
+  EXPECT_EQ(ErrorOf(Path("m.sched")), static_cast<int>(ScheduleFileErrorCode::kBadMagic));
+  Write(Path("text.sched"), Bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'});
+  EXPECT_EQ(ErrorOf(Path("text.sched")), static_cast<int>(ScheduleFileErrorCode::kBadMagic));
+}
+
+TEST_F(ScheduleFileTest, BadVersionEvenWithAValidChecksum) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  Bytes bytes = Read(Path("a.sched"));
+  const std::uint32_t version = 2;
+  std::memcpy(bytes.data() + 8, &version, 4);
+  const auto crc =
+      static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), 76));
+  std::memcpy(bytes.data() + 76, &crc, 4);
+  Write(Path("v.sched"), bytes);
+  try {
+    ScheduleReader::Open(Path("v.sched"));
+    FAIL() << "opened a version-2 file";
+  } catch (const ScheduleFileError& e) {
+    EXPECT_EQ(e.code(), ScheduleFileErrorCode::kBadVersion);
+    EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ScheduleFileTest, BadChecksumsInEverySection) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  const Bytes full = Read(Path("a.sched"));
+  std::uint64_t index_offset;
+  std::memcpy(&index_offset, full.data() + 40, 8);
+  // Preamble (file_size field), header (dataset path), index, a sample list.
+  for (std::size_t offset :
+       {std::size_t{20}, std::size_t{90}, std::size_t{index_offset + 10}, full.size() - 40}) {
+    Bytes bytes = full;
+    bytes[offset] = static_cast<char>(bytes[offset] ^ 0x10);
+    Write(Path("c.sched"), bytes);
+    EXPECT_EQ(ErrorOf(Path("c.sched")), static_cast<int>(ScheduleFileErrorCode::kBadChecksum))
+        << offset;
+  }
+}
+
+TEST_F(ScheduleFileTest, ListChecksumIsCheckedOnFirstUseOfThePart) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  Bytes bytes = Read(Path("a.sched"));
+  bytes[bytes.size() - 40] ^= 1;  // inside the last part (rank 2, epoch 2)
+  Write(Path("c.sched"), bytes);
+  ScheduleReader reader = ScheduleReader::Open(Path("c.sched"));  // header and index are fine
+  EXPECT_NO_THROW(reader.Part(0, 0));
+  try {
+    reader.Part(2, 2);
+    FAIL() << "served a corrupt part";
+  } catch (const ScheduleFileError& e) {
+    EXPECT_EQ(e.code(), ScheduleFileErrorCode::kBadChecksum);
+    EXPECT_NE(std::string(e.what()).find("rank 2 epoch 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ScheduleFileTest, FingerprintMismatchNamesTheField) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  ScheduleReader reader = ScheduleReader::Open(Path("a.sched"));
+  EXPECT_NO_THROW(reader.CheckDataset(header_.dataset));
+  DatasetFingerprint other = header_.dataset;
+  other.file_path = "/elsewhere/train.h5";  // paths are not compared by default
+  EXPECT_NO_THROW(reader.CheckDataset(other));
+  FingerprintCheck strict;
+  strict.path = true;
+  EXPECT_THROW(reader.CheckDataset(other, strict), ScheduleFileError);
+  other = header_.dataset;
+  other.rows = 98;
+  try {
+    reader.CheckDataset(other);
+    FAIL();
+  } catch (const ScheduleFileError& e) {
+    EXPECT_EQ(e.code(), ScheduleFileErrorCode::kFingerprintMismatch);
+    EXPECT_NE(std::string(e.what()).find("row count is 98"), std::string::npos) << e.what();
+  }
+  other = header_.dataset;
+  other.mtime_ns += 1;
+  EXPECT_THROW(reader.CheckDataset(other), ScheduleFileError);
+  FingerprintCheck shape_only;
+  shape_only.file_stat = false;
+  EXPECT_NO_THROW(reader.CheckDataset(other, shape_only));
+}
+
+TEST_F(ScheduleFileTest, FingerprintOfARealFile) {
+  Write(Path("data.bin"), Bytes(1234, 'x'));
+  const DatasetFingerprint fp = FingerprintDataset(Path("data.bin"), "x", 10, 100);
+  EXPECT_EQ(fp.file_size, 1234u);
+  EXPECT_GT(fp.mtime_ns, 0);
+  EXPECT_THROW(FingerprintDataset(Path("missing"), "x", 1, 1), ScheduleFileError);
+}
+
+TEST_F(ScheduleFileTest, OutOfRangeLookups) {
+  WriteScheduleFile(Path("a.sched"), header_, schedule_);
+  ScheduleReader reader = ScheduleReader::Open(Path("a.sched"));
+  EXPECT_THROW(reader.Part(3, 0), ScheduleFileError);
+  EXPECT_THROW(reader.Part(0, 3), ScheduleFileError);
+  EXPECT_THROW(reader.Part(0, 0).At(33), ScheduleFileError);
+}
+
+TEST_F(ScheduleFileTest, UnknownRecipeSourceIsUnsupported) {
+  WriteRecipeFile(Path("r.sched"), header_);
+  Bytes bytes = Read(Path("r.sched"));
+  // Replace "torch-distributed" with another name of the same length and fix
+  // the header CRC so only the meaning is wrong.
+  const std::string from = "torch-distributed", to = "torch-elsewhere!!";
+  auto it = std::search(bytes.begin(), bytes.end(), from.begin(), from.end());
+  ASSERT_NE(it, bytes.end());
+  std::copy(to.begin(), to.end(), it);
+  std::uint64_t header_size;
+  std::memcpy(&header_size, bytes.data() + 32, 8);
+  const auto crc = static_cast<std::uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(bytes.data() + 80), static_cast<uInt>(header_size)));
+  std::memcpy(bytes.data() + 64, &crc, 4);
+  const auto pcrc =
+      static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), 76));
+  std::memcpy(bytes.data() + 76, &pcrc, 4);
+  Write(Path("u.sched"), bytes);
+  EXPECT_EQ(ErrorOf(Path("u.sched")), static_cast<int>(ScheduleFileErrorCode::kUnsupported));
+}
+
+TEST_F(ScheduleFileTest, EverySingleByteFlipIsCaughtOrHarmless) {
+  // A small file, every byte flipped in turn: the reader must either throw
+  // ScheduleFileError or serve exactly the original schedule (flips in
+  // padding and reserved bytes are harmless). Never crash, never lie.
+  ScheduleHeader small = header_;
+  WorldLayout l = layout_;
+  l.ranks = 2;
+  small.layout = l;
+  small.num_samples = 9;
+  small.epochs = 2;
+  small.dataset.file_path = "f";
+  const AccessSchedule s = GenerateLoaderSchedule(spec_, 9, l, 2);
+  WriteScheduleFile(Path("s.sched"), small, s);
+  const Bytes full = Read(Path("s.sched"));
+  int caught = 0;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    Bytes bytes = full;
+    bytes[i] = static_cast<char>(bytes[i] ^ 0x41);
+    try {
+      ScheduleReader reader =
+          ScheduleReader::OpenBytes(std::as_bytes(std::span(bytes.data(), bytes.size())), "flip");
+      reader.VerifyAll();
+      ExpectSameSchedule(reader.Materialize(), s);
+    } catch (const ScheduleFileError&) {
+      ++caught;
+    }
+  }
+  EXPECT_GT(caught, static_cast<int>(full.size()) * 3 / 4);
+}
+
+}  // namespace
+}  // namespace prescient::scheduler
