@@ -162,8 +162,9 @@ void CacheClient::BindSchedule(const VolObject& dataset,
   if (!mismatch.empty()) {
     // Other datasets of the file (labels beside images) differ in shape: only
     // a dataset of the right shape in a changed file deserves a warning.
+    const std::uint64_t want_row_bytes = schedule_->header().dataset.row_bytes;
     const bool same_shape = schedule_->header().dataset.rows == cached->num_rows() &&
-                            schedule_->header().dataset.row_bytes == cached->row_bytes();
+                            (want_row_bytes == 0 || want_row_bytes == cached->row_bytes());
     runtime.Log(same_shape && !mismatch_warned_ ? LogLevel::kWarn : LogLevel::kInfo,
                 "PRESCIENT_SCHEDULE does not describe " + dataset.dataset->identity().description +
                     ": " + mismatch + "; it is cached without prefetching");

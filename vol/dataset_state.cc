@@ -129,8 +129,10 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
     const FileIdentity& f = dataset.file->identity;
     id.file_device = f.device;
     id.file_inode = f.inode;
-    for (std::uint64_t v : {f.device, f.inode, f.size, static_cast<std::uint64_t>(f.mtime_ns)})
+    for (std::uint64_t v : {f.device, f.inode, f.size, static_cast<std::uint64_t>(f.mtime_ns),
+                            static_cast<std::uint64_t>(f.ctime_ns)}) {
       fp.AddValue(v);
+    }
   }
   fp.Add(id.token.data(), id.token.size());
   for (hsize_t d : state->dims_) fp.AddValue(static_cast<std::uint64_t>(d));

@@ -1,7 +1,7 @@
 // What Prescient knows about an open file: its name, whether it was opened for
 // writing, and its identity on disk at open time.
 //
-// The identity (device, inode, size, modification time) is part of every
+// The identity (device, inode, size, modification and status-change times) is part of every
 // dataset identity, so a file that is rewritten, truncated or replaced is a
 // different file to the cache even if its name is the same.
 #ifndef PRESCIENT_VOL_FILE_STATE_H_
@@ -19,6 +19,9 @@ struct FileIdentity {
   std::uint64_t inode = 0;
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;
+  // Status change time: unlike mtime it cannot be set back (cp -p, rsync -t,
+  // tar x restore mtimes), so a rewritten file always gets a new identity.
+  std::int64_t ctime_ns = 0;
 };
 
 // stat(2) of `path`; invalid on any failure.

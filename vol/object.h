@@ -17,7 +17,7 @@
 namespace prescient::vol {
 
 struct FileState;
-struct DatasetState;
+class DatasetState;
 
 enum class ObjectKind : std::uint8_t {
   kFile,

@@ -23,12 +23,14 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   const size_t mem_type_size = H5Tget_size(mem_type);
   request.bytes = request.selection.elements * mem_type_size;
 
-  request.simple = state != nullptr && state->fixed_size() && !state->changed() &&
-                   dataset.file != nullptr && !dataset.file->writable &&
-                   dataset.file->identity.valid && request.selection.whole_rows &&
-                   !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
-                   state->IsStoredType(mem_type) &&
-                   MemoryIsContiguous(mem_space, file_space, request.selection.elements);
+  request.simple =
+      state != nullptr && state->fixed_size() && !state->changed() && dataset.file != nullptr &&
+      !dataset.file->writable && dataset.file->identity.valid && request.selection.whole_rows &&
+      !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
+      // Point selections (boolean masks) keep their own order and
+      // repeats; rare in loaders, they are always forwarded.
+      request.selection.kind != SelectionKind::kPoints && state->IsStoredType(mem_type) &&
+      MemoryIsContiguous(mem_space, file_space, request.selection.elements);
   return request;
 }
 

@@ -45,7 +45,7 @@ std::string ScheduleBinding::Mismatch(std::uint64_t rows, std::uint64_t row_byte
   const scheduler::DatasetFingerprint& want = header().dataset;
   if (want.rows != rows)
     return "it has " + std::to_string(rows) + " rows, the schedule " + std::to_string(want.rows);
-  if (want.row_bytes != row_bytes) {
+  if (want.row_bytes != 0 && want.row_bytes != row_bytes) {  // 0: the tool was not told
     return "its rows are " + std::to_string(row_bytes) + " bytes, the schedule's " +
            std::to_string(want.row_bytes);
   }

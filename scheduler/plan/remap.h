@@ -75,7 +75,6 @@ class RemapPlanner {
   std::vector<Held> held_;
   std::vector<NodeModel> model_;
   std::uint32_t ring_size_ = 0;
-  std::uint32_t last_now_ = 0;
 
   // Per-step scratch.
   std::vector<std::vector<std::uint32_t>> hits_;         // per node: batch indices

@@ -156,7 +156,7 @@ int Run(const std::vector<std::string>& args) {
   const std::uint64_t base = index.EpochFirstStep(10);
   t = Clock::now();
   std::uint64_t count = 0;
-  for (std::uint64_t rep = 0; count < queries; ++rep) {
+  while (count < queries) {
     for (std::size_t s = 0; s < p4.steps() && count < queries; ++s) {
       for (SampleId id : p4.Step(s)) {
         sink += index.NextUseAfter(id, base + s);
@@ -169,7 +169,7 @@ int Run(const std::vector<std::string>& args) {
   // The same questions through the read table: (rank, epoch, position).
   t = Clock::now();
   count = 0;
-  for (std::uint64_t rep = 0; count < queries; ++rep) {
+  while (count < queries) {
     for (std::size_t p = 0; p < p4.size() && count < queries; ++p, ++count) {
       sink += index.NextUseOfRead(4, 10, p);
     }
