@@ -177,7 +177,8 @@ void CacheClient::BindSchedule(const VolObject& dataset,
   tracker_ = std::make_unique<PositionTracker>(schedule_);
   runtime.Log(LogLevel::kInfo, "schedule bound to " + dataset.dataset->identity().description +
                                    " (rank " + std::to_string(schedule_->rank()) + ", node " +
-                                   std::to_string(schedule_->node()) + ")");
+                                   std::to_string(schedule_->node()) + ", next-use index " +
+                                   (schedule_->index_loaded() ? "loaded" : "built") + ")");
   if (options.prefetch && cached->raw_layout()) {
     prefetcher_ = std::make_unique<Prefetcher>(*cache_, schedule_, cached, oracle_,
                                                options.io_threads, cached->coalescing());

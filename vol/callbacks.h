@@ -40,11 +40,13 @@ herr_t DatasetSpecific(void* obj, H5VL_dataset_specific_args_t* args, hid_t dxpl
 herr_t DatasetOptional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req);
 herr_t DatasetClose(void* dset, hid_t dxpl_id, void** req);
 
-// object_cls.open and link_cls.create (object_callbacks.cc).
+// object_cls.open, link_cls.create and group_cls.specific (object_callbacks.cc).
 void* ObjectOpen(void* obj, const H5VL_loc_params_t* loc_params, H5I_type_t* opened_type,
                  hid_t dxpl_id, void** req);
 herr_t LinkCreate(H5VL_link_create_args_t* args, void* obj, const H5VL_loc_params_t* loc_params,
                   hid_t lcpl_id, hid_t lapl_id, hid_t dxpl_id, void** req);
+// group_cls.specific: H5Fmount passes the child file inside the arguments.
+herr_t GroupSpecific(void* obj, H5VL_group_specific_args_t* args, hid_t dxpl_id, void** req);
 
 // introspect_cls (connector.cc).
 herr_t IntrospectGetConnClass(void* obj, H5VL_get_conn_lvl_t lvl, const H5VL_class_t** conn_cls);

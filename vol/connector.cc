@@ -45,6 +45,7 @@ H5VL_class_t BuildClass() {
   c.dataset_cls.close = &DatasetClose;
   c.object_cls.open = &ObjectOpen;
   c.link_cls.create = &LinkCreate;
+  c.group_cls.specific = &GroupSpecific;
   c.introspect_cls.get_conn_cls = &IntrospectGetConnClass;
   c.introspect_cls.get_cap_flags = &IntrospectGetCapFlags;
   return c;

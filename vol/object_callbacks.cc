@@ -1,5 +1,7 @@
-// object_cls.open (how h5py opens every dataset: H5Oopen, not H5Dopen) and
-// link_cls.create (a hard link's target object sits inside the arguments).
+// object_cls.open (how h5py opens every dataset: H5Oopen, not H5Dopen), and
+// the two callbacks whose arguments carry a second wrapped object:
+// link_cls.create (a hard link's target) and group_cls.specific (H5Fmount's
+// child file).
 #include "vol/cache_client.h"
 #include "vol/callbacks.h"
 #include "vol/dataset_state.h"
@@ -47,6 +49,21 @@ herr_t LinkCreate(H5VL_link_create_args_t* args, void* obj, const H5VL_loc_param
     const herr_t status = H5VLlink_create(&under_args, location ? location->under : nullptr,
                                           loc_params, under_vol_id, lcpl_id, lapl_id, dxpl_id, req);
     if (status >= 0) WrapRequest(req, under_vol_id);
+    return status;
+  });
+}
+
+herr_t GroupSpecific(void* obj, H5VL_group_specific_args_t* args, hid_t dxpl_id, void** req) {
+  return Barrier("group_cls.specific", [&]() -> herr_t {
+    Trace("group_cls.specific");
+    VolObject* group = VolObject::From(obj);
+    H5VL_group_specific_args_t under_args = *args;
+    if (args->op_type == H5VL_GROUP_MOUNT && args->args.mount.child_file != nullptr) {
+      under_args.args.mount.child_file = VolObject::From(args->args.mount.child_file)->under;
+    }
+    const herr_t status =
+        H5VLgroup_specific(group->under, group->under_vol_id, &under_args, dxpl_id, req);
+    if (status >= 0) WrapRequest(req, group->under_vol_id);
     return status;
   });
 }

@@ -1,5 +1,7 @@
 #include "vol/schedule_binding.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <exception>
 
@@ -17,7 +19,7 @@ std::shared_ptr<ScheduleBinding> ScheduleBinding::Open(
            " (PRESCIENT_RANK or the launcher's RANK); running without a schedule");
       return nullptr;
     }
-    return std::shared_ptr<ScheduleBinding>(new ScheduleBinding(std::move(reader), rank));
+    return std::shared_ptr<ScheduleBinding>(new ScheduleBinding(std::move(reader), rank, path));
   } catch (const std::exception& e) {
     warn(std::string("PRESCIENT_SCHEDULE: ") + e.what() +
          "; running without a schedule (LRU, no prefetch)");
@@ -25,9 +27,38 @@ std::shared_ptr<ScheduleBinding> ScheduleBinding::Open(
   return nullptr;
 }
 
-ScheduleBinding::ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank)
+ScheduleBinding::ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank,
+                                 const std::string& path)
     : reader_(std::move(reader)), rank_(rank), node_(reader_.header().layout.NodeOf(rank)) {
-  index_ = scheduler::NextUseIndex::Build(reader_, node_);
+  index_loaded_ = TryLoadIndex(path);
+  if (!index_loaded_) index_ = scheduler::NextUseIndex::Build(reader_, node_);
+}
+
+std::string ScheduleBinding::IndexPath(const std::string& schedule_path, std::uint32_t node) {
+  return schedule_path + ".node" + std::to_string(node) + ".index";
+}
+
+bool ScheduleBinding::TryLoadIndex(const std::string& schedule_path) {
+  const std::string index_path = IndexPath(schedule_path, node_);
+  struct stat index_stat{}, schedule_stat{};
+  if (::stat(index_path.c_str(), &index_stat) != 0 ||
+      ::stat(schedule_path.c_str(), &schedule_stat) != 0 ||
+      index_stat.st_mtim.tv_sec < schedule_stat.st_mtim.tv_sec) {
+    return false;  // none, or older than the schedule it would describe
+  }
+  try {
+    scheduler::NextUseIndex loaded = scheduler::NextUseIndex::Load(index_path);
+    const std::uint64_t last_epoch = header().epochs - 1;
+    if (loaded.node() != node_ || loaded.num_samples() != header().num_samples ||
+        loaded.total_steps() != reader_.EpochFirstStep(static_cast<std::uint32_t>(last_epoch)) +
+                                    reader_.StepsInEpoch(static_cast<std::uint32_t>(last_epoch))) {
+      return false;
+    }
+    index_ = std::move(loaded);
+    return true;
+  } catch (const std::exception&) {
+    return false;  // unreadable or corrupt: build instead
+  }
 }
 
 std::vector<std::uint32_t> ScheduleBinding::LocalRanks() const {

@@ -1,0 +1,85 @@
+"""PRESCIENT_STATS across process trees: no process may overwrite another one's counters."""
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+from voltest_support import read_stats
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCENARIOS = os.path.join(HERE, "voltest_scenarios.py")
+
+# A parent that reads, then starts an independent child process (not a fork: a new
+# interpreter with the same environment, as pytest-in-subprocess or a launcher would), then
+# reads again and closes last.
+PARENT = textwrap.dedent("""
+    import os, subprocess, sys, h5py
+    path, child = sys.argv[1], sys.argv[2]
+    with h5py.File(path, "r") as f:
+        for i in range(5):
+            f["y"][i]
+    subprocess.run([sys.executable, "-c", child, path], check=True)
+    with h5py.File(path, "r") as f:
+        for i in range(7):
+            f["x"][i]
+    print(os.getpid())
+""")
+
+CHILD = textwrap.dedent("""
+    import os, sys, h5py
+    with h5py.File(sys.argv[1], "r") as f:
+        f["y"][[3, 17, 42]]
+    print(os.getpid(), file=sys.stderr)
+""")
+
+
+@pytest.fixture(scope="module")
+def data_file(runner, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("stats")
+    path = directory / "data.h5"
+    runner.run([SCENARIOS, "selections", "write", path], "native", directory)
+    return path
+
+
+def test_independent_child_process_keeps_its_own_stats(prescient, data_file, tmp_path):
+    proc = prescient.run([sys.executable, "-c", PARENT, data_file, CHILD], "connector", tmp_path,
+                         stats=tmp_path / "stats.json")
+    parent = int(proc.stdout.split()[-1])
+    stats = {s["pid"]: (path, s) for path, s in read_stats(tmp_path).items()}
+    assert parent in stats, f"the parent's counters are gone: {sorted(stats)}"
+    _, p = stats[parent]
+    assert (p["files_opened"], p["reads"]) == (2, 12), (
+        f"the parent's stats were overwritten or incomplete: {p}")
+    children = [s for pid, (_, s) in stats.items() if pid != parent]
+    assert len(children) == 1, f"expected one stats file for the child: {sorted(stats)}"
+    assert (children[0]["files_opened"], children[0]["reads"]) == (1, 1), children[0]
+
+
+def test_stats_written_at_exit_without_close(prescient, data_file, tmp_path):
+    """A process that never closes its file still leaves its counters (written at exit)."""
+    script = textwrap.dedent("""
+        import sys, h5py
+        f = h5py.File(sys.argv[1], "r")
+        for i in range(4):
+            f["x"][i]
+        sys.stdout.flush()
+    """)
+    prescient.run([sys.executable, "-c", script, data_file], "connector", tmp_path,
+                  stats=tmp_path / "stats.json")
+    stats = read_stats(tmp_path)
+    assert len(stats) == 1, sorted(stats)
+    (s,) = stats.values()
+    assert (s["files_opened"], s["reads"]) == (1, 4), s
+
+
+def test_pid_placeholder(prescient, data_file, tmp_path):
+    """'%p' in PRESCIENT_STATS is replaced by the pid."""
+    script = "import os, sys, h5py\nwith h5py.File(sys.argv[1], 'r') as f: f['x'][1]\nprint(os.getpid())"
+    proc = prescient.run([sys.executable, "-c", script, data_file], "connector", tmp_path,
+                         stats=tmp_path / "run-%p.json")
+    pid = int(proc.stdout.strip())
+    stats = read_stats(tmp_path, "run-*.json")
+    assert list(stats) == [str(tmp_path / f"run-{pid}.json")], sorted(stats)
+    assert next(iter(stats.values()))["reads"] == 1
