@@ -47,7 +47,8 @@ TEST(CacheOptions, DefaultCapacityIsAFractionOfShm) {
   EXPECT_GT(def, 0u);
   EXPECT_EQ(def % (1 << 20), 0u);
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  EXPECT_LE(def, static_cast<std::uint64_t>(pages) * page / 4);  // reserved up front: a quarter of RAM at most
+  EXPECT_LE(def, static_cast<std::uint64_t>(pages) * page /
+                     4);  // reserved up front: a quarter of RAM at most
 }
 
 TEST(CacheOptions, SegmentPathNamesUserAndNode) {
