@@ -65,8 +65,11 @@ void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable,
   return VolObject::Wrap(under, under_vol_id, ObjectKind::kFile, std::move(state));
 }
 
+// Whether the file's contents may change while it is open: opened for
+// writing, or for SWMR reading (another process appends to it).
 bool Writable(unsigned flags) {
-  return (flags & (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_EXCL | H5F_ACC_CREAT)) != 0;
+  return (flags &
+          (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_EXCL | H5F_ACC_CREAT | H5F_ACC_SWMR_READ)) != 0;
 }
 
 }  // namespace

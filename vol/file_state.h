@@ -32,6 +32,8 @@ struct FileState {
                                          bool posix_driver = false);
 
   std::string name;
+  // Opened for writing or for SWMR reading: its data may change, so nothing
+  // of it is ever served from the cache.
   bool writable = false;
   // Opened with HDF5's POSIX (sec2) driver: file addresses are offsets a plain
   // pread of `name` can use. Other drivers (core, family, split, MPI-IO, ros3)
