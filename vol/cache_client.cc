@@ -70,7 +70,26 @@ CacheClient& CacheClient::Get() {
   return *client;
 }
 
-CacheClient::CacheClient() { ::pthread_atfork(nullptr, nullptr, &CacheClient::AtForkChild); }
+CacheClient::CacheClient() {
+  ::pthread_atfork(&CacheClient::AtForkPrepare, nullptr, &CacheClient::AtForkChild);
+}
+
+void CacheClient::AtForkPrepare() {
+  // A process that opened datasets and now forks (a DataLoader's main process
+  // starting its workers) attaches to the node cache first: its workers
+  // inherit the attachment, and the segment outlives each generation of
+  // workers. Nothing here calls HDF5.
+  try {
+    CacheClient& client = Get();
+    std::lock_guard lock(client.mutex_);
+    if (client.datasets_.empty()) return;
+    if (client.OpenCacheLocked() == nullptr) return;
+    for (auto& [key, cached] : client.datasets_) {
+      if (cached && !cached->registered()) client.RegisterLocked(cached);
+    }
+  } catch (...) {
+  }
+}
 
 void CacheClient::AtForkChild() {
   // Another thread (the prefetcher) may have held these locks at fork time.
@@ -92,7 +111,11 @@ void CacheClient::Shutdown() noexcept {
 
 cache::NodeCache* CacheClient::Cache(bool open) {
   std::lock_guard lock(mutex_);
-  if (cache_ || open_attempted_ || !open) return cache_.get();
+  return open ? OpenCacheLocked() : cache_.get();
+}
+
+cache::NodeCache* CacheClient::OpenCacheLocked() {
+  if (cache_ || open_attempted_) return cache_.get();
   open_attempted_ = true;
   Runtime& runtime = Runtime::Get();
   const Options& options = runtime.options();
@@ -108,44 +131,62 @@ cache::NodeCache* CacheClient::Cache(bool open) {
   return cache_.get();
 }
 
-void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
-  try {
-    const DatasetState* state = dataset.dataset.get();
-    if (state == nullptr || !state->fixed_size() || state->changed() || dataset.file == nullptr ||
-        dataset.file->writable || state->dims().empty()) {
-      return;
-    }
-    Dataset(dataset);
-  } catch (...) {
-  }
-}
-
-std::shared_ptr<CachedDataset> CacheClient::Dataset(const VolObject& dataset) {
+std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& dataset) {
   const DatasetState* state = dataset.dataset.get();
-  if (state == nullptr) return nullptr;
-  cache::NodeCache* cache = Cache();
-  if (cache == nullptr) return nullptr;
   const auto key = std::make_pair(state->identity().hash[0], state->identity().hash[1]);
-  std::lock_guard lock(mutex_);
   auto it = datasets_.find(key);
   if (it != datasets_.end()) return it->second;
   std::shared_ptr<CachedDataset> cached;
   try {
-    cached =
-        CachedDataset::Register(*cache, dataset, *state, Runtime::Get().options().coalesce_gap);
-    Runtime::Get().Log(LogLevel::kInfo, "caching " + state->identity().description + " (" +
-                                            LoadingNote(*cached) + ")");
+    cached = CachedDataset::Prepare(dataset, *state);
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kWarn,
                        "not caching " + state->identity().description + ": " + e.what());
   }
   datasets_.emplace(key, cached);  // a failure is remembered too: warn once
-  if (cached) BindSchedule(dataset, cached);
   return cached;
 }
 
-void CacheClient::BindSchedule(const VolObject& dataset,
-                               const std::shared_ptr<CachedDataset>& cached) {
+bool CacheClient::RegisterLocked(const std::shared_ptr<CachedDataset>& cached) {
+  if (cached->registered()) return true;
+  Runtime& runtime = Runtime::Get();
+  const cache::Status status = cached->Register(*cache_, runtime.options().coalesce_gap);
+  if (!status.ok()) {
+    runtime.Log(LogLevel::kWarn, "not caching " + cached->description() + ": " + status.message());
+    return false;
+  }
+  runtime.Log(LogLevel::kInfo,
+              "caching " + cached->description() + " (" + LoadingNote(*cached) + ")");
+  BindScheduleLocked(cached);
+  return true;
+}
+
+void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
+  try {
+    const DatasetState* state = dataset.dataset.get();
+    if (state == nullptr || !state->fixed_size() || state->changed() || dataset.file == nullptr ||
+        dataset.file->writable || state->dims().empty() ||
+        !Runtime::Get().options().cache_enabled) {
+      return;
+    }
+    // Prepared now (the HDF5 work belongs in this callback); the segment is
+    // opened by the first read it can serve, or when this process forks.
+    std::lock_guard lock(mutex_);
+    std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
+    if (cached && cache_) RegisterLocked(cached);
+  } catch (...) {
+  }
+}
+
+std::shared_ptr<CachedDataset> CacheClient::Dataset(const VolObject& dataset) {
+  if (dataset.dataset == nullptr) return nullptr;
+  std::lock_guard lock(mutex_);
+  std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
+  if (cached == nullptr || OpenCacheLocked() == nullptr || !RegisterLocked(cached)) return nullptr;
+  return cached;
+}
+
+void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cached) {
   Runtime& runtime = Runtime::Get();
   const Options& options = runtime.options();
   if (options.schedule_path.empty() || bound_slot_ != cache::kInvalidDatasetSlot) return;
@@ -156,9 +197,8 @@ void CacheClient::BindSchedule(const VolObject& dataset,
                               [&](const std::string& m) { runtime.Log(LogLevel::kWarn, m); });
   }
   if (!schedule_) return;
-  const FileIdentity& file = dataset.file->identity;
-  const std::string mismatch =
-      schedule_->Mismatch(cached->num_rows(), cached->row_bytes(), file.size, file.mtime_ns);
+  const std::string mismatch = schedule_->Mismatch(cached->num_rows(), cached->row_bytes(),
+                                                   cached->file_size(), cached->file_mtime_ns());
   if (!mismatch.empty()) {
     // Other datasets of the file (labels beside images) differ in shape: only
     // a dataset of the right shape in a changed file deserves a warning.
@@ -166,8 +206,8 @@ void CacheClient::BindSchedule(const VolObject& dataset,
     const bool same_shape = schedule_->header().dataset.rows == cached->num_rows() &&
                             (want_row_bytes == 0 || want_row_bytes == cached->row_bytes());
     runtime.Log(same_shape && !mismatch_warned_ ? LogLevel::kWarn : LogLevel::kInfo,
-                "PRESCIENT_SCHEDULE does not describe " + dataset.dataset->identity().description +
-                    ": " + mismatch + "; it is cached without prefetching");
+                "PRESCIENT_SCHEDULE does not describe " + cached->description() + ": " + mismatch +
+                    "; it is cached without prefetching");
     mismatch_warned_ = mismatch_warned_ || same_shape;
     return;
   }
@@ -175,8 +215,8 @@ void CacheClient::BindSchedule(const VolObject& dataset,
   runtime.stats().SetEpochs(schedule_->epochs());
   oracle_ = std::make_shared<ScheduleOracle>(schedule_, bound_slot_);
   tracker_ = std::make_unique<PositionTracker>(schedule_);
-  runtime.Log(LogLevel::kInfo, "schedule bound to " + dataset.dataset->identity().description +
-                                   " (rank " + std::to_string(schedule_->rank()) + ", node " +
+  runtime.Log(LogLevel::kInfo, "schedule bound to " + cached->description() + " (rank " +
+                                   std::to_string(schedule_->rank()) + ", node " +
                                    std::to_string(schedule_->node()) + ", next-use index " +
                                    (schedule_->index_loaded() ? "loaded" : "built") + ")");
   if (options.prefetch && cached->raw_layout()) {

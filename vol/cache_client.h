@@ -40,10 +40,13 @@ class CacheClient {
   // The open cache, or null (disabled, failed, not opened yet and `open`
   // false). Opening happens at most once per process.
   cache::NodeCache* Cache(bool open = true);
-  // Called when a dataset of a read-only file opens: attaches this process
-  // to the node cache and registers the dataset. The process that opens the
-  // dataset first (e.g. a DataLoader's main process asking its length) so
-  // keeps the segment alive while generations of workers come and go.
+  // Called when a dataset of a read-only file opens: prepares it for caching
+  // (all HDF5 work, in this callback). The node segment itself is opened by
+  // the first read it can serve or when this process forks: a DataLoader's
+  // main process, which only opened the dataset to ask its length, attaches
+  // before starting its workers and so keeps the segment alive while
+  // generations of workers come and go. Tools like h5dump that never read
+  // whole rows never create a segment.
   void DatasetOpened(const VolObject& dataset) noexcept;
   // The dataset's registration, made on first use. Null if not cacheable.
   std::shared_ptr<CachedDataset> Dataset(const VolObject& dataset);
@@ -54,7 +57,13 @@ class CacheClient {
 
  private:
   CacheClient();
+  static void AtForkPrepare();
   static void AtForkChild();
+  // REQUIRES: mutex_ held.
+  cache::NodeCache* OpenCacheLocked();
+  std::shared_ptr<CachedDataset> PreparedLocked(const VolObject& dataset);
+  bool RegisterLocked(const std::shared_ptr<CachedDataset>& cached);
+  void BindScheduleLocked(const std::shared_ptr<CachedDataset>& cached);
   // The loader of a read: `missing` rows, plus the rest of their chunks for
   // chunked data (claimed, loaded in the same plan, then published).
   static cache::Status LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
@@ -70,7 +79,6 @@ class CacheClient {
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<CachedDataset>> datasets_;
 
   // The schedule and the one dataset it describes (PRESCIENT_SCHEDULE).
-  void BindSchedule(const VolObject& dataset, const std::shared_ptr<CachedDataset>& cached);
   // After a served read of the bound dataset: follow the schedule.
   void FollowSchedule(std::span<const std::uint64_t> rows);
   bool schedule_opened_ = false;

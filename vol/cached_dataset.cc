@@ -40,19 +40,18 @@ io::Result<std::unique_ptr<io::PosixFile>> OpenSameFile(const FileState& file) {
 
 }  // namespace
 
-std::shared_ptr<CachedDataset> CachedDataset::Register(cache::NodeCache& cache,
-                                                       const VolObject& dataset,
-                                                       const DatasetState& state,
-                                                       std::optional<std::uint64_t> fixed_gap) {
+std::shared_ptr<CachedDataset> CachedDataset::Prepare(const VolObject& dataset,
+                                                      const DatasetState& state) {
+  if (dataset.file == nullptr) throw std::runtime_error("its file is unknown");
   auto cached = std::make_shared<CachedDataset>();
+  cached->key_ = KeyOf(state);
+  cached->description_ = state.identity().description;
+  cached->path_ = dataset.file->name;
+  cached->file_size_ = dataset.file->identity.size;
+  cached->file_mtime_ns_ = dataset.file->identity.mtime_ns;
   cached->row_bytes_ = state.row_bytes();
   cached->dims_ = state.dims();
   cached->num_rows_ = state.dims().empty() ? 0 : state.dims()[0];
-  cache::Result<cache::DatasetSlot> slot =
-      cache.RegisterDataset(KeyOf(state), cached->row_bytes_, cached->num_rows_);
-  if (!slot.ok()) throw std::runtime_error(slot.status().message());
-  cached->slot_ = slot.value();
-
   cached->chunk_rows_ = ChunkRows(dataset);
   io::Result<io::RawLayout> layout = ExtractRawLayout(dataset, state);
   if (!layout.ok()) {
@@ -66,14 +65,24 @@ std::shared_ptr<CachedDataset> CachedDataset::Register(cache::NodeCache& cache,
   }
   cached->layout_ = std::make_shared<const io::RawLayout>(std::move(layout.value()));
   cached->source_ = std::shared_ptr<const io::RandomAccessSource>(std::move(file.value()));
-  if (fixed_gap) {
-    cached->coalescing_.max_gap_bytes = *fixed_gap;
-  } else if (io::Result<io::StorageProfile> profile = io::CalibrateStorage(dataset.file->name);
-             profile.ok()) {
-    cached->coalescing_ = io::CoalescingFromProfile(profile.value());
-    cached->storage_profile_ = profile.value().ToString();
-  }
   return cached;
+}
+
+cache::Status CachedDataset::Register(cache::NodeCache& cache,
+                                      std::optional<std::uint64_t> fixed_gap) {
+  if (registered()) return cache::Status::Ok();
+  cache::Result<cache::DatasetSlot> slot = cache.RegisterDataset(key_, row_bytes_, num_rows_);
+  if (!slot.ok()) return slot.status();
+  if (layout_ && fixed_gap) {
+    coalescing_.max_gap_bytes = *fixed_gap;
+  } else if (layout_) {
+    if (io::Result<io::StorageProfile> profile = io::CalibrateStorage(path_); profile.ok()) {
+      coalescing_ = io::CoalescingFromProfile(profile.value());
+      storage_profile_ = profile.value().ToString();
+    }
+  }
+  slot_ = slot.value();
+  return cache::Status::Ok();
 }
 
 cache::Status CachedDataset::Load(const VolObject* dataset, std::span<const std::uint64_t> rows,

@@ -31,14 +31,22 @@ struct LoadCounters {
 
 class CachedDataset {
  public:
-  // Registers the dataset in `cache` and works out how to load it. Runs on
-  // the caller's thread inside a VOL callback. Throws std::runtime_error with
-  // the cache's message when registration fails.
-  // `fixed_gap` (PRESCIENT_COALESCE_GAP) sets the coalescing threshold;
-  // without it the file's storage is calibrated (a fraction of a second).
-  static std::shared_ptr<CachedDataset> Register(cache::NodeCache& cache, const VolObject& dataset,
-                                                 const DatasetState& state,
-                                                 std::optional<std::uint64_t> fixed_gap);
+  // Works out how to load the dataset's rows (raw layout, file) and records
+  // its identity. Runs on the caller's thread inside a VOL callback: all the
+  // HDF5 work happens here. Throws std::runtime_error when it cannot.
+  static std::shared_ptr<CachedDataset> Prepare(const VolObject& dataset,
+                                                const DatasetState& state);
+
+  // Registers the prepared dataset in the node cache and sets its coalescing
+  // gap (`fixed_gap`, or a short storage calibration). Calls no HDF5
+  // function, so it may run at fork time. Idempotent.
+  cache::Status Register(cache::NodeCache& cache, std::optional<std::uint64_t> fixed_gap);
+  bool registered() const { return slot_ != cache::kInvalidDatasetSlot; }
+
+  // The dataset's identity, for the log and the schedule's fingerprint check.
+  const std::string& description() const { return description_; }
+  std::uint64_t file_size() const { return file_size_; }
+  std::int64_t file_mtime_ns() const { return file_mtime_ns_; }
 
   cache::DatasetSlot slot() const { return slot_; }
   std::uint64_t row_bytes() const { return row_bytes_; }
@@ -73,6 +81,11 @@ class CachedDataset {
                                     std::span<const std::uint64_t> rows,
                                     std::span<std::byte* const> dest, LoadCounters* counters) const;
 
+  cache::DatasetKey key_;
+  std::string description_;
+  std::string path_;
+  std::uint64_t file_size_ = 0;
+  std::int64_t file_mtime_ns_ = 0;
   cache::DatasetSlot slot_ = cache::kInvalidDatasetSlot;
   std::uint64_t row_bytes_ = 0;
   std::uint64_t num_rows_ = 0;
