@@ -226,7 +226,7 @@ void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cache
   }
 }
 
-void CacheClient::FollowSchedule(std::span<const std::uint64_t> rows) {
+std::optional<std::uint64_t> CacheClient::FollowSchedule(std::span<const std::uint64_t> rows) {
   Stats& stats = Runtime::Get().stats();
   std::uint64_t furthest = 0;
   bool matched = false;
@@ -258,17 +258,24 @@ void CacheClient::FollowSchedule(std::span<const std::uint64_t> rows) {
     if (prefetcher_) prefetcher_->Stop();
   }
   if (prefetcher_ && !tracker_->abandoned()) prefetcher_->EnsureRunning();
+  if (!matched) return std::nullopt;
+  return furthest;
 }
 
-cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
-                                              const VolObject& dataset,
-                                              std::span<const std::uint64_t> missing,
-                                              std::span<std::byte* const> dest,
-                                              const cache::io::CoalescingOptions& coalescing,
-                                              LoadCounters* load, std::uint64_t* read_around) {
+cache::Status CacheClient::LoadWithReadAround(
+    cache::NodeCache& cache, const CachedDataset& cached, const VolObject& dataset,
+    std::span<const std::uint64_t> missing, std::span<std::byte* const> dest,
+    const cache::io::CoalescingOptions& coalescing, LoadCounters* load,
+    const cache::NextUseOracle* oracle, std::uint64_t* read_around) {
   std::vector<std::uint64_t> claimed;
-  if (std::vector<std::uint64_t> extra = SlabMates(cached, missing); !extra.empty()) {
-    cache::Result<std::vector<std::uint64_t>> c = cache.Claim(cached.slot(), extra, nullptr);
+  // Without a schedule nothing says the chunk's other rows are needed before
+  // LRU drops them: read around only when the whole dataset fits the cache.
+  const bool read_around_pays =
+      oracle != nullptr || cached.num_rows() * cached.row_bytes() <= cache.Stats().capacity_bytes;
+  std::vector<std::uint64_t> extra;
+  if (read_around_pays) extra = SlabMates(cached, missing);
+  if (!extra.empty()) {
+    cache::Result<std::vector<std::uint64_t>> c = cache.Claim(cached.slot(), extra, oracle);
     if (c.ok()) claimed = std::move(c.value());
   }
   if (claimed.empty()) return cached.Load(&dataset, missing, dest, coalescing, load);
@@ -293,7 +300,7 @@ cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const Cac
     if (!status.ok()) {
       cache.Abandon(cached.slot(), claimed[j]);
     } else {
-      cache.Publish(cached.slot(), claimed[j], staging.data() + j * cached.row_bytes(), nullptr);
+      cache.Publish(cached.slot(), claimed[j], staging.data() + j * cached.row_bytes(), oracle);
     }
   }
   if (status.ok()) *read_around += claimed.size();
@@ -315,18 +322,28 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     LoadCounters load;
     const cache::io::CoalescingOptions coalescing = cached->coalescing();
     std::uint64_t read_around = 0;
-    auto loader = [&](std::span<const std::uint64_t> missing, std::span<std::byte* const> dest) {
-      return LoadWithReadAround(*cache, *cached, dataset, missing, dest, coalescing, &load,
-                                &read_around);
-    };
-    std::shared_ptr<const cache::NextUseOracle> oracle;
+    // With a schedule: place the read first, so its rows are keyed by their
+    // use after this read (ReadOracle).
+    std::shared_ptr<const ScheduleBinding> schedule;
+    std::optional<std::uint64_t> read_step;
     {
       std::lock_guard lock(mutex_);
-      if (cached->slot() == bound_slot_) oracle = oracle_;
+      if (cached->slot() == bound_slot_ && tracker_) schedule = schedule_;
     }
+    if (schedule) read_step = FollowSchedule(rows);
+    const cache::NextUseOracle* oracle = nullptr;
+    std::optional<ReadOracle> read_oracle;
+    if (schedule) {
+      read_oracle.emplace(*schedule, cached->slot(), read_step.value_or(cache->NodeStep()));
+      oracle = &*read_oracle;
+    }
+    auto loader = [&](std::span<const std::uint64_t> missing, std::span<std::byte* const> dest) {
+      return LoadWithReadAround(*cache, *cached, dataset, missing, dest, coalescing, &load, oracle,
+                                &read_around);
+    };
     cache::ReadRowsStats read;
-    const cache::Status status = cache->ReadRows(cached->slot(), rows, static_cast<std::byte*>(buf),
-                                                 loader, oracle.get(), &read);
+    const cache::Status status =
+        cache->ReadRows(cached->slot(), rows, static_cast<std::byte*>(buf), loader, oracle, &read);
     Stats& stats = Runtime::Get().stats();
     stats.Add(Counter::kStorageReads, load.reads);
     stats.Add(Counter::kStorageBytes, load.bytes);
@@ -341,7 +358,6 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     stats.Add(Counter::kRowsLoaded, read.loaded + read.uncached);
     stats.Add(Counter::kRowsWaited, read.waited);
     stats.Add(Counter::kRowsPrefetched, read_around);
-    if (oracle != nullptr && tracker_) FollowSchedule(rows);
     return true;
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("cache serve failed: ") + e.what());

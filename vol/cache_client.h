@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "cache/core/node_cache.h"
@@ -71,7 +72,8 @@ class CacheClient {
                                           std::span<const std::uint64_t> missing,
                                           std::span<std::byte* const> dest,
                                           const cache::io::CoalescingOptions& coalescing,
-                                          LoadCounters* load, std::uint64_t* read_around);
+                                          LoadCounters* load, const cache::NextUseOracle* oracle,
+                                          std::uint64_t* read_around);
 
   std::mutex mutex_;  // guards everything below
   bool open_attempted_ = false;
@@ -79,8 +81,9 @@ class CacheClient {
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<CachedDataset>> datasets_;
 
   // The schedule and the one dataset it describes (PRESCIENT_SCHEDULE).
-  // After a served read of the bound dataset: follow the schedule.
-  void FollowSchedule(std::span<const std::uint64_t> rows);
+  // A read of the bound dataset: follow the schedule. Returns the read's
+  // global step when the schedule predicted it.
+  std::optional<std::uint64_t> FollowSchedule(std::span<const std::uint64_t> rows);
   bool schedule_opened_ = false;
   std::shared_ptr<ScheduleBinding> schedule_;
   cache::DatasetSlot bound_slot_ = cache::kInvalidDatasetSlot;

@@ -177,8 +177,10 @@ void Prefetcher::Run() noexcept {
         std::this_thread::sleep_for(milliseconds(1));
         continue;
       }
-      // A few steps at a time, so the window follows the loaders closely.
-      const std::uint64_t chunk_end = std::min(to, from + 2);
+      // Half the look-ahead per round: large enough for misses to coalesce
+      // into long reads, small enough to follow the loaders closely.
+      const std::uint64_t chunk_end =
+          std::min(to, from + std::max<std::uint64_t>(2, lookahead_ / 2));
       PrefetchSteps(from, chunk_end, pool);
       done_until = chunk_end;
     }

@@ -148,4 +148,15 @@ std::uint64_t ScheduleOracle::NextUse(cache::DatasetSlot ds, std::uint64_t row,
   }
 }
 
+std::uint64_t ReadOracle::NextUse(cache::DatasetSlot ds, std::uint64_t row,
+                                  std::uint64_t now) const noexcept {
+  if (ds != slot_) return kNever;
+  try {
+    const std::uint64_t next = binding_.NextUse(row, std::max(now, read_step_));
+    return next == scheduler::NextUseIndex::kNever ? kNever : next;
+  } catch (...) {
+    return kNever;
+  }
+}
+
 }  // namespace prescient::vol

@@ -102,6 +102,24 @@ class ScheduleOracle final : public cache::NextUseOracle {
   cache::DatasetSlot slot_;
 };
 
+// The oracle for the rows of one read at global step `read_step`: a row just
+// read is needed next at its use *after* this read. The cache's node step
+// trails the readers (it must not pass the slowest), so asking relative to
+// it would key a consumed row by the use that just happened, keep it as if
+// urgent, and turn away rows that are needed soon.
+class ReadOracle final : public cache::NextUseOracle {
+ public:
+  ReadOracle(const ScheduleBinding& binding, cache::DatasetSlot slot, std::uint64_t read_step)
+      : binding_(binding), slot_(slot), read_step_(read_step) {}
+  std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,
+                        std::uint64_t now) const noexcept override;
+
+ private:
+  const ScheduleBinding& binding_;
+  cache::DatasetSlot slot_;
+  std::uint64_t read_step_;
+};
+
 }  // namespace prescient::vol
 
 #endif  // PRESCIENT_VOL_SCHEDULE_BINDING_H_
