@@ -71,7 +71,8 @@ CacheClient& CacheClient::Get() {
 }
 
 CacheClient::CacheClient() {
-  ::pthread_atfork(&CacheClient::AtForkPrepare, nullptr, &CacheClient::AtForkChild);
+  ::pthread_atfork(&CacheClient::AtForkPrepare, &CacheClient::AtForkParent,
+                   &CacheClient::AtForkChild);
 }
 
 void CacheClient::AtForkPrepare() {
@@ -89,6 +90,21 @@ void CacheClient::AtForkPrepare() {
     }
   } catch (...) {
   }
+  // Last: no prefetch thread may be inside the schedule reader at fork().
+  CacheClient& client = Get();
+  std::shared_ptr<ScheduleBinding> schedule;
+  {
+    std::lock_guard lock(client.mutex_);
+    schedule = client.schedule_;
+  }
+  if (schedule) schedule->LockForFork();
+  client.forking_schedule_ = std::move(schedule);
+}
+
+void CacheClient::AtForkParent() {
+  CacheClient& client = Get();
+  if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
+  client.forking_schedule_.reset();
 }
 
 void CacheClient::AtForkChild() {
@@ -96,6 +112,7 @@ void CacheClient::AtForkChild() {
   CacheClient& client = Get();
   new (&client.mutex_) std::mutex();
   if (client.schedule_) client.schedule_->ResetLockAfterFork();
+  client.forking_schedule_.reset();
 }
 
 void CacheClient::Shutdown() noexcept {

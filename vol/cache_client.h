@@ -59,6 +59,7 @@ class CacheClient {
  private:
   CacheClient();
   static void AtForkPrepare();
+  static void AtForkParent();
   static void AtForkChild();
   // REQUIRES: mutex_ held.
   cache::NodeCache* OpenCacheLocked();
@@ -91,6 +92,8 @@ class CacheClient {
   std::unique_ptr<PositionTracker> tracker_;
   std::unique_ptr<Prefetcher> prefetcher_;
   bool mismatch_warned_ = false;
+  // The schedule whose lock is held across an ongoing fork().
+  std::shared_ptr<ScheduleBinding> forking_schedule_;
 };
 
 }  // namespace prescient::vol

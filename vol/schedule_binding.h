@@ -72,7 +72,12 @@ class ScheduleBinding {
   static constexpr std::uint32_t kAbsent = UINT32_MAX;
   std::shared_ptr<const std::vector<std::uint32_t>> PositionsOf(std::uint32_t epoch) const;
 
-  // In a forked child: the parent's prefetch thread may have held the lock.
+  // fork(): every use of the reader happens under mutex_, so holding it
+  // across fork() guarantees no thread of the parent is inside the reader
+  // (whose own lock would stay taken in the child) at that moment.
+  void LockForFork() const { mutex_.lock(); }
+  void UnlockAfterFork() const { mutex_.unlock(); }
+  // In the forked child (single-threaded): a fresh, unlocked mutex.
   void ResetLockAfterFork() const { new (&mutex_) std::mutex(); }
 
  private:
