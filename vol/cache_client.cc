@@ -144,6 +144,7 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
     return nullptr;
   }
   cache_ = std::move(opened.value());
+  capacity_bytes_ = cache_->Stats().capacity_bytes;
   runtime.Log(LogLevel::kInfo, "node cache " + cache_->path() + " open");
   return cache_.get();
 }
@@ -331,7 +332,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     std::shared_ptr<CachedDataset> cached = Dataset(dataset);
     if (cached == nullptr) return false;
     cache::NodeCache* cache = Cache(false);
-    const std::uint64_t capacity = cache->Stats().capacity_bytes;
+    const std::uint64_t capacity = capacity_bytes_;
     if (request.selection.rows.rows() * cached->row_bytes() > capacity / kMaxShareOfCache)
       return false;
 

@@ -79,6 +79,8 @@ class CacheClient {
   std::mutex mutex_;  // guards everything below
   bool open_attempted_ = false;
   std::unique_ptr<cache::NodeCache> cache_;
+  // The segment's data capacity, read once at open (constant for its life).
+  std::uint64_t capacity_bytes_ = 0;
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<CachedDataset>> datasets_;
 
   // The schedule and the one dataset it describes (PRESCIENT_SCHEDULE).

@@ -43,9 +43,8 @@ class DatasetState {
   const DatasetIdentity& identity() const { return identity_; }
   const std::vector<hsize_t>& dims() const { return dims_; }
   std::size_t type_size() const { return type_size_; }
-  // The stored type as H5Tencode gives it. No HDF5 id is held: ids a
-  // connector keeps would show in the application's H5Fget_obj_count.
-  const std::vector<unsigned char>& encoded_type() const { return encoded_type_; }
+  // No HDF5 id of the stored type is held (ids a connector keeps would show
+  // in the application's H5Fget_obj_count): only its encoding.
   // True when `mem_type` is the stored type (same class, size and encoding):
   // a read with it returns the file's bytes unconverted.
   bool IsStoredType(hid_t mem_type) const;

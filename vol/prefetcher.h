@@ -43,9 +43,6 @@ class Prefetcher {
   void EnsureRunning();
   void Stop();
 
-  // Steps of look-ahead: what half the cache holds, at least 2, at most 512.
-  std::uint64_t lookahead() const { return lookahead_; }
-
  private:
   void Run() noexcept;
   void PrefetchSteps(std::uint64_t from, std::uint64_t to, cache::io::Executor& executor);
@@ -57,7 +54,7 @@ class Prefetcher {
   std::shared_ptr<const cache::NextUseOracle> oracle_;
   unsigned io_threads_;
   cache::io::CoalescingOptions coalescing_;
-  std::uint64_t lookahead_ = 2;
+  std::uint64_t lookahead_ = 2;  // steps: what half the cache holds, in [2, 512]
   std::atomic<bool> stop_{false};
   std::atomic<long> running_pid_{0};
   std::unique_ptr<std::thread> thread_;
