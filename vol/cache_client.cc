@@ -108,10 +108,16 @@ void CacheClient::AtForkParent() {
 }
 
 void CacheClient::AtForkChild() {
-  // Another thread (the prefetcher) may have held these locks at fork time.
+  // The client's own mutex may have been held by a thread that does not exist
+  // in the child (the prefetcher), so it is re-created. The schedule lock is held by this very thread
+  // (AtForkPrepare took it) and is released normally, which also keeps thread
+  // sanitizers' view of it consistent.
   CacheClient& client = Get();
   new (&client.mutex_) std::mutex();
-  if (client.schedule_) client.schedule_->ResetLockAfterFork();
+  if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
+  if (client.schedule_ && client.schedule_ != client.forking_schedule_) {
+    client.schedule_->ResetLockAfterFork();  // replaced after the prepare handler ran
+  }
   client.forking_schedule_.reset();
 }
 
