@@ -109,9 +109,9 @@ void CacheClient::AtForkParent() {
 
 void CacheClient::AtForkChild() {
   // The client's own mutex may have been held by a thread that does not exist
-  // in the child (the prefetcher), so it is re-created. The schedule lock is held by this very thread
-  // (AtForkPrepare took it) and is released normally, which also keeps thread
-  // sanitizers' view of it consistent.
+  // in the child (the prefetcher), so it is re-created. The schedule lock is
+  // held by this very thread (AtForkPrepare took it) and is released normally,
+  // which also keeps thread sanitizers' view of it consistent.
   CacheClient& client = Get();
   new (&client.mutex_) std::mutex();
   if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
