@@ -75,7 +75,7 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
                                       &error)) {
           case detail::CreateOutcome::kCreated:
             return std::unique_ptr<NodeCache>(
-                new NodeCache(options, path, segment, self, /*slot=*/0));
+                new NodeCache(options, path, std::move(segment), self, /*slot=*/0));
           case detail::CreateOutcome::kExists:
             continue;  // another process created it first: open theirs
           case detail::CreateOutcome::kFailed:
@@ -86,7 +86,7 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
       case detail::OpenOutcome::kOpened:
         break;
     }
-    SegmentTables t(segment.base);
+    SegmentTables t(segment.base());
     SegmentHeader& h = t.header();
     if (Status s = LockSegment(t, options.lock_timeout); !s.ok()) {
       detail::UnmapSegment(&segment);
@@ -114,7 +114,8 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
       detail::UnmapSegment(&segment);
       return slot.status();
     }
-    return std::unique_ptr<NodeCache>(new NodeCache(options, path, segment, self, slot.value()));
+    return std::unique_ptr<NodeCache>(
+        new NodeCache(options, path, std::move(segment), self, slot.value()));
   }
   return Status::Error("cache: segment " + path + " kept changing while opening it");
 } catch (const std::bad_alloc&) {
@@ -123,7 +124,7 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
 
 NodeCache::NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
                      const ProcessIdentity& self, std::uint16_t slot)
-    : options_(options), path_(std::move(path)), segment_(segment) {
+    : options_(options), path_(std::move(path)), segment_(std::move(segment)) {
   attachment_.store(Pack(self.pid, slot));
   self_start_time_.store(self.start_time);
 }

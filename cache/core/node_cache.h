@@ -148,7 +148,7 @@ class NodeCache {
  private:
   NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
             const ProcessIdentity& self, std::uint16_t slot);
-  detail::SegmentTables tables() const { return detail::SegmentTables(segment_.base); }
+  detail::SegmentTables tables() const { return detail::SegmentTables(segment_.base()); }
   // This process's attach slot; attaches after a fork. Lock must NOT be held.
   Result<std::uint16_t> EnsureAttached() noexcept;
   // The segment lock, repairing the segment if its last owner died.

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -12,11 +11,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "cache/core/segment_tables.h"
 
 namespace prescient::cache::detail {
 namespace {
+
+namespace bip = boost::interprocess;
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -49,45 +51,73 @@ void SweepAbandonedTemporaries(const std::string& path) {
   closedir(d);
 }
 
+// Maps the regular file `path` read-write through Boost.Interprocess, after
+// checking that the file opened is still `expected` (a file swapped in, or a
+// symbolic link planted, after the caller's checks is never mapped). `size`
+// 0 maps the whole file. Sets `*not_found` if the file vanished meanwhile.
+bool MapFile(const std::string& path, const struct stat& expected, std::uint64_t size,
+             MappedSegment* out, std::string* error, bool* not_found = nullptr) {
+  try {
+    bip::file_mapping file(path.c_str(), bip::read_write);
+    struct stat opened{};
+    if (fstat(file.get_mapping_handle().handle, &opened) != 0) {
+      *error = "cannot stat cache segment " + path + ": " + ErrnoText(errno);
+      return false;
+    }
+    if (opened.st_dev != expected.st_dev || opened.st_ino != expected.st_ino) {
+      *error = "cache segment " + path + " was replaced while opening it; refusing it";
+      return false;
+    }
+    bip::mapped_region region(file, bip::read_write, 0, static_cast<std::size_t>(size));
+    *out = MappedSegment{std::move(file), std::move(region), opened.st_dev, opened.st_ino};
+    return true;
+  } catch (const bip::interprocess_exception& e) {
+    if (not_found != nullptr && e.get_native_error() == ENOENT) {
+      *not_found = true;
+      return false;
+    }
+    *error = "cannot map cache segment " + path + ": " + e.what();
+    return false;
+  }
+}
+
 }  // namespace
 
 OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, std::string* error) {
-  const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
+  struct stat st{};
+  if (lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return OpenOutcome::kNotFound;
     *error = "cannot open cache segment " + path + ": " + ErrnoText(errno);
     return OpenOutcome::kFailed;
   }
-  struct stat st{};
   auto fail = [&](std::string why) {
-    close(fd);
     *error = "cache segment " + path + ": " + why;
     return OpenOutcome::kFailed;
   };
-  if (fstat(fd, &st) != 0) return fail(ErrnoText(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file; refusing to use it");
   if (st.st_uid != geteuid()) return fail("owned by another user; refusing to use it");
   if ((st.st_mode & 077) != 0) return fail("accessible to other users (mode not 0600); refusing");
   if (static_cast<std::uint64_t>(st.st_size) < sizeof(SegmentHeader)) {
     return fail("truncated (" + std::to_string(st.st_size) + " bytes); delete it");
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) return fail("mmap: " + ErrnoText(errno));
-  const auto* h = static_cast<const SegmentHeader*>(base);
-  std::string bad;
+  MappedSegment mapped;
+  bool vanished = false;
+  if (!MapFile(path, st, size, &mapped, error, &vanished)) {
+    return vanished ? OpenOutcome::kNotFound : OpenOutcome::kFailed;
+  }
+  const auto* h = static_cast<const SegmentHeader*>(mapped.base());
   if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kMagic) {
-    bad = "not a Prescient cache segment (bad magic); delete it";
-  } else if (h->version != kLayoutVersion) {
-    bad = "layout version " + std::to_string(h->version) + " but this build uses " +
-          std::to_string(kLayoutVersion) + " (another Prescient version is using it?)";
-  } else if (h->segment_bytes != size) {
-    bad = "size " + std::to_string(size) + " does not match its header; delete it";
+    return fail("not a Prescient cache segment (bad magic); delete it");
   }
-  if (!bad.empty()) {
-    munmap(base, size);
-    return fail(bad);
+  if (h->version != kLayoutVersion) {
+    return fail("layout version " + std::to_string(h->version) + " but this build uses " +
+                std::to_string(kLayoutVersion) + " (another Prescient version is using it?)");
   }
-  *out = MappedSegment{fd, base, size, st.st_dev, st.st_ino};
+  if (h->segment_bytes != size) {
+    return fail("size " + std::to_string(size) + " does not match its header; delete it");
+  }
+  *out = std::move(mapped);
   return OpenOutcome::kOpened;
 }
 
@@ -101,29 +131,31 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
     *error = "cannot create cache segment " + temp + ": " + ErrnoText(errno);
     return CreateOutcome::kFailed;
   }
-  void* base = MAP_FAILED;
+  MappedSegment mapped;
   auto fail = [&](std::string why) {
-    if (base != MAP_FAILED) munmap(base, plan.segment_bytes);
-    close(fd);
+    mapped = MappedSegment{};
     unlink(temp.c_str());
-    *error = why;
+    *error = std::move(why);
     return CreateOutcome::kFailed;
   };
-  if (fchmod(fd, 0600) != 0) return fail("cannot chmod cache segment: " + ErrnoText(errno));
+  struct stat st{};
+  const bool made = fchmod(fd, 0600) == 0 && fstat(fd, &st) == 0;
+  const int chmod_errno = errno;
   // Reserve every page now: on tmpfs, ftruncate alone succeeds and a full
   // filesystem shows up later as SIGBUS on first touch.
-  const int rc = posix_fallocate(fd, 0, static_cast<off_t>(plan.segment_bytes));
+  const int rc = made ? posix_fallocate(fd, 0, static_cast<off_t>(plan.segment_bytes)) : 0;
+  close(fd);
+  if (!made) return fail("cannot set up cache segment " + temp + ": " + ErrnoText(chmod_errno));
   if (rc != 0) {
     return fail("cannot reserve " + std::to_string(plan.segment_bytes >> 20) +
                 " MiB for the cache segment " + path + ": " + ErrnoText(rc) + FreeSpaceNote(path) +
                 "; lower the cache size");
   }
-  base = mmap(nullptr, plan.segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) return fail("cannot map the cache segment: " + ErrnoText(errno));
-  if (int init = InitializeSegment(base, plan, keep_after_exit); init != 0) {
+  if (std::string why; !MapFile(temp, st, plan.segment_bytes, &mapped, &why)) return fail(why);
+  if (int init = InitializeSegment(mapped.base(), plan, keep_after_exit); init != 0) {
     return fail("cannot initialise the segment mutex: " + ErrnoText(init));
   }
-  SegmentTables tables(base);
+  SegmentTables tables(mapped.base());
   if (!tables.Attach(self).ok()) return fail("cannot attach to a fresh segment");
   if (link(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
@@ -134,9 +166,7 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
     return fail("cannot publish cache segment " + path + ": " + ErrnoText(err));
   }
   unlink(temp.c_str());
-  struct stat st{};
-  fstat(fd, &st);
-  *out = MappedSegment{fd, base, plan.segment_bytes, st.st_dev, st.st_ino};
+  *out = std::move(mapped);
   return CreateOutcome::kCreated;
 }
 
@@ -147,10 +177,6 @@ void UnlinkIfSame(const std::string& path, const MappedSegment& segment) {
   }
 }
 
-void UnmapSegment(MappedSegment* segment) {
-  if (segment->base != nullptr) munmap(segment->base, segment->size);
-  if (segment->fd >= 0) close(segment->fd);
-  *segment = MappedSegment{};
-}
+void UnmapSegment(MappedSegment* segment) { *segment = MappedSegment{}; }
 
 }  // namespace prescient::cache::detail

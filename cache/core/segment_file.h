@@ -7,11 +7,19 @@
 // then link()s it into place; link fails if another process won the race. So
 // no opener ever sees a half-built segment, and a creator that dies leaves
 // only a temporary file, which the next creator deletes.
+//
+// The mapping itself is a Boost.Interprocess file_mapping + mapped_region
+// (RAII: the region unmaps itself). Nothing else of Boost.Interprocess is
+// used: its mutexes and managed segments do not survive a holder's death
+// (see cache/README.md), so the segment's contents are plain arrays guarded
+// by a robust pthread mutex.
 #ifndef PRESCIENT_CACHE_CORE_SEGMENT_FILE_H_
 #define PRESCIENT_CACHE_CORE_SEGMENT_FILE_H_
 
 #include <sys/types.h>
 
+#include <boost/interprocess/file_mapping.hpp>
+#include <boost/interprocess/mapped_region.hpp>
 #include <cstdint>
 #include <string>
 
@@ -21,12 +29,15 @@
 
 namespace prescient::cache::detail {
 
+// A mapped segment file; move-only, unmapped when destroyed (or reset).
 struct MappedSegment {
-  int fd = -1;
-  void* base = nullptr;
-  std::uint64_t size = 0;
-  dev_t device = 0;
+  boost::interprocess::file_mapping file;
+  boost::interprocess::mapped_region region;
+  dev_t device = 0;  // the file's identity, to unlink only this file later
   ino_t inode = 0;
+
+  void* base() const { return region.get_address(); }
+  std::uint64_t size() const { return region.get_size(); }
 };
 
 enum class OpenOutcome { kOpened, kNotFound, kFailed };
@@ -43,6 +54,7 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
 // Unlinks `path` if it still names this segment's file (not a newer one).
 void UnlinkIfSame(const std::string& path, const MappedSegment& segment);
 
+// Unmaps and closes the segment (the file stays).
 void UnmapSegment(MappedSegment* segment);
 
 }  // namespace prescient::cache::detail

@@ -42,7 +42,7 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
     detail::MappedSegment seg;
     std::string error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
-    detail::SegmentTables t(seg.base);
+    detail::SegmentTables t(seg.base());
     if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
       return 2;
@@ -74,7 +74,7 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
   detail::MappedSegment seg;
   std::string error;
   ASSERT_EQ(detail::OpenSegment(path, &seg, &error), detail::OpenOutcome::kOpened) << error;
-  detail::SegmentTables t(seg.base);
+  detail::SegmentTables t(seg.base());
   EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().num_blocks);
   EXPECT_EQ(t.header().heap_size, 7u);
   detail::UnmapSegment(&seg);
@@ -197,7 +197,7 @@ TEST(CrashRecovery, LockHeldByALiveProcessTimesOutThenRecoversAfterItsDeath) {
     detail::MappedSegment seg;
     std::string error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
-    detail::SegmentTables t(seg.base);
+    detail::SegmentTables t(seg.base());
     if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
       return 2;

@@ -190,6 +190,21 @@ TEST(Segment, RefusesSegmentsOthersCanRead) {
   chmod(name.path().c_str(), 0600);
 }
 
+TEST(Segment, RefusesASymbolicLinkInPlaceOfTheSegment) {
+  // A link planted under the segment's name must not redirect the mapping,
+  // even to a valid segment of the same user.
+  ScopedSegmentName real;
+  auto cache = NodeCache::Open(real.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  ScopedSegmentName name;
+  ASSERT_EQ(symlink(real.path().c_str(), name.path().c_str()), 0) << std::strerror(errno);
+  auto second = NodeCache::Open(name.options());
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("not a regular file"), std::string::npos)
+      << second.status().message();
+  unlink(name.path().c_str());
+}
+
 TEST(Segment, ClearErrorsForBadOptionsAndPaths) {
   ScopedSegmentName name;
   name.options().capacity_bytes = 64 << 10;
