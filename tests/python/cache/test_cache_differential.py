@@ -282,3 +282,63 @@ def test_schedule_without_row_bytes_is_used_or_refused_loudly(cache, workload, n
     assert followed or len(warnings) == 1, (
         f"the schedule was neither followed (matches {s['schedule_matches']}, mismatches "
         f"{s['schedule_mismatches']}) nor refused with a warning ({warnings})")
+
+
+BAD_SCHEDULES = ["truncated", "garbage", "missing", "wrong-rank", "changed-file", "corrupt-index"]
+
+
+@pytest.mark.parametrize("case", BAD_SCHEDULES)
+def test_bad_schedule_files_lose_nothing(cache, workload, node_id, tmp_path, case):
+    """A schedule that is corrupt, missing, for other ranks, or made before the file changed:
+    one warning naming PRESCIENT_SCHEDULE, every read exact and still cached, the schedule
+    not used.
+    A corrupt next-use index beside a good schedule is rebuilt silently and the schedule is
+    followed."""
+    data = tmp_path / "data"
+    shutil.copytree(workload["data"], data)
+    sched = tmp_path / "sched.bin"
+    copy = {**workload, "data": data, "root": tmp_path}
+    _schedule(cache, copy, sched)
+    tool = cache.schedule_tool()
+    # The loader reads the scheduled dataset in the schedule's order (rank 0, epoch 0).
+    order = run([tool, "dump", sched, "--rank", 0, "--epoch", 0], cache.native_env(),
+                tmp_path).stdout.split()
+    extra = {"PRESCIENT_SCHEDULE": str(sched)}
+    if case == "truncated":
+        sched.write_bytes(sched.read_bytes()[:100])
+    elif case == "garbage":
+        sched.write_bytes(os.urandom(sched.stat().st_size))
+    elif case == "missing":
+        extra["PRESCIENT_SCHEDULE"] = str(tmp_path / "no-such.sched")
+    elif case == "wrong-rank":
+        extra["PRESCIENT_RANK"] = "3"  # the schedule has one rank
+    elif case == "changed-file":
+        st = os.stat(data / "a.h5")
+        os.utime(data / "a.h5", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    elif case == "corrupt-index":
+        index = tmp_path / "sched.bin.node0.index"  # where the connector looks for node 0's
+        run([tool, "index", sched, "--node", 0, "--output", index, "--quiet"], cache.native_env(),
+            tmp_path)
+        index.write_bytes(os.urandom(index.stat().st_size))
+    plan = [["a.h5", "gzip_i2", "int", [int(i)]] for i in order]
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    run([READS_SCRIPT, data, plan_path, tmp_path / "native.json"], cache.native_env(), tmp_path)
+    proc = run([READS_SCRIPT, data, plan_path, tmp_path / "conn.json"],
+               cache.connector_env(node_id, stats=tmp_path / "stats.json", extra=extra), tmp_path)
+    native = read_json(tmp_path / "native.json")["digests"][0]
+    got = read_json(tmp_path / "conn.json")["digests"][0]
+    assert got == native, f"{sum(a != b for a, b in zip(native, got))} reads differ ({case})"
+    s = read_json(tmp_path / "stats.json")
+    assert s["reads_served"] == len(plan), s
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("prescient: warn")]
+    if case == "corrupt-index":
+        assert not warnings, warnings
+        assert s["schedule_matches"] >= 0.9 * len(plan), s
+        return
+    assert len(warnings) == 1, warnings
+    assert "PRESCIENT_SCHEDULE" in warnings[0], warnings
+    # Running without the schedule: nothing is compared with it (read-around of
+    # whole chunks still counts as rows_prefetched, as it does without any schedule).
+    assert s.get("schedule_matches", 0) == 0 and s.get("schedule_mismatches", 0) == 0, s
+    assert segment_leftovers(node_id) == []
