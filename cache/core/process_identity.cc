@@ -1,10 +1,8 @@
 #include "cache/core/process_identity.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -53,26 +51,7 @@ StatLine ReadStat(std::int32_t pid) {
 
 }  // namespace
 
-namespace {
-
-std::atomic<std::int32_t> cached_pid{0};
-
-void RefreshPidInChild() { cached_pid.store(static_cast<std::int32_t>(::getpid())); }
-
-}  // namespace
-
-std::int32_t CurrentPid() noexcept {
-  std::int32_t pid = cached_pid.load(std::memory_order_relaxed);
-  if (pid != 0) return pid;
-  static const bool registered = [] {
-    pthread_atfork(nullptr, nullptr, RefreshPidInChild);
-    return true;
-  }();
-  (void)registered;
-  pid = static_cast<std::int32_t>(::getpid());
-  cached_pid.store(pid, std::memory_order_relaxed);
-  return pid;
-}
+std::int32_t CurrentPid() noexcept { return static_cast<std::int32_t>(::getpid()); }
 
 ProcessIdentity SelfIdentity() noexcept {
   ProcessIdentity self;

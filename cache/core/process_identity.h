@@ -19,9 +19,11 @@ struct ProcessIdentity {
 // The calling process (re-read after fork: no caching).
 ProcessIdentity SelfIdentity() noexcept;
 
-// getpid() without the system call: cached, and refreshed in the child by a
-// pthread_atfork handler (fork(), as Python's os.fork and multiprocessing use;
-// a raw clone() that bypasses glibc would not refresh it).
+// getpid(), deliberately not cached: a cache refreshed by a pthread_atfork
+// handler goes stale when its first use (and so the handler's registration)
+// happens inside another prepare handler of the same fork, which is exactly
+// when the connector first opens the cache in a DataLoader's main process.
+// The child then acted under its parent's identity (claims, leadership).
 std::int32_t CurrentPid() noexcept;
 
 // False when the process is gone, a zombie, or its pid now names another

@@ -1,9 +1,11 @@
 // SIGKILL in the middle of things: a process holding the segment lock with
 // half-done updates, a process loading rows others wait for, a leader.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -253,6 +255,41 @@ TEST(Leadership, OneLeaderForkedChildrenDoNotInheritTakeoverWithinASecond) {
   EXPECT_TRUE(c.IsLeader());
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
   EXPECT_EQ(WaitExitCode(leader), 128 + SIGKILL);
+}
+
+// A DataLoader's main process may touch the cache for the first time inside
+// the connector's own pthread_atfork prepare handler, while its first workers
+// are being forked. The children must still act as themselves (regression:
+// a pid cached and refreshed by an at-fork handler registered during that
+// very fork stayed the parent's, so a worker led prefetching as the parent and
+// its claims looked like the parent's, never to be released).
+std::unique_ptr<NodeCache>* opened_in_prepare = nullptr;
+CacheOptions* prepare_options = nullptr;
+
+void OpenCacheInPrepare() {
+  if (prepare_options == nullptr) return;  // only for the first fork of the test
+  auto opened = NodeCache::Open(*prepare_options);
+  prepare_options = nullptr;
+  if (!opened.ok()) return;
+  *opened_in_prepare = std::move(opened.value());
+  (void)(*opened_in_prepare)->TryBecomeLeader();
+}
+
+TEST(Leadership, ChildrenStayThemselvesWhenTheCacheIsFirstUsedDuringFork) {
+  ScopedSegmentName name;
+  std::unique_ptr<NodeCache> cache;
+  opened_in_prepare = &cache;
+  prepare_options = &name.options();
+  ASSERT_EQ(pthread_atfork(&OpenCacheInPrepare, nullptr, nullptr), 0);
+  const pid_t worker = ForkChild([&] {
+    if (cache == nullptr) return 3;
+    if (cache->IsLeader()) return 1;         // the parent's leadership, inherited
+    if (cache->TryBecomeLeader()) return 2;  // taken from a live leader
+    return 0;
+  });
+  ASSERT_NE(cache, nullptr);
+  EXPECT_TRUE(cache->IsLeader());
+  EXPECT_EQ(WaitExitCode(worker), 0) << "1: the child acted as the leader; 2: it took over";
 }
 
 }  // namespace
