@@ -11,6 +11,7 @@
 
 #include "cache/io/coalescing_planner.h"
 #include "cache/io/raw_loader.h"
+#include "cache/io/task_order.h"
 #include "vol/runtime.h"
 
 namespace prescient::vol {
@@ -83,35 +84,37 @@ void Prefetcher::Stop() {
   running_pid_ = 0;
 }
 
-std::vector<std::uint64_t> Prefetcher::RowsOfSteps(std::uint64_t from, std::uint64_t to) const {
-  std::vector<std::uint64_t> rows;
+std::vector<io::RowNeed> Prefetcher::RowsOfSteps(std::uint64_t from, std::uint64_t to) const {
+  std::vector<io::RowNeed> needs;
   for (std::uint64_t g = from; g < to; ++g) {
     const auto [epoch, step] = binding_->EpochAndStep(g);
     for (std::uint32_t rank : binding_->LocalRanks()) {
       const scheduler::RankEpochView part = binding_->Part(rank, epoch);
       if (step >= part.steps()) continue;
-      for (scheduler::SampleId s : part.Step(step)) rows.push_back(s);
+      for (scheduler::SampleId s : part.Step(step)) needs.push_back({.row = s, .step = g});
     }
   }
   // Whole slabs of chunked data: each chunk is read and decoded once; rows
   // the oracle would not admit are then left out by Claim.
   if (const auto* chunked = std::get_if<io::ChunkedLayout>(dataset_->raw_layout().get())) {
     const std::uint64_t per_slab = chunked->chunk_shape()[0];
-    const std::size_t wanted = rows.size();
+    const std::size_t wanted = needs.size();
     for (std::size_t i = 0; i < wanted; ++i) {
-      const std::uint64_t first = rows[i] / per_slab * per_slab;
+      const std::uint64_t first = needs[i].row / per_slab * per_slab;
       for (std::uint64_t r = first; r < std::min(first + per_slab, dataset_->num_rows()); ++r)
-        rows.push_back(r);
+        needs.push_back({.row = r});
     }
   }
-  std::sort(rows.begin(), rows.end());
-  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  return rows;
+  io::NormalizeNeeds(needs);
+  return needs;
 }
 
 void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executor& executor) {
-  const std::vector<std::uint64_t> rows = RowsOfSteps(from, to);
-  if (rows.empty()) return;
+  const std::vector<io::RowNeed> needs = RowsOfSteps(from, to);
+  if (needs.empty()) return;
+  std::vector<std::uint64_t> rows(needs.size());
+  std::transform(needs.begin(), needs.end(), rows.begin(),
+                 [](const io::RowNeed& n) { return n.row; });
   cache::Result<std::vector<std::uint64_t>> claimed =
       cache_.Claim(dataset_->slot(), rows, oracle_.get());
   if (!claimed.ok() || claimed.value().empty()) return;
@@ -121,6 +124,8 @@ void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executo
     for (std::uint64_t row : claimed.value()) cache_.Abandon(dataset_->slot(), row);
     return;
   }
+  // The round spans hundreds of steps; the loaders' next batch goes first.
+  io::OrderTasksByFirstNeed(plan.value(), needs);
   Stats& stats = Runtime::Get().stats();
   const std::uint32_t epoch = binding_->EpochAndStep(from).first;
   Countdown countdown(plan.value().tasks.size());

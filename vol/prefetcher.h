@@ -22,6 +22,7 @@
 #include "cache/core/node_cache.h"
 #include "cache/io/coalescing_options.h"
 #include "cache/io/executor.h"
+#include "cache/io/task_order.h"
 #include "vol/cached_dataset.h"
 #include "vol/schedule_binding.h"
 
@@ -46,7 +47,9 @@ class Prefetcher {
  private:
   void Run() noexcept;
   void PrefetchSteps(std::uint64_t from, std::uint64_t to, cache::io::Executor& executor);
-  std::vector<std::uint64_t> RowsOfSteps(std::uint64_t from, std::uint64_t to) const;
+  // The rows of global steps [from, to) of every local rank, each with its
+  // first step, plus (chunked data) the other rows of their slabs.
+  std::vector<cache::io::RowNeed> RowsOfSteps(std::uint64_t from, std::uint64_t to) const;
 
   cache::NodeCache& cache_;
   std::shared_ptr<const ScheduleBinding> binding_;

@@ -39,7 +39,8 @@ struct ReadTask {
 };
 
 struct ReadPlan {
-  std::vector<ReadTask> tasks{};  // ordered by the file offset of their first read
+  // By the file offset of their first read, unless reordered (task_order.h).
+  std::vector<ReadTask> tasks{};
 
   std::uint64_t num_reads() const;
   std::uint64_t bytes_read() const;  // sum of read lengths, gaps included
