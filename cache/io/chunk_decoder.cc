@@ -4,15 +4,47 @@
 
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
+#if PRESCIENT_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+
 namespace prescient::cache::io {
+namespace {
+
+// The fast path: libdeflate inflates whole buffers 2-3x faster than zlib,
+// which matters because decoding is what bounds a cold epoch of gzip data.
+// False on any failure; zlib then decodes again and says what is wrong.
+bool InflateWholeBuffer(std::span<const std::byte> in, std::span<std::byte> out) {
+#if PRESCIENT_HAVE_LIBDEFLATE
+  struct Free {
+    void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+  };
+  // A decompressor is not thread-safe and costs an allocation: one per thread.
+  thread_local const std::unique_ptr<libdeflate_decompressor, Free> decompressor(
+      libdeflate_alloc_decompressor());
+  if (decompressor == nullptr) return false;
+  std::size_t produced = 0;
+  return libdeflate_zlib_decompress(decompressor.get(), in.data(), in.size(), out.data(),
+                                    out.size(), &produced) == LIBDEFLATE_SUCCESS &&
+         produced == out.size();
+#else
+  (void)in;
+  (void)out;
+  return false;
+#endif
+}
+
+}  // namespace
 
 Status Inflate(std::span<const std::byte> in, std::span<std::byte> out) {
   if (in.size() > std::numeric_limits<uInt>::max() ||
       out.size() > std::numeric_limits<uInt>::max()) {
     return Status::Unsupported("deflate chunk larger than 4 GiB");
   }
+  if (InflateWholeBuffer(in, out)) return Status();
   z_stream stream{};
   // zlib's API takes non-const input; it never writes to it.
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));

@@ -7,7 +7,8 @@
 // (compress2 format: header + adler32); shuffle stores byte 0 of every
 // element, then byte 1 of every element, and so on.
 //
-// Thread-safe: no shared state; each call uses the caller's buffers.
+// Thread-safe: no shared state; each call uses the caller's buffers (and, with
+// libdeflate, a decompressor private to the calling thread).
 #ifndef PRESCIENT_CACHE_IO_CHUNK_DECODER_H_
 #define PRESCIENT_CACHE_IO_CHUNK_DECODER_H_
 
@@ -38,7 +39,8 @@ Result<std::span<const std::byte>> DecodeChunk(std::span<const std::byte> stored
                                                std::uint64_t element_size,
                                                std::uint64_t chunk_bytes, DecodeBuffers& buffers);
 
-// zlib inflate of a whole stream into exactly out.size() bytes.
+// Inflates a whole zlib stream into exactly out.size() bytes (libdeflate when
+// built with it, else zlib; errors are always diagnosed by zlib).
 Status Inflate(std::span<const std::byte> in, std::span<std::byte> out);
 
 // Inverse of HDF5's shuffle: in and out have the same size and must not
