@@ -81,7 +81,8 @@ class Bench:
 
     # -- one loader run ---------------------------------------------------------------------------
     def run(self, kind, key, label, *, connector=False, schedule=None, cache_bytes=None, workers=WORKERS,
-            epochs=1, compute_s=0.0, limit=None, prewarm=False, cache_rows=None, policy=None):
+            epochs=1, compute_s=0.0, limit=None, prewarm=False, cache_rows=None, policy=None,
+            persistent=False):
         a = self.args
         self.counter += 1
         run_dir = os.path.join(self.stats_root, f"{kind}-{key}")
@@ -102,7 +103,8 @@ class Bench:
             stats_glob = os.path.join(run_dir, "stats*.json")
         config = {"path": self.files[kind], "dataset": datasets.NAME, "workers": workers, "batch_size": BATCH,
                   "epochs": epochs, "compute_s": compute_s, "limit_samples": limit, "prewarm": prewarm,
-                  "sums": self.files["sums"], "seed": SEED, "stats_glob": stats_glob}
+                  "sums": self.files["sums"], "seed": SEED, "stats_glob": stats_glob,
+                  "persistent_workers": persistent}
         config_path = os.path.join(run_dir, "config.json")
         result_path = os.path.join(run_dir, "result.json")
         json.dump(config, open(config_path, "w"), indent=1)
@@ -120,7 +122,8 @@ class Bench:
             leftover = [p for p in os.listdir("/dev/shm") if node in p]
         merged = stats_merge.merge_files(stats_merge.expand(stats_glob)) if stats_glob else None
         run = {"kind": kind, "key": key, "label": label, "connector": connector, "schedule": bool(schedule),
-               "workers": workers, "compute_s": compute_s, "limit": limit, "prewarm": prewarm,
+               "workers": workers, "persistent": persistent, "compute_s": compute_s, "limit": limit,
+               "prewarm": prewarm,
                "cache_bytes": cache_bytes, "cache_rows": cache_rows, "policy": policy, "wall_s": wall,
                "warnings": warnings[:20], "shm_leftover": leftover, "stats_dir": run_dir,
                "epochs": self.epoch_rows(result, merged, limit)}
@@ -211,10 +214,10 @@ class Bench:
     # samples (every chunk is decoded several times per epoch), so the default does it for two
     # epochs and leaves out its LRU and compute variants (--all includes them).
     FULL = {
-        "contiguous": ["native-1p", "native-pc", "native-dl", "native-dl+c", "native-dl-pc+c", "pre-lru", "pre-sched", "pre-1p",
-                       "pre-lru-q", "pre-sched-q", "pre-1p-q", "pre-lru+c", "pre-sched+c", "pre-sched-q+c", "pre-1p+c",
+        "contiguous": ["native-1p", "native-pc", "native-dl", "native-dl+c", "native-dl-pc+c", "native-dl-pc-pw",
+                       "pre-lru", "pre-sched", "pre-sched-pw", "pre-1p", "pre-lru-q", "pre-sched-q", "pre-1p-q", "pre-lru+c", "pre-sched+c", "pre-sched-q+c", "pre-1p+c",
                        "pre-1p-q+c"],
-        "gzip": ["native-1p", "native-pc", "native-dl", "native-dl+c", "pre-lru", "pre-sched", "pre-1p",
+        "gzip": ["native-1p", "native-pc", "native-dl", "native-dl+c", "pre-lru", "pre-sched", "pre-sched-pw", "pre-1p",
                  "pre-sched-q", "pre-lru+c", "pre-sched+c", "pre-1p+c"],
     }
     QUICK = {
@@ -250,6 +253,8 @@ class Bench:
             "native-dl+c": ("native, DataLoader 2w +c", dict(epochs=1, compute_s=compute)),
             "native-dl-pc+c": ("native, DataLoader 2w, page cache +c", dict(epochs=1, compute_s=compute,
                                                                            prewarm=True)),
+            "native-dl-pc-pw": ("native, DataLoader 2w persistent, page cache",
+                                dict(epochs=2, prewarm=True, persistent=True)),
         }
         for key in keys:
             if key in natives:
@@ -270,6 +275,7 @@ class Bench:
             # key: (label, schedule?, cache, workers, compute?)
             "pre-lru": ("Prescient LRU, full", False, "full", WORKERS, False),
             "pre-sched": ("Prescient sched, full", True, "full", WORKERS, False),
+            "pre-sched-pw": ("Prescient sched, full, persistent w", True, "full", WORKERS, False),
             "pre-1p": ("Prescient sched, full, 1 proc", True, "full", 0, False),
             "pre-lru-q": ("Prescient LRU, quarter", False, "quarter", WORKERS, False),
             "pre-sched-q": ("Prescient sched, quarter", True, "quarter", WORKERS, False),
@@ -290,7 +296,7 @@ class Bench:
             run = self.run(kind, key, label, connector=True, epochs=epochs, workers=workers,
                            schedule=(sched_w if workers else sched_1) if scheduled else None,
                            cache_bytes=size[cache], cache_rows=held[cache], compute_s=compute if with_compute else 0.0,
-                           policy=prediction.CONNECTOR_POLICY[scheduled])
+                           policy=prediction.CONNECTOR_POLICY[scheduled], persistent=key.endswith("-pw"))
             self.attach_prediction(run, sims[cache])
             plots.run_plots(run, os.path.join(a.out, "plots", f"{kind}-{key}"))
 

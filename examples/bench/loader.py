@@ -116,7 +116,11 @@ def main():
 
     ds = Samples(path, name)
     sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=True, seed=config["seed"])
-    loader = DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers)
+    # persistent_workers keeps the same worker processes across epochs, so their
+    # page tables over the node cache's segment survive (see examples/bench/RESULTS.md).
+    persistent = bool(config.get("persistent_workers")) and workers > 0
+    loader = DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers,
+                        persistent_workers=persistent)
 
     epochs = []
     for epoch in range(config["epochs"]):
@@ -155,7 +159,7 @@ def main():
                 compute += time.perf_counter() - t2
             if limit and samples >= limit:
                 break
-        del it  # shuts the workers down before the epoch is closed
+        del it  # shuts non-persistent workers down before the epoch is closed
         # The check is the harness's, not the loader's: its time is left out of the epoch.
         elapsed = time.perf_counter() - start - check
         dev1 = device_reads(device)

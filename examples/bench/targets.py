@@ -46,13 +46,15 @@ def evaluate(results):
                                      f"{t - min(later):.2f} s = {excess:.2f}x the scan" if later else "")})
 
     # Like for like: one process against one process, DataLoader workers against workers.
-    for key, ref_key in (("pre-1p", "native-pc"), ("pre-sched", "native-dl-pc+c"), ("pre-sched", "native-pc")):
+    for key, ref_key in (("pre-1p", "native-pc"), ("pre-sched", "native-dl-pc+c"), ("pre-sched-pw", "native-dl-pc-pw"),
+                         ("pre-sched", "native-pc")):
         pre = _run(results, "contiguous", key)
         ref = _run(results, "contiguous", ref_key)
         if ref and pre and _later_read_us(pre):
-            ref_us = ref["epochs"][0]["read_us"]
+            ref_us = sum(e["read_ns"] for e in ref["epochs"]) / sum(e["samples"] for e in ref["epochs"]) / 1e3
             ratio = _later_read_us(pre) / ref_us
-            ref_faults = ref["epochs"][0].get("read_minflt", 0) / max(1, ref["epochs"][0]["samples"])
+            ref_faults = (sum(e.get("read_minflt", 0) for e in ref["epochs"])
+                          / max(1, sum(e["samples"] for e in ref["epochs"])))
             out.append({"name": f"contiguous: later epochs' read time <= 1.2x native from page cache "
                                 f"({pre['label']} vs {ref['label']})",
                         "verdict": _verdict(ratio <= 1.2), "value": ratio,
@@ -60,7 +62,7 @@ def evaluate(results):
                                   f"minor page faults per read {_later_faults(pre):.1f} vs {ref_faults:.1f}"})
     native_pc = _run(results, "gzip", "native-pc")
     native_cold = _run(results, "gzip", "native-1p")
-    for key in ("pre-1p", "pre-sched"):
+    for key in ("pre-1p", "pre-sched", "pre-sched-pw"):
         pre = _run(results, "gzip", key)
         if native_pc and pre and _later_read_us(pre):
             speedup = native_pc["epochs"][0]["read_us"] / _later_read_us(pre)
