@@ -14,7 +14,7 @@
 namespace prescient::cache::io {
 namespace {
 
-// The fast path: libdeflate inflates whole buffers 2-3x faster than zlib,
+// The fast path: libdeflate inflates whole buffers about 2x faster than zlib,
 // which matters because decoding is what bounds a cold epoch of gzip data.
 // False on any failure; zlib then decodes again and says what is wrong.
 bool InflateWholeBuffer(std::span<const std::byte> in, std::span<std::byte> out) {
