@@ -69,8 +69,8 @@ bool MapFile(const std::string& path, const struct stat& expected, std::uint64_t
       return false;
     }
     bip::mapped_region region(file, bip::read_write, 0, static_cast<std::size_t>(size));
-    *out = MappedSegment{std::move(file), std::move(region), opened.st_dev, opened.st_ino};
-    return true;
+    *out = MappedSegment{std::move(region), opened.st_dev, opened.st_ino};
+    return true;  // `file` closes its descriptor here; the mapping stays
   } catch (const bip::interprocess_exception& e) {
     if (not_found != nullptr && e.get_native_error() == ENOENT) {
       *not_found = true;

@@ -29,9 +29,11 @@
 
 namespace prescient::cache::detail {
 
-// A mapped segment file; move-only, unmapped when destroyed (or reset).
+// A mapped segment file; move-only, unmapped when destroyed (or reset). No
+// descriptor is kept: the mapping outlives it, and a descriptor held for the
+// process's lifetime would be inherited by programs it executes (Boost opens
+// files without O_CLOEXEC).
 struct MappedSegment {
-  boost::interprocess::file_mapping file;
   boost::interprocess::mapped_region region;
   dev_t device = 0;  // the file's identity, to unlink only this file later
   ino_t inode = 0;
@@ -54,7 +56,7 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
 // Unlinks `path` if it still names this segment's file (not a newer one).
 void UnlinkIfSame(const std::string& path, const MappedSegment& segment);
 
-// Unmaps and closes the segment (the file stays).
+// Unmaps the segment (the file stays).
 void UnmapSegment(MappedSegment* segment);
 
 }  // namespace prescient::cache::detail
