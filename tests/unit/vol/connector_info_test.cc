@@ -1,4 +1,4 @@
-#include "vol/connector_info.h"
+#include "vol/passthrough/connector_info.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The assembled connector class: identity, every callback slot filled, and the
 // exception barrier's contract.
-#include "vol/connector.h"
+#include "vol/passthrough/connector.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "vol/callbacks.h"
-#include "vol/error.h"
+#include "vol/passthrough/callbacks.h"
+#include "vol/runtime/error.h"
 
 namespace prescient::vol {
 namespace {

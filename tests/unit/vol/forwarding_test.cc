@@ -2,11 +2,11 @@
 // are unwrapped, the id lands at its declared position, new objects and
 // requests are wrapped, a successful close frees the wrapper, failures pass
 // through untouched.
-#include "vol/forwarding.h"
+#include "vol/passthrough/forwarding.h"
 
 #include <gtest/gtest.h>
 
-#include "vol/file_state.h"
+#include "vol/objects/file_state.h"
 
 namespace prescient::vol {
 namespace {

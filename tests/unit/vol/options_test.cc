@@ -1,4 +1,4 @@
-#include "vol/options.h"
+#include "vol/runtime/options.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The position tracker against a real schedule file (DistributedSampler order,
 // one rank, two DataLoader workers), fed the read streams a DataLoader makes.
-#include "vol/position_tracker.h"
+#include "vol/schedule/position_tracker.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // The selection decoder against every selection shape h5py 3.13 produces
 // (research notes, h5py-read-path-and-samplers.md section 1.3), on a dataset
 // x of shape (100, 3, 32, 32) and y of shape (100).
-#include "vol/selection.h"
+#include "vol/read/selection.h"
 
 #include <gtest/gtest.h>
 

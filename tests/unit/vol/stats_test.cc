@@ -1,4 +1,4 @@
-#include "vol/stats.h"
+#include "vol/runtime/stats.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "vol/live_stats_file.h"
+#include "vol/runtime/live_stats_file.h"
 
 namespace prescient::vol {
 namespace {

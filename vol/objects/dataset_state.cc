@@ -1,0 +1,211 @@
+#include "vol/objects/dataset_state.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "vol/objects/file_state.h"
+#include "vol/runtime/error.h"
+
+namespace prescient::vol {
+namespace {
+
+// Datasets changed through this process, by (device, inode, token).
+using ChangedKey =
+    std::tuple<std::uint64_t, std::uint64_t, std::array<std::uint8_t, H5O_MAX_TOKEN_SIZE>>;
+std::mutex g_changed_mutex;
+std::set<ChangedKey>& ChangedSet() {
+  static auto* set = new std::set<ChangedKey>;
+  return *set;
+}
+
+// 64-bit FNV-1a, twice with different offsets: a stable 128-bit fingerprint
+// (not cryptographic; collisions between real datasets are not a concern).
+class Fingerprint {
+ public:
+  void Add(const void* data, std::size_t size) {
+    const auto* p = static_cast<const std::uint8_t*>(data);
+    for (std::size_t i = 0; i < size; ++i) {
+      a_ = (a_ ^ p[i]) * 0x100000001b3ULL;
+      b_ = (b_ ^ p[i]) * 0x100000001b3ULL;
+      b_ ^= b_ >> 29;
+    }
+  }
+  template <typename T>
+  void AddValue(const T& value) {
+    Add(&value, sizeof(value));
+  }
+  std::array<std::uint64_t, 2> Finish() const { return {a_, b_}; }
+
+ private:
+  std::uint64_t a_ = 0xcbf29ce484222325ULL;
+  std::uint64_t b_ = 0x84222325cbf29ce4ULL;
+};
+
+bool HasVariableParts(hid_t type) {
+  return H5Tdetect_class(type, H5T_VLEN) > 0 || H5Tdetect_class(type, H5T_REFERENCE) > 0 ||
+         H5Tis_variable_str(type) > 0;
+}
+
+// Runs a dataset 'get' on the under connector; returns the hid it yields.
+hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
+  H5VL_dataset_get_args_t args{};
+  args.op_type = op;
+  args.args.get_space.space_id = H5I_INVALID_HID;  // same layout for get_type
+  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                      nullptr) < 0) {
+    return H5I_INVALID_HID;
+  }
+  return op == H5VL_DATASET_GET_SPACE ? args.args.get_space.space_id : args.args.get_type.type_id;
+}
+
+bool UnderToken(const VolObject& dataset, H5O_token_t* token) {
+  H5O_info2_t info{};
+  H5VL_loc_params_t loc{};
+  loc.type = H5VL_OBJECT_BY_SELF;
+  loc.obj_type = H5I_DATASET;
+  H5VL_object_get_args_t args{};
+  args.op_type = H5VL_OBJECT_GET_INFO;
+  args.args.get_info.fields = H5O_INFO_BASIC;
+  args.args.get_info.oinfo = &info;
+  if (H5VLobject_get(dataset.under, &loc, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                     nullptr) < 0) {
+    return false;
+  }
+  *token = info.token;
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
+  // Failed queries must not leave errors behind a successful open.
+  PreservedErrorStack keep;
+  std::shared_ptr<DatasetState> state(new DatasetState);
+  const hid_t space = UnderDatasetGet(dataset, H5VL_DATASET_GET_SPACE);
+  if (space < 0) return nullptr;
+  const int rank = H5Sget_simple_extent_ndims(space);
+  if (rank >= 0) {
+    state->dims_.resize(static_cast<std::size_t>(rank));
+    H5Sget_simple_extent_dims(space, state->dims_.data(), nullptr);
+  }
+  const H5S_class_t space_class = H5Sget_simple_extent_type(space);
+  H5Sclose(space);
+  if (rank < 0 || space_class == H5S_NO_CLASS) return nullptr;
+
+  // The stored type is kept as a transient copy decoded from its encoding:
+  // the id H5Dget_type gives belongs to the file, and h5py's File.close()
+  // closes every id of the file (H5Fget_obj_ids), ours included.
+  {
+    const hid_t stored = UnderDatasetGet(dataset, H5VL_DATASET_GET_TYPE);
+    if (stored < 0) return nullptr;
+    std::size_t encoded_size = 0;
+    if (H5Tencode(stored, nullptr, &encoded_size) >= 0 && encoded_size > 0) {
+      state->encoded_type_.resize(encoded_size);
+      if (H5Tencode(stored, state->encoded_type_.data(), &encoded_size) < 0)
+        state->encoded_type_.clear();
+    }
+    state->type_class_ = H5Tget_class(stored);
+    state->type_size_ = H5Tget_size(stored);
+    state->atomic_ = AtomicProperties::Of(stored, state->type_class_);
+    state->fixed_size_ = !HasVariableParts(stored);
+    H5Tclose(stored);
+  }
+  if (state->encoded_type_.empty() || state->type_size_ == 0) return nullptr;
+  std::uint64_t row_elements = 1;
+  for (std::size_t d = 1; d < state->dims_.size(); ++d) row_elements *= state->dims_[d];
+  state->row_bytes_ = row_elements * state->type_size_;
+
+  H5O_token_t token{};
+  if (!UnderToken(dataset, &token)) return nullptr;
+
+  DatasetIdentity& id = state->identity_;
+  std::memcpy(id.token.data(), token.__data, H5O_MAX_TOKEN_SIZE);
+  Fingerprint fp;
+  if (dataset.file) {
+    const FileIdentity& f = dataset.file->identity;
+    id.file_device = f.device;
+    id.file_inode = f.inode;
+    for (std::uint64_t v : {f.device, f.inode, f.size, static_cast<std::uint64_t>(f.mtime_ns),
+                            static_cast<std::uint64_t>(f.ctime_ns)}) {
+      fp.AddValue(v);
+    }
+  }
+  fp.Add(id.token.data(), id.token.size());
+  for (hsize_t d : state->dims_) fp.AddValue(static_cast<std::uint64_t>(d));
+  fp.Add(state->encoded_type_.data(), state->encoded_type_.size());
+  id.hash = fp.Finish();
+
+  std::ostringstream desc;
+  desc << (dataset.file ? dataset.file->name : "?") << " shape (";
+  for (std::size_t d = 0; d < state->dims_.size(); ++d) desc << (d ? "," : "") << state->dims_[d];
+  desc << ") type size " << state->type_size_;
+  id.description = desc.str();
+  return state;
+}
+
+std::shared_ptr<DatasetState> DatasetState::TryIdentify(const VolObject& dataset) noexcept {
+  try {
+    return Identify(dataset);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+DatasetState::AtomicProperties DatasetState::AtomicProperties::Of(hid_t type,
+                                                                  H5T_class_t type_class) {
+  AtomicProperties p;
+  if (type_class != H5T_INTEGER && type_class != H5T_FLOAT) return p;
+  p.order = H5Tget_order(type);
+  p.precision = H5Tget_precision(type);
+  p.offset = H5Tget_offset(type);
+  H5Tget_pad(type, &p.lsb, &p.msb);
+  if (type_class == H5T_INTEGER) {
+    p.sign = H5Tget_sign(type);
+  } else {
+    H5Tget_fields(type, &p.fields[0], &p.fields[1], &p.fields[2], &p.fields[3], &p.fields[4]);
+    p.ebias = H5Tget_ebias(type);
+    p.norm = H5Tget_norm(type);
+    p.inpad = H5Tget_inpad(type);
+  }
+  return p;
+}
+
+bool DatasetState::IsStoredType(hid_t mem_type) const {
+  if (H5Tget_class(mem_type) != type_class_ || H5Tget_size(mem_type) != type_size_) return false;
+  if (type_class_ == H5T_INTEGER || type_class_ == H5T_FLOAT) {
+    return AtomicProperties::Of(mem_type, type_class_) == atomic_;
+  }
+  // Other classes (compound, enum, array, ...): a decoded copy and H5Tequal.
+  const hid_t stored = NewStoredTypeId();
+  if (stored < 0) return false;
+  const bool equal = H5Tequal(mem_type, stored) > 0;
+  H5Tclose(stored);
+  return equal;
+}
+
+hid_t DatasetState::NewStoredTypeId() const { return H5Tdecode(encoded_type_.data()); }
+
+void DatasetState::MarkChanged() noexcept {
+  changed_.store(true, std::memory_order_relaxed);
+  try {
+    std::lock_guard lock(g_changed_mutex);
+    ChangedSet().emplace(identity_.file_device, identity_.file_inode, identity_.token);
+  } catch (...) {
+    // Out of memory: this handle still knows; other handles may not.
+  }
+}
+
+bool DatasetState::changed() const {
+  if (changed_.load(std::memory_order_relaxed)) return true;
+  std::lock_guard lock(g_changed_mutex);
+  if (ChangedSet().count({identity_.file_device, identity_.file_inode, identity_.token}) == 0)
+    return false;
+  changed_.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace prescient::vol

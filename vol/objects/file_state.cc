@@ -1,0 +1,59 @@
+#include "vol/objects/file_state.h"
+
+#include <sys/stat.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace prescient::vol {
+
+FileIdentity IdentifyFile(const std::string& path) {
+  FileIdentity id;
+  struct stat st{};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return id;
+  id.valid = true;
+  id.device = static_cast<std::uint64_t>(st.st_dev);
+  id.inode = static_cast<std::uint64_t>(st.st_ino);
+  id.size = static_cast<std::uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return id;
+}
+
+std::shared_ptr<FileState> FileState::Make(const char* name, bool writable, bool posix_driver) {
+  auto state = std::make_shared<FileState>();
+  state->name = name ? name : "";
+  state->writable = writable;
+  state->posix_driver = posix_driver;
+  state->identity = IdentifyFile(state->name);
+  return state;
+}
+
+namespace {
+
+std::mutex g_open_files_mutex;
+std::map<std::pair<std::uint64_t, std::uint64_t>, std::weak_ptr<FileState>>& OpenFileMap() {
+  static auto* map =
+      new std::map<std::pair<std::uint64_t, std::uint64_t>, std::weak_ptr<FileState>>;
+  return *map;
+}
+
+}  // namespace
+
+void OpenFiles::Remember(const std::shared_ptr<FileState>& file) {
+  if (!file || !file->identity.valid) return;
+  std::lock_guard lock(g_open_files_mutex);
+  auto& map = OpenFileMap();
+  for (auto it = map.begin(); it != map.end();)
+    it = it->second.expired() ? map.erase(it) : std::next(it);
+  map[{file->identity.device, file->identity.inode}] = file;
+}
+
+std::shared_ptr<FileState> OpenFiles::Find(const FileIdentity& identity) {
+  std::lock_guard lock(g_open_files_mutex);
+  auto it = OpenFileMap().find({identity.device, identity.inode});
+  return it == OpenFileMap().end() ? nullptr : it->second.lock();
+}
+
+}  // namespace prescient::vol

@@ -1,0 +1,57 @@
+// What Prescient knows about an open file: its name, whether it was opened for
+// writing, and its identity on disk at open time.
+//
+// The identity (device, inode, size, modification and status-change times) is part of every
+// dataset identity, so a file that is rewritten, truncated or replaced is a
+// different file to the cache even if its name is the same.
+#ifndef PRESCIENT_VOL_OBJECTS_FILE_STATE_H_
+#define PRESCIENT_VOL_OBJECTS_FILE_STATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace prescient::vol {
+
+struct FileIdentity {
+  bool valid = false;  // false: not a regular file we could stat (e.g. the core driver)
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  // Status change time: unlike mtime it cannot be set back (cp -p, rsync -t,
+  // tar x restore mtimes), so a rewritten file always gets a new identity.
+  std::int64_t ctime_ns = 0;
+};
+
+// stat(2) of `path`; invalid on any failure.
+FileIdentity IdentifyFile(const std::string& path);
+
+struct FileState {
+  static std::shared_ptr<FileState> Make(const char* name, bool writable,
+                                         bool posix_driver = false);
+
+  std::string name;
+  // Opened for writing or for SWMR reading: its data may change, so nothing
+  // of it is ever served from the cache.
+  bool writable = false;
+  // Opened with HDF5's POSIX (sec2) driver: file addresses are offsets a plain
+  // pread of `name` can use. Other drivers (core, family, split, MPI-IO, ros3)
+  // are read through HDF5 only.
+  bool posix_driver = false;
+  FileIdentity identity;
+};
+
+// Files the application opened through the connector, by device and inode,
+// for objects that turn out to live in another file than their parent's.
+class OpenFiles {
+ public:
+  // Called for every file opened or created through the connector.
+  static void Remember(const std::shared_ptr<FileState>& file);
+  // The live FileState of that file, if the application has it open.
+  static std::shared_ptr<FileState> Find(const FileIdentity& identity);
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_OBJECTS_FILE_STATE_H_

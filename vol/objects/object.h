@@ -1,0 +1,56 @@
+// The object Prescient hands to HDF5 in place of the connector underneath's.
+//
+// Every file, group, dataset, datatype, attribute and request that passes
+// through the connector is wrapped in a VolObject: the under object, the under
+// connector's id (one reference held per wrapper, as HDF5's pass-through
+// contract requires) and what Prescient knows about it: the file it belongs to
+// and, for datasets, their identity. Wrappers are created on the caller's
+// thread inside a callback and freed by the close that ends them.
+#ifndef PRESCIENT_VOL_OBJECTS_OBJECT_H_
+#define PRESCIENT_VOL_OBJECTS_OBJECT_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "vol/hdf5_compat.h"
+
+namespace prescient::vol {
+
+struct FileState;
+class DatasetState;
+
+enum class ObjectKind : std::uint8_t {
+  kFile,
+  kGroup,
+  kDataset,
+  kDatatype,
+  kAttribute,
+  kMap,
+  kRequest,
+  kOther,
+};
+
+ObjectKind KindOf(H5I_type_t type);
+
+struct VolObject {
+  static constexpr std::uint32_t kMagic = 0x50524553;  // "PRES": catches stray pointers in debug
+
+  // Takes a new reference on under_vol_id.
+  static VolObject* Wrap(void* under, hid_t under_vol_id, ObjectKind kind,
+                         std::shared_ptr<FileState> file);
+  // Drops the reference; safe after a failed call (keeps the error stack).
+  static void Free(VolObject* object);
+
+  static VolObject* From(void* p) { return static_cast<VolObject*>(p); }
+
+  std::uint32_t magic = kMagic;
+  void* under = nullptr;
+  hid_t under_vol_id = H5I_INVALID_HID;
+  ObjectKind kind = ObjectKind::kOther;
+  std::shared_ptr<FileState> file;        // null when unknown (e.g. wrapped blindly)
+  std::shared_ptr<DatasetState> dataset;  // datasets Prescient identified
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_OBJECTS_OBJECT_H_

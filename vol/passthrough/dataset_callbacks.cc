@@ -1,0 +1,135 @@
+// dataset_cls: identifying datasets as they open, the read hook, and marking
+// datasets changed when they are written or resized through the connector.
+#include <vector>
+
+#include "vol/objects/dataset_state.h"
+#include "vol/objects/object.h"
+#include "vol/objects/object_file.h"
+#include "vol/passthrough/callbacks.h"
+#include "vol/passthrough/forwarding.h"
+#include "vol/read/read_hook.h"
+#include "vol/runtime/error.h"
+#include "vol/runtime/runtime.h"
+#include "vol/serve/cache_client.h"
+
+namespace prescient::vol {
+namespace {
+
+// Attaches a DatasetState to a freshly wrapped dataset.
+void AttachIdentity(VolObject* dataset, bool created_here) noexcept {
+  if (dataset == nullptr || !Runtime::Get().enabled()) return;
+  dataset->file = ResolveFile(*dataset, H5I_DATASET);
+  dataset->dataset = DatasetState::TryIdentify(*dataset);
+  Runtime::Get().stats().Add(Counter::kDatasetsOpened);
+  if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
+  if (!created_here) CacheClient::Get().DatasetOpened(*dataset);
+}
+
+void MarkChanged(void* obj) {
+  VolObject* dataset = VolObject::From(obj);
+  if (dataset != nullptr && dataset->dataset) dataset->dataset->MarkChanged();
+}
+
+// The under objects of an H5Dread_multi/H5Dwrite_multi array.
+std::vector<void*> UnderObjects(size_t count, void* dset[], hid_t* under_vol_id) {
+  std::vector<void*> under(count);
+  for (size_t i = 0; i < count; ++i) {
+    VolObject* object = VolObject::From(dset[i]);
+    under[i] = object->under;
+    *under_vol_id = object->under_vol_id;
+  }
+  return under;
+}
+
+}  // namespace
+
+void* DatasetCreate(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t lcpl_id,
+                    hid_t type_id, hid_t space_id, hid_t dcpl_id, hid_t dapl_id, hid_t dxpl_id,
+                    void** req) {
+  using Forward =
+      Forwarder<"dataset_cls.create", H5VLdataset_create, 2, Result::kNewObject,
+                ObjectKind::kDataset, ObjectsAt<0>, decltype(H5VL_dataset_class_t::create)>;
+  void* dataset = Forward::Call(obj, loc_params, name, lcpl_id, type_id, space_id, dcpl_id, dapl_id,
+                                dxpl_id, req);
+  AttachIdentity(VolObject::From(dataset), /*created_here=*/true);
+  return dataset;
+}
+
+void* DatasetOpen(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t dapl_id,
+                  hid_t dxpl_id, void** req) {
+  using Forward =
+      Forwarder<"dataset_cls.open", H5VLdataset_open, 2, Result::kNewObject, ObjectKind::kDataset,
+                ObjectsAt<0>, decltype(H5VL_dataset_class_t::open)>;
+  void* dataset = Forward::Call(obj, loc_params, name, dapl_id, dxpl_id, req);
+  AttachIdentity(VolObject::From(dataset), /*created_here=*/false);
+  return dataset;
+}
+
+herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[],
+                   hid_t file_space_id[], hid_t dxpl_id, void* buf[], void** req) {
+  return Barrier("dataset_cls.read", [&]() -> herr_t {
+    Trace("dataset_cls.read");
+    Runtime& runtime = Runtime::Get();
+    if (runtime.enabled()) {
+      for (size_t i = 0; i < count; ++i) {
+        const VolObject& dataset = *VolObject::From(dset[i]);
+        std::optional<ReadRequest> request =
+            InspectRead(dataset, mem_type_id[i], mem_space_id[i], file_space_id[i]);
+        // A single-dataset read (h5py's only kind) served from the cache is done.
+        if (count == 1 && request && req == nullptr &&
+            CacheClient::Get().TryServe(dataset, *request, buf[0])) {
+          return 0;
+        }
+      }
+    }
+    hid_t under_vol_id = H5I_INVALID_HID;
+    std::vector<void*> under = UnderObjects(count, dset, &under_vol_id);
+    const herr_t status = H5VLdataset_read(count, under.data(), under_vol_id, mem_type_id,
+                                           mem_space_id, file_space_id, dxpl_id, buf, req);
+    if (status < 0) return status;
+    runtime.stats().Add(Counter::kReadsForwarded, count);
+    WrapRequest(req, under_vol_id);
+    return status;
+  });
+}
+
+herr_t DatasetWrite(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[],
+                    hid_t file_space_id[], hid_t dxpl_id, const void* buf[], void** req) {
+  return Barrier("dataset_cls.write", [&]() -> herr_t {
+    Trace("dataset_cls.write");
+    // Marked before the write: a partly failed write has changed data too.
+    for (size_t i = 0; i < count; ++i) MarkChanged(dset[i]);
+    hid_t under_vol_id = H5I_INVALID_HID;
+    std::vector<void*> under = UnderObjects(count, dset, &under_vol_id);
+    const herr_t status = H5VLdataset_write(count, under.data(), under_vol_id, mem_type_id,
+                                            mem_space_id, file_space_id, dxpl_id, buf, req);
+    if (status >= 0) WrapRequest(req, under_vol_id);
+    return status;
+  });
+}
+
+herr_t DatasetSpecific(void* obj, H5VL_dataset_specific_args_t* args, hid_t dxpl_id, void** req) {
+  using Forward =
+      Forwarder<"dataset_cls.specific", H5VLdataset_specific, 1, Result::kStatus,
+                ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::specific)>;
+  if (args->op_type == H5VL_DATASET_SET_EXTENT) MarkChanged(obj);
+  return Forward::Call(obj, args, dxpl_id, req);
+}
+
+herr_t DatasetOptional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req) {
+  using Forward =
+      Forwarder<"dataset_cls.optional", H5VLdataset_optional, 1, Result::kStatus,
+                ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::optional)>;
+  // H5Dwrite_chunk writes raw chunks past the read path.
+  if (args->op_type == H5VL_NATIVE_DATASET_CHUNK_WRITE) MarkChanged(obj);
+  return Forward::Call(obj, args, dxpl_id, req);
+}
+
+herr_t DatasetClose(void* dset, hid_t dxpl_id, void** req) {
+  using Forward =
+      Forwarder<"dataset_cls.close", H5VLdataset_close, 1, Result::kClose, ObjectKind::kOther,
+                ObjectsAt<0>, decltype(H5VL_dataset_class_t::close)>;
+  return Forward::Call(dset, dxpl_id, req);
+}
+
+}  // namespace prescient::vol

@@ -1,0 +1,143 @@
+// file_cls: opening and creating files under the connector named in our info,
+// and the file operations whose arguments carry a FAPL or a second file.
+#include <stdexcept>
+
+#include "vol/objects/file_state.h"
+#include "vol/objects/object.h"
+#include "vol/passthrough/callbacks.h"
+#include "vol/passthrough/connector_info.h"
+#include "vol/passthrough/forwarding.h"
+#include "vol/runtime/error.h"
+#include "vol/runtime/runtime.h"
+
+namespace prescient::vol {
+namespace {
+
+// A copy of the application's FAPL with the under connector set in place of
+// ours, for the under connector's file create/open/delete/is-accessible.
+class UnderFapl {
+ public:
+  explicit UnderFapl(hid_t fapl_id) {
+    void* info = nullptr;
+    if (H5Pget_vol_info(fapl_id, &info) < 0) {
+      throw std::runtime_error(
+          "cannot read Prescient's connector info from the file access property list");
+    }
+    info_ = static_cast<ConnectorInfo*>(info);
+    const UnderConnector under = UnderOf(info_);
+    vol_id_ = under.vol_id;
+    fapl_ = H5Pcopy(fapl_id);
+    if (fapl_ < 0 || H5Pset_vol(fapl_, under.vol_id, under.vol_info) < 0) {
+      throw std::runtime_error(
+          "cannot set the under connector on a copy of the file access property list");
+    }
+  }
+  ~UnderFapl() {
+    // Runs after a failed open too: keep the under connector's errors.
+    PreservedErrorStack keep;
+    if (fapl_ >= 0) H5Pclose(fapl_);
+    if (info_ != nullptr) InfoFree(info_);
+  }
+  UnderFapl(const UnderFapl&) = delete;
+  UnderFapl& operator=(const UnderFapl&) = delete;
+
+  hid_t fapl() const { return fapl_; }
+  hid_t vol_id() const { return vol_id_; }
+
+ private:
+  ConnectorInfo* info_ = nullptr;
+  hid_t fapl_ = H5I_INVALID_HID;
+  hid_t vol_id_ = H5I_INVALID_HID;
+};
+
+void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, hid_t fapl_id,
+               void** req) {
+  WrapRequest(req, under_vol_id);
+  Runtime& runtime = Runtime::Get();
+  runtime.stats().Add(Counter::kFilesOpened);
+  bool posix_driver = false;
+  {
+    PreservedErrorStack keep;
+    posix_driver = H5Pget_driver(fapl_id) == H5FD_SEC2;
+  }
+  std::shared_ptr<FileState> state = FileState::Make(name, writable, posix_driver);
+  OpenFiles::Remember(state);
+  return VolObject::Wrap(under, under_vol_id, ObjectKind::kFile, std::move(state));
+}
+
+// Whether the file's contents may change while it is open: opened for
+// writing, or for SWMR reading (another process appends to it).
+bool Writable(unsigned flags) {
+  return (flags &
+          (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_EXCL | H5F_ACC_CREAT | H5F_ACC_SWMR_READ)) != 0;
+}
+
+}  // namespace
+
+void* FileCreate(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id, hid_t dxpl_id,
+                 void** req) {
+  return Barrier("file_cls.create", [&]() -> void* {
+    Trace("file_cls.create");
+    Runtime::Get().options();  // parsed (and warned about) once, at the first file
+    UnderFapl under(fapl_id);
+    void* file = H5VLfile_create(name, flags, fcpl_id, under.fapl(), dxpl_id, req);
+    if (file == nullptr) return nullptr;
+    return WrapFile(file, under.vol_id(), name, true, fapl_id, req);
+  });
+}
+
+void* FileOpen(const char* name, unsigned flags, hid_t fapl_id, hid_t dxpl_id, void** req) {
+  return Barrier("file_cls.open", [&]() -> void* {
+    Trace("file_cls.open");
+    Runtime::Get().options();
+    UnderFapl under(fapl_id);
+    void* file = H5VLfile_open(name, flags, under.fapl(), dxpl_id, req);
+    if (file == nullptr) return nullptr;
+    return WrapFile(file, under.vol_id(), name, Writable(flags), fapl_id, req);
+  });
+}
+
+herr_t FileSpecific(void* obj, H5VL_file_specific_args_t* args, hid_t dxpl_id, void** req) {
+  return Barrier("file_cls.specific", [&]() -> herr_t {
+    Trace("file_cls.specific");
+    if (args->op_type == H5VL_FILE_IS_ACCESSIBLE || args->op_type == H5VL_FILE_DELETE) {
+      // No file object: the FAPL inside the arguments names us, not the under connector.
+      hid_t& fapl = args->op_type == H5VL_FILE_IS_ACCESSIBLE ? args->args.is_accessible.fapl_id
+                                                             : args->args.del.fapl_id;
+      UnderFapl under(fapl);
+      H5VL_file_specific_args_t under_args = *args;
+      (under_args.op_type == H5VL_FILE_IS_ACCESSIBLE ? under_args.args.is_accessible.fapl_id
+                                                     : under_args.args.del.fapl_id) = under.fapl();
+      const herr_t status = H5VLfile_specific(nullptr, under.vol_id(), &under_args, dxpl_id, req);
+      if (status >= 0) WrapRequest(req, under.vol_id());
+      return status;
+    }
+    VolObject* file = VolObject::From(obj);
+    H5VL_file_specific_args_t under_args = *args;
+    if (args->op_type == H5VL_FILE_IS_EQUAL) {
+      under_args.args.is_equal.obj2 = VolObject::From(args->args.is_equal.obj2)->under;
+    }
+    const herr_t status =
+        H5VLfile_specific(file->under, file->under_vol_id, &under_args, dxpl_id, req);
+    if (status < 0) return status;
+    WrapRequest(req, file->under_vol_id);
+    if (args->op_type == H5VL_FILE_REOPEN && *args->args.reopen.file != nullptr) {
+      auto state = file->file;
+      *args->args.reopen.file = VolObject::Wrap(*args->args.reopen.file, file->under_vol_id,
+                                                ObjectKind::kFile, std::move(state));
+    }
+    return status;
+  });
+}
+
+herr_t FileClose(void* file, hid_t dxpl_id, void** req) {
+  using Forward = Forwarder<"file_cls.close", H5VLfile_close, 1, Result::kClose, ObjectKind::kOther,
+                            ObjectsAt<0>, decltype(H5VL_file_class_t::close)>;
+  const herr_t status = Forward::Call(file, dxpl_id, req);
+  // Forked DataLoader workers end with os._exit and never reach HDF5's
+  // shutdown: closing a file is their last chance to leave statistics.
+  Runtime::Get().FlushStats();
+  return status;
+}
+
+}  // namespace prescient::vol

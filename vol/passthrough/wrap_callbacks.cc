@@ -1,0 +1,73 @@
+// wrap_cls: how HDF5 wraps under objects it obtains without a callback of ours
+// (H5Iget_file_id, dereferenced references, ...) and how it reaches the
+// terminal object behind ours.
+#include <memory>
+
+#include "vol/objects/object.h"
+#include "vol/passthrough/callbacks.h"
+#include "vol/runtime/error.h"
+
+namespace prescient::vol {
+namespace {
+
+struct WrapContext {
+  hid_t under_vol_id = H5I_INVALID_HID;  // one reference owned
+  void* under_wrap_ctx = nullptr;
+  std::shared_ptr<FileState> file;
+};
+
+}  // namespace
+
+void* GetObject(const void* obj) {
+  // The terminal object: HDF5 compares it with existing file ids so that
+  // f[name] in h5py finds the already open file instead of registering a new one.
+  const VolObject* object = static_cast<const VolObject*>(obj);
+  return H5VLget_object(object->under, object->under_vol_id);
+}
+
+herr_t GetWrapContext(const void* obj, void** wrap_ctx) {
+  return Barrier("wrap_cls.get_wrap_ctx", [&]() -> herr_t {
+    const VolObject* object = static_cast<const VolObject*>(obj);
+    auto context = std::make_unique<WrapContext>();
+    if (H5VLget_wrap_ctx(object->under, object->under_vol_id, &context->under_wrap_ctx) < 0)
+      return -1;
+    context->under_vol_id = object->under_vol_id;
+    context->file = object->file;
+    H5Iinc_ref(context->under_vol_id);
+    *wrap_ctx = context.release();
+    return 0;
+  });
+}
+
+void* WrapObject(void* obj, H5I_type_t obj_type, void* wrap_ctx) {
+  return Barrier("wrap_cls.wrap_object", [&]() -> void* {
+    auto* context = static_cast<WrapContext*>(wrap_ctx);
+    void* under = H5VLwrap_object(obj, obj_type, context->under_vol_id, context->under_wrap_ctx);
+    if (under == nullptr) return nullptr;
+    return VolObject::Wrap(under, context->under_vol_id, KindOf(obj_type), context->file);
+  });
+}
+
+void* UnwrapObject(void* obj) {
+  return Barrier("wrap_cls.unwrap_object", [&]() -> void* {
+    VolObject* object = VolObject::From(obj);
+    void* under = H5VLunwrap_object(object->under, object->under_vol_id);
+    if (under != nullptr) VolObject::Free(object);
+    return under;
+  });
+}
+
+herr_t FreeWrapContext(void* wrap_ctx) {
+  return Barrier("wrap_cls.free_wrap_ctx", [&]() -> herr_t {
+    std::unique_ptr<WrapContext> context(static_cast<WrapContext*>(wrap_ctx));
+    PreservedErrorStack keep;
+    herr_t status = 0;
+    if (context->under_wrap_ctx != nullptr) {
+      status = H5VLfree_wrap_ctx(context->under_wrap_ctx, context->under_vol_id);
+    }
+    H5Idec_ref(context->under_vol_id);
+    return status;
+  });
+}
+
+}  // namespace prescient::vol

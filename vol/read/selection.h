@@ -1,0 +1,104 @@
+// Decoding a dataset read's file selection into whole rows along dimension 0.
+//
+// This is the pure, HDF5-free half of the read hook: the caller describes the
+// selection it got from HDF5 (SelectionInput, filled by selection_hdf5.cc) and
+// DecodeSelection says which rows it touches, in transfer order, and whether
+// every touched row is selected whole. It runs on every read, so a regular
+// hyperslab is kept as its (start, stride, count, block) pattern and never
+// expanded; irregular block lists and point lists cost one step per block or
+// point.
+#ifndef PRESCIENT_VOL_READ_SELECTION_H_
+#define PRESCIENT_VOL_READ_SELECTION_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace prescient::vol {
+
+enum class SelectionKind { kNone, kAll, kRegular, kIrregular, kPoints };
+std::string_view SelectionKindName(SelectionKind kind);
+
+// A selection as HDF5 reports it. Coordinates are element indices; `dims` is
+// the dataset extent (empty for a scalar dataspace).
+struct SelectionInput {
+  SelectionKind kind = SelectionKind::kNone;
+  std::vector<std::uint64_t> dims;
+  // kRegular: one entry per dimension (H5Sget_regular_hyperslab).
+  std::vector<std::uint64_t> start, stride, count, block;
+  // kIrregular: per block, rank start coordinates then rank end coordinates
+  // (inclusive), as H5Sget_select_hyper_blocklist lays them out.
+  std::vector<std::uint64_t> blocks;
+  // kPoints: per point, rank coordinates, in the order HDF5 transfers them.
+  std::vector<std::uint64_t> points;
+};
+
+// Rows [first, first + count) along dimension 0.
+struct RowRun {
+  std::uint64_t first = 0;
+  std::uint64_t count = 0;
+  friend bool operator==(const RowRun&, const RowRun&) = default;
+};
+
+// The rows a selection touches. Either a strided pattern, the union of
+// [start + c*stride, start + c*stride + block) for c < count (regular
+// hyperslabs and ALL; stride >= block after normalisation), or an explicit list
+// of runs in transfer order (irregular hyperslabs, points).
+class RowSelection {
+ public:
+  static RowSelection Pattern(std::uint64_t start, std::uint64_t stride, std::uint64_t count,
+                              std::uint64_t block);
+  static RowSelection Runs(std::vector<RowRun> runs);
+
+  // Number of row visits (a row listed twice by a point selection counts twice).
+  std::uint64_t rows() const { return rows_; }
+  // Number of runs, without materialising them.
+  std::uint64_t run_count() const;
+  // True when runs come in strictly ascending, non-overlapping order.
+  bool ascending() const { return ascending_; }
+
+  // Calls fn(RowRun) for every run in transfer order. Adjacent runs of a
+  // pattern whose stride equals its block come out as one run.
+  template <typename Fn>
+  void ForEachRun(Fn&& fn) const {
+    if (!is_pattern_) {
+      for (const RowRun& run : runs_) fn(run);
+      return;
+    }
+    if (count_ == 0 || block_ == 0) return;
+    if (stride_ == block_) {
+      fn(RowRun{start_, count_ * block_});
+      return;
+    }
+    for (std::uint64_t c = 0; c < count_; ++c) fn(RowRun{start_ + c * stride_, block_});
+  }
+
+  std::vector<RowRun> Materialize() const;
+
+ private:
+  bool is_pattern_ = false;
+  bool ascending_ = true;
+  std::uint64_t start_ = 0, stride_ = 1, count_ = 0, block_ = 0;
+  std::vector<RowRun> runs_;
+  std::uint64_t rows_ = 0;
+};
+
+struct DecodedSelection {
+  SelectionKind kind = SelectionKind::kNone;
+  RowSelection rows;
+  // Every touched row is selected in all of dimensions 1..rank-1.
+  bool whole_rows = false;
+  // Elements selected (rows * row elements when whole_rows).
+  std::uint64_t elements = 0;
+  // Scalar dataspace: there is no dimension 0 and no row.
+  bool scalar = false;
+};
+
+// REQUIRES: the vectors of `input` have the sizes its kind implies. Throws
+// std::invalid_argument otherwise (the caller then counts the read as
+// undecoded and forwards it).
+DecodedSelection DecodeSelection(const SelectionInput& input);
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_READ_SELECTION_H_

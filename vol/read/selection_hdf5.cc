@@ -1,0 +1,92 @@
+#include "vol/read/selection_hdf5.h"
+
+namespace prescient::vol {
+namespace {
+
+std::vector<std::uint64_t> ToU64(const std::vector<hsize_t>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
+                                                    const std::vector<hsize_t>& dataset_dims) {
+  SelectionInput in;
+  if (file_space == H5S_ALL) {
+    in.kind = SelectionKind::kAll;
+    in.dims = ToU64(dataset_dims);
+    return in;
+  }
+  if (file_space == H5S_BLOCK || file_space == H5S_PLIST) return std::nullopt;
+
+  const int rank = H5Sget_simple_extent_ndims(file_space);
+  if (rank < 0) return std::nullopt;
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0 && H5Sget_simple_extent_dims(file_space, dims.data(), nullptr) < 0)
+    return std::nullopt;
+  in.dims = ToU64(dims);
+
+  switch (H5Sget_select_type(file_space)) {
+    case H5S_SEL_NONE:
+      in.kind = SelectionKind::kNone;
+      return in;
+    case H5S_SEL_ALL:
+      in.kind = SelectionKind::kAll;
+      return in;
+    case H5S_SEL_POINTS: {
+      in.kind = SelectionKind::kPoints;
+      const hssize_t n = H5Sget_select_elem_npoints(file_space);
+      if (n < 0) return std::nullopt;
+      std::vector<hsize_t> points(static_cast<std::size_t>(n) * dims.size());
+      if (n > 0 &&
+          H5Sget_select_elem_pointlist(file_space, 0, static_cast<hsize_t>(n), points.data()) < 0) {
+        return std::nullopt;
+      }
+      in.points = ToU64(points);
+      return in;
+    }
+    case H5S_SEL_HYPERSLABS: {
+      const htri_t regular = H5Sis_regular_hyperslab(file_space);
+      if (regular < 0) return std::nullopt;
+      if (regular > 0) {
+        // Never walk the block list of a regular selection: x[5] on a
+        // (N, 3, 32, 32) dataset reports 3072 blocks.
+        in.kind = SelectionKind::kRegular;
+        std::vector<hsize_t> start(dims.size()), stride(dims.size()), count(dims.size()),
+            block(dims.size());
+        if (H5Sget_regular_hyperslab(file_space, start.data(), stride.data(), count.data(),
+                                     block.data()) < 0) {
+          return std::nullopt;
+        }
+        in.start = ToU64(start);
+        in.stride = ToU64(stride);
+        in.count = ToU64(count);
+        in.block = ToU64(block);
+        return in;
+      }
+      in.kind = SelectionKind::kIrregular;
+      const hssize_t n = H5Sget_select_hyper_nblocks(file_space);
+      if (n < 0) return std::nullopt;
+      std::vector<hsize_t> blocks(static_cast<std::size_t>(n) * 2 * dims.size());
+      if (n > 0 && H5Sget_select_hyper_blocklist(file_space, 0, static_cast<hsize_t>(n),
+                                                 blocks.data()) < 0) {
+        return std::nullopt;
+      }
+      in.blocks = ToU64(blocks);
+      return in;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+bool MemoryIsContiguous(hid_t mem_space, hid_t file_space, std::uint64_t elements) {
+  if (mem_space == H5S_BLOCK) return true;
+  if (mem_space == H5S_PLIST) return false;
+  if (mem_space == H5S_ALL) {
+    return file_space == H5S_ALL || H5Sget_select_type(file_space) == H5S_SEL_ALL;
+  }
+  if (H5Sget_select_type(mem_space) != H5S_SEL_ALL) return false;
+  const hssize_t n = H5Sget_select_npoints(mem_space);
+  return n >= 0 && static_cast<std::uint64_t>(n) == elements;
+}
+
+}  // namespace prescient::vol

@@ -1,0 +1,70 @@
+// Errors at the boundary between Prescient's C++ and HDF5's C.
+//
+// No C++ exception may unwind through HDF5's frames. Every callback body runs
+// inside Barrier(): an exception becomes an entry on the HDF5 error stack,
+// under Prescient's own error class, and the callback returns HDF5's failure
+// value. Errors pushed by the connector underneath stay on the stack
+// untouched, because h5py maps the innermost HDF5 error to the Python
+// exception type (FileNotFoundError, FileExistsError, ...).
+#ifndef PRESCIENT_VOL_RUNTIME_ERROR_H_
+#define PRESCIENT_VOL_RUNTIME_ERROR_H_
+
+#include <exception>
+#include <string_view>
+#include <type_traits>
+
+#include "vol/hdf5_compat.h"
+
+namespace prescient::vol {
+
+// Registers / unregisters Prescient's HDF5 error class (connector init/term).
+void RegisterErrorClass();
+void UnregisterErrorClass();
+
+// Pushes one message onto the current HDF5 error stack.
+void PushError(std::string_view where, std::string_view message);
+
+// HDF5's failure value for a callback returning T.
+template <typename T>
+constexpr T FailureValue() {
+  if constexpr (std::is_pointer_v<T>) {
+    return nullptr;
+  } else {
+    return static_cast<T>(-1);
+  }
+}
+
+// Runs body() and converts any exception into a pushed error + failure value.
+template <typename Body>
+auto Barrier(std::string_view where, Body&& body) noexcept -> decltype(body()) {
+  using Result = decltype(body());
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    PushError(where, e.what());
+  } catch (...) {
+    PushError(where, "unknown exception");
+  }
+  return FailureValue<Result>();
+}
+
+// Saves the current error stack and puts it back on destruction. Public HDF5
+// API calls clear the stack on entry, so cleanup after a failed forwarded call
+// (closing a property list, dropping a reference) must run inside one of these
+// or the under connector's error report is lost.
+class PreservedErrorStack {
+ public:
+  PreservedErrorStack() : saved_(H5Eget_current_stack()) {}
+  ~PreservedErrorStack() {
+    if (saved_ >= 0) H5Eset_current_stack(saved_);
+  }
+  PreservedErrorStack(const PreservedErrorStack&) = delete;
+  PreservedErrorStack& operator=(const PreservedErrorStack&) = delete;
+
+ private:
+  hid_t saved_;
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_RUNTIME_ERROR_H_

@@ -1,0 +1,269 @@
+#include "vol/runtime/options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+
+namespace prescient::vol {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::optional<bool> ParseBool(std::string_view v) {
+  const std::string s = Lower(v);
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  return std::nullopt;
+}
+
+std::optional<LogLevel> ParseLogLevel(std::string_view v) {
+  const std::string s = Lower(v);
+  if (s == "error") return LogLevel::kError;
+  if (s == "warn" || s == "warning") return LogLevel::kWarn;
+  if (s == "info") return LogLevel::kInfo;
+  if (s == "debug") return LogLevel::kDebug;
+  return std::nullopt;
+}
+
+std::optional<std::string> ParsePath(std::string_view v) {
+  if (v.empty()) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::uint64_t> ParseUnsigned(std::string_view v, std::uint64_t max) {
+  if (v.empty() || v.size() > 19) return std::nullopt;
+  std::uint64_t value = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (value > max) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> ParseBytes(std::string_view v) {
+  cache::Result<std::uint64_t> bytes = cache::ParseByteSize(v);
+  if (!bytes.ok()) return std::nullopt;
+  return bytes.value();
+}
+
+bool ValidNodeId(std::string_view v) {
+  if (v.empty() || v.size() > 64) return false;
+  return std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+// Rows for yes/no settings: one lambda per Options member.
+template <bool Options::* kMember>
+bool ApplyBool(std::string_view v, Options& o) {
+  auto b = ParseBool(v);
+  if (b) o.*kMember = *b;
+  return b.has_value();
+}
+
+constexpr const char* kBoolAccepted = "1 or 0 (also true/false, yes/no, on/off)";
+
+// Launcher variables that carry the rank when PRESCIENT_RANK is not set, in
+// the order they are consulted.
+constexpr const char* kLauncherRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                                  "SLURM_PROCID"};
+
+// The table. Each row: how to read one setting into Options.
+struct OptionRow {
+  OptionDoc doc;
+  // Returns false when the value is not accepted.
+  bool (*apply)(std::string_view value, Options& options);
+};
+
+const std::vector<OptionRow>& Rows() {
+  static const std::vector<OptionRow> rows = {
+      {{"PRESCIENT_ENABLE", "enable", kBoolAccepted, "1",
+        "0 makes Prescient a pure pass-through: every call forwarded, nothing decoded or cached"},
+       &ApplyBool<&Options::enable>},
+      {{"PRESCIENT_LOG", "log", "error, warn, info, debug", "warn",
+        "what Prescient prints on stderr (prefixed 'prescient:')"},
+       [](std::string_view v, Options& o) {
+         auto l = ParseLogLevel(v);
+         if (l) o.log_level = *l;
+         return l.has_value();
+       }},
+      {{"PRESCIENT_STATS", "stats", "a file path; %p is replaced by the pid", "(none)",
+        "per-process counters as JSON, kept current in the file while the process runs (also "
+        "after os._exit or SIGKILL); forked workers write <path>.<pid>.json"},
+       [](std::string_view v, Options& o) {
+         auto p = ParsePath(v);
+         if (p) o.stats_path = *p;
+         return p.has_value();
+       }},
+      {{"PRESCIENT_CACHE", "cache", kBoolAccepted, "1",
+        "serve simple reads (whole rows, stored type) from the node-shared cache in shared memory"},
+       &ApplyBool<&Options::cache_enabled>},
+      {{"PRESCIENT_CACHE_SIZE", "cache_size", "bytes with a unit: 8GiB, 512MiB, 1.5G, 100MB, 4096",
+        "min(50% of free /dev/shm, 25% of RAM)",
+        "size of the node's shared segment; the first process on the node decides"},
+       [](std::string_view v, Options& o) {
+         auto b = ParseBytes(v);
+         if (b) o.cache.capacity_bytes = *b;
+         return b.has_value() && *b > 0;
+       }},
+      {{"PRESCIENT_NODE_ID", "node_id", "1-64 characters of [A-Za-z0-9._-]", "the host name",
+        "the node's identity: processes with the same id share one cache (set it to emulate "
+        "several nodes on one machine)"},
+       [](std::string_view v, Options& o) {
+         if (!ValidNodeId(v)) return false;
+         o.cache.node_id = std::string(v);
+         return true;
+       }},
+      {{"PRESCIENT_KEEP_CACHE", "keep_cache", kBoolAccepted, "0",
+        "keep the shared segment when the last process exits, so the next job starts warm"},
+       [](std::string_view v, Options& o) {
+         auto b = ParseBool(v);
+         if (b) o.cache.keep_after_exit = *b;
+         return b.has_value();
+       }},
+      {{"PRESCIENT_SHM_DIR", "shm_dir", "an existing directory on a tmpfs", "/dev/shm",
+        "where the shared segment lives"},
+       [](std::string_view v, Options& o) {
+         auto p = ParsePath(v);
+         if (p) o.cache.shm_dir = *p;
+         return p.has_value();
+       }},
+      {{"PRESCIENT_SCHEDULE", "schedule", "a schedule file (prescient-schedule generate)", "(none)",
+        "the access schedule: clairvoyant prefetch and next-use eviction (LRU without one)"},
+       [](std::string_view v, Options& o) {
+         auto p = ParsePath(v);
+         if (p) o.schedule_path = *p;
+         return p.has_value();
+       }},
+      {{"PRESCIENT_RANK", "rank", "an integer >= 0",
+        "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, else 0",
+        "this process's rank in the schedule (DataLoader workers inherit it)"},
+       [](std::string_view v, Options& o) {
+         auto r = ParseUnsigned(v, 1u << 24);
+         if (r) o.rank = static_cast<std::uint32_t>(*r);
+         return r.has_value();
+       }},
+      {{"PRESCIENT_PREFETCH", "prefetch", kBoolAccepted, "1",
+        "read ahead of the loader on I/O threads (with a schedule)"},
+       &ApplyBool<&Options::prefetch>},
+      {{"PRESCIENT_IO_THREADS", "io_threads", "1-64", "2",
+        "I/O threads of the node's prefetch leader"},
+       [](std::string_view v, Options& o) {
+         auto n = ParseUnsigned(v, 64);
+         if (n && *n >= 1) o.io_threads = static_cast<unsigned>(*n);
+         return n.has_value() && *n >= 1;
+       }},
+      {{"PRESCIENT_COALESCE_GAP", "coalesce_gap", "auto, or bytes with a unit (0 = never merge)",
+        "auto",
+        "merge missing rows into one read when the gap between them is below this; auto "
+        "measures the storage's seek cost against its bandwidth at start"},
+       [](std::string_view v, Options& o) {
+         if (Lower(v) == "auto") {
+           o.coalesce_gap.reset();
+           return true;
+         }
+         auto b = ParseBytes(v);
+         if (b) o.coalesce_gap = *b;
+         return b.has_value();
+       }},
+  };
+  return rows;
+}
+
+// Splits "a=1;b=2" into ordered pairs; an item without '=' maps to "".
+std::vector<std::pair<std::string, std::string>> SplitSettings(std::string_view settings) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!settings.empty()) {
+    const std::size_t semi = settings.find(';');
+    std::string_view item = settings.substr(0, semi);
+    settings = semi == std::string_view::npos ? std::string_view{} : settings.substr(semi + 1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) {
+      item.remove_prefix(1);
+    }
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) {
+      item.remove_suffix(1);
+    }
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    out.emplace_back(Lower(item.substr(0, eq)),
+                     eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1)));
+  }
+  return out;
+}
+
+std::string Rejection(std::string_view where, std::string_view value, const OptionDoc& doc) {
+  return std::string(where) + "='" + std::string(value) +
+         "' is not valid (accepted: " + std::string(doc.accepted) + ")";
+}
+
+}  // namespace
+
+ParsedOptions ParseOptions(const EnvLookup& env, std::string_view settings) {
+  ParsedOptions parsed;
+  std::map<std::string, std::string> from_info;
+  for (auto& [key, value] : SplitSettings(settings)) {
+    const bool known = std::any_of(Rows().begin(), Rows().end(),
+                                   [&](const OptionRow& r) { return r.doc.info_key == key; });
+    if (!known) {
+      std::string keys;
+      for (const OptionRow& r : Rows())
+        keys += (keys.empty() ? "" : ", ") + std::string(r.doc.info_key);
+      parsed.warnings.push_back("connector info setting '" + key + "' is unknown (known: " + keys +
+                                ", under_vol, under_info)");
+      continue;
+    }
+    from_info[key] = value;
+  }
+  for (const OptionRow& row : Rows()) {
+    const auto info_it = from_info.find(std::string(row.doc.info_key));
+    if (info_it != from_info.end()) {
+      if (!row.apply(info_it->second, parsed.options)) {
+        parsed.warnings.push_back(Rejection(
+            "connector info setting " + std::string(row.doc.info_key), info_it->second, row.doc));
+      }
+      continue;
+    }
+    const std::optional<std::string> value = env(row.doc.variable);
+    if (!value) continue;
+    if (!row.apply(*value, parsed.options)) {
+      parsed.warnings.push_back(Rejection(row.doc.variable, *value, row.doc));
+    }
+  }
+  if (!parsed.options.rank) {
+    for (const char* variable : kLauncherRankVariables) {
+      const std::optional<std::string> value = env(variable);
+      if (!value) continue;
+      if (auto r = ParseUnsigned(*value, 1u << 24)) {
+        parsed.options.rank = static_cast<std::uint32_t>(*r);
+        break;
+      }
+    }
+  }
+  if (!parsed.warnings.empty()) parsed.options.enable = false;
+  return parsed;
+}
+
+std::optional<std::string> ProcessEnv(std::string_view name) {
+  // The only place that reads the environment; called once per process.
+  const char* value = std::getenv(std::string(name).c_str());
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+const std::vector<OptionDoc>& OptionDocs() {
+  static const std::vector<OptionDoc> docs = [] {
+    std::vector<OptionDoc> d;
+    for (const OptionRow& r : Rows()) d.push_back(r.doc);
+    return d;
+  }();
+  return docs;
+}
+
+}  // namespace prescient::vol

@@ -1,0 +1,79 @@
+// The connector's settings: one typed struct, parsed once per process from
+// PRESCIENT_* environment variables and the `key=value;` settings appended to
+// the connector info string (HDF5_VOL_CONNECTOR="prescient under_vol=0;
+// under_info={};stats=/tmp/s.json"). The info string wins over the environment.
+//
+// Every setting is one row of the table in options.cc (name, variable, info
+// key, type, default, meaning); README.md's configuration table lists the same
+// rows. An invalid value yields one warning naming the variable and the
+// accepted values, and the whole connector falls back to pure pass-through:
+// a half-applied configuration would be a surprise under someone's training run.
+#ifndef PRESCIENT_VOL_RUNTIME_OPTIONS_H_
+#define PRESCIENT_VOL_RUNTIME_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/core/cache_options.h"
+
+namespace prescient::vol {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+struct Options {
+  // PRESCIENT_ENABLE: false = pure pass-through (no decoding, no cache).
+  bool enable = true;
+  // PRESCIENT_LOG: what Prescient prints on stderr.
+  LogLevel log_level = LogLevel::kWarn;
+  // PRESCIENT_STATS: where each process writes its counters as JSON (empty:
+  // nowhere). "%p" is replaced by the pid; processes other than the first
+  // (forked DataLoader workers) insert ".<pid>" before ".json".
+  std::string stats_path;
+
+  // PRESCIENT_CACHE: serve simple reads from the node-shared cache.
+  bool cache_enabled = true;
+  // PRESCIENT_CACHE_SIZE, PRESCIENT_NODE_ID, PRESCIENT_KEEP_CACHE,
+  // PRESCIENT_SHM_DIR: the segment (cache/core/cache_options.h).
+  cache::CacheOptions cache;
+  // PRESCIENT_SCHEDULE: schedule file for clairvoyant prefetch and eviction.
+  std::string schedule_path;
+  // PRESCIENT_RANK, else the launcher's RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
+  // SLURM_PROCID; nullopt when none is set (rank 0 is then assumed).
+  std::optional<std::uint32_t> rank;
+  // PRESCIENT_PREFETCH: read ahead of the loader (needs a schedule).
+  bool prefetch = true;
+  // PRESCIENT_IO_THREADS: I/O threads of the node's prefetch leader.
+  unsigned io_threads = 2;
+  // PRESCIENT_COALESCE_GAP: merge missing rows whose gap in the file is
+  // below this many bytes; nullopt = calibrate the storage at start.
+  std::optional<std::uint64_t> coalesce_gap;
+};
+
+struct ParsedOptions {
+  Options options;
+  // One entry per rejected setting; non-empty means `options.enable` is false.
+  std::vector<std::string> warnings;
+};
+
+using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+// Pure: reads variables through `env` and the info-string `settings`
+// ("key=value;key=value"), never the process environment directly.
+ParsedOptions ParseOptions(const EnvLookup& env, std::string_view settings);
+
+// The process environment, for ParseOptions.
+std::optional<std::string> ProcessEnv(std::string_view name);
+
+// One row per setting, for documentation and `--help`-like listings.
+struct OptionDoc {
+  std::string_view variable, info_key, accepted, default_value, meaning;
+};
+const std::vector<OptionDoc>& OptionDocs();
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_RUNTIME_OPTIONS_H_

@@ -1,0 +1,122 @@
+#include "vol/runtime/runtime.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "vol/runtime/trace.h"
+
+namespace prescient::vol {
+
+Runtime& Runtime::Get() {
+  // Never destroyed: HDF5 may call the connector from its own atexit handler,
+  // after static destructors would have run.
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+Runtime::Runtime() : pid_(::getpid()), parent_pid_(::getppid()) {
+  ::pthread_atfork(nullptr, nullptr, &Runtime::AtForkChild);
+}
+
+void Runtime::AtForkChild() {
+  Runtime& r = Get();
+  r.pid_ = ::getpid();
+  r.parent_pid_ = ::getppid();
+  r.forked_child_ = true;
+  r.stats_.ForkedChild();
+  r.stats_file_checked_ = false;
+  // The parent may have held the mutex at fork time; the child is single-threaded.
+  new (&r.mutex_) std::mutex();
+}
+
+void Runtime::RecordInfoSettings(std::string_view settings) {
+  std::lock_guard lock(mutex_);
+  if (info_settings_.empty()) info_settings_ = std::string(settings);
+}
+
+const Options& Runtime::options() {
+  std::call_once(parse_once_, [this] {
+    std::string settings;
+    {
+      std::lock_guard lock(mutex_);
+      settings = info_settings_;
+    }
+    ParsedOptions parsed = ParseOptions(&ProcessEnv, settings);
+    options_ = parsed.options;
+    g_trace_callbacks.store(options_.log_level == LogLevel::kDebug, std::memory_order_relaxed);
+    for (const std::string& warning : parsed.warnings) {
+      Log(LogLevel::kWarn, warning + "; Prescient continues as a pure pass-through");
+    }
+  });
+  return options_;
+}
+
+void Runtime::Log(LogLevel level, std::string_view message) {
+  // Before options are parsed (or while parsing), warnings and errors print.
+  const LogLevel threshold = options_.log_level;
+  if (level > threshold) return;
+  static constexpr const char* kNames[] = {"error", "warning", "info", "debug"};
+  std::fprintf(stderr, "prescient: %s: %.*s\n", kNames[static_cast<int>(level)],
+               static_cast<int>(message.size()), message.data());
+}
+
+namespace {
+
+// The pid a statistics file records, or 0 (no file, not ours, unreadable).
+long PidRecordedIn(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return 0;
+  char head[256] = {};
+  const std::size_t n = std::fread(head, 1, sizeof(head) - 1, f);
+  std::fclose(f);
+  const std::string_view text(head, n);
+  const std::size_t at = text.find("\"pid\": ");
+  if (at == std::string_view::npos) return 0;
+  return std::strtol(head + at + 7, nullptr, 10);
+}
+
+bool Alive(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+}  // namespace
+
+std::string Runtime::StatsPathForThisProcess() {
+  std::string path = options().stats_path;
+  const std::string pid = std::to_string(pid_);
+  bool has_pid = false;
+  for (std::size_t at = path.find("%p"); at != std::string::npos; at = path.find("%p")) {
+    path.replace(at, 2, pid);
+    has_pid = true;
+  }
+  // A forked worker, or any process whose path a live process already
+  // writes (a rank or tool started with the same environment), gets its own
+  // file; a file left by a finished process is replaced.
+  const long owner = has_pid ? 0 : PidRecordedIn(path);
+  if (!has_pid && (forked_child_ || (owner != pid_ && Alive(owner)))) {
+    const std::size_t dot = path.rfind('.');
+    const std::size_t slash = path.rfind('/');
+    const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    path = has_ext ? path.substr(0, dot) + "." + pid + path.substr(dot) : path + "." + pid;
+  }
+  return path;
+}
+
+void Runtime::StartStatsFile() {
+  stats_file_checked_ = true;
+  if (options().stats_path.empty()) return;
+  const std::string error =
+      stats_.StartFile(StatsPathForThisProcess(), {.pid = pid_,
+                                                   .parent_pid = parent_pid_,
+                                                   .forked_child = forked_child_,
+                                                   .enabled = options_.enable});
+  if (!error.empty()) Log(LogLevel::kWarn, "PRESCIENT_STATS: " + error);
+}
+
+}  // namespace prescient::vol

@@ -1,0 +1,64 @@
+// Process-wide state of the connector: options (parsed once), statistics,
+// logging, and what changes across fork().
+//
+// DataLoader workers are forked after `import h5py` has loaded the connector:
+// they inherit this object but none of its threads. An at-fork handler marks
+// the child and zeroes its counters, so each process reports its own reads and
+// writes its own statistics file. Nothing here calls HDF5.
+#ifndef PRESCIENT_VOL_RUNTIME_RUNTIME_H_
+#define PRESCIENT_VOL_RUNTIME_RUNTIME_H_
+
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "vol/runtime/options.h"
+#include "vol/runtime/stats.h"
+
+namespace prescient::vol {
+
+class Runtime {
+ public:
+  static Runtime& Get();
+
+  // Settings appended to the connector info string of HDF5_VOL_CONNECTOR; the
+  // first non-empty one recorded before options() is first called is used.
+  void RecordInfoSettings(std::string_view settings);
+
+  // Parsed on first use; warnings are printed once, here.
+  const Options& options();
+  bool enabled() { return options().enable; }
+
+  // The counters; the first call in a process starts its statistics file
+  // when PRESCIENT_STATS is set.
+  Stats& stats() {
+    if (!stats_file_checked_) StartStatsFile();
+    return stats_;
+  }
+  // Makes sure this process's statistics file exists even if it counted
+  // nothing (called at file close and at connector shutdown). The file itself
+  // is always current (stats.h).
+  void FlushStats() { stats(); }
+
+  void Log(LogLevel level, std::string_view message);
+
+ private:
+  Runtime();
+  static void AtForkChild();
+  std::string StatsPathForThisProcess();
+  void StartStatsFile();
+
+  std::once_flag parse_once_;
+  std::mutex mutex_;  // guards info_settings_ and stats file writes
+  std::string info_settings_;
+  Options options_;
+  Stats stats_;
+  long pid_;
+  long parent_pid_;
+  bool forked_child_ = false;
+  bool stats_file_checked_ = false;
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_RUNTIME_RUNTIME_H_

@@ -1,0 +1,166 @@
+#include "vol/runtime/stats.h"
+
+#include <sstream>
+
+namespace prescient::vol {
+namespace {
+
+constexpr const char* kTopLevelNames[] = {
+    "files_opened",
+    "datasets_opened",
+    "reads",
+    "reads_simple",
+    "reads_whole_rows",
+    "reads_scalar",
+    "reads_undecoded",
+    "reads_forwarded",
+    "rows",
+    "bytes",
+    "reads_served",
+    "rows_hit",
+    "rows_loaded",
+    "rows_waited",
+    "rows_prefetched",
+    "storage_reads",
+    "storage_bytes",
+    "stall_ns",
+    "schedule_matches",
+    "schedule_mismatches",
+};
+constexpr std::size_t kTopLevel = sizeof(kTopLevelNames) / sizeof(kTopLevelNames[0]);
+static_assert(kTopLevel == static_cast<std::size_t>(Counter::kSelectionNone));
+
+}  // namespace
+
+void Stats::AddLocked(std::optional<std::uint32_t> epoch, Counter counter, std::uint64_t delta) {
+  const auto index = static_cast<std::size_t>(counter);
+  values_[index] += delta;
+  file_.Add(index, delta);
+  const std::uint32_t e = epoch.value_or(current_epoch_);
+  if (e < epochs_.size()) {
+    epochs_[e][index] += delta;
+    file_.Add(values_.size() * (1 + e) + index, delta);
+  }
+}
+
+void Stats::Add(Counter counter, std::uint64_t delta) {
+  std::lock_guard lock(mutex_);
+  AddLocked(std::nullopt, counter, delta);
+}
+
+void Stats::AddInEpoch(std::uint32_t epoch, Counter counter, std::uint64_t delta) {
+  std::lock_guard lock(mutex_);
+  AddLocked(epoch, counter, delta);
+}
+
+void Stats::CountRead(const DecodedSelection& selection, bool simple, std::uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  AddLocked(std::nullopt, Counter::kReads, 1);
+  if (simple) AddLocked(std::nullopt, Counter::kReadsSimple, 1);
+  if (selection.whole_rows) AddLocked(std::nullopt, Counter::kReadsWholeRows, 1);
+  if (selection.scalar) AddLocked(std::nullopt, Counter::kReadsScalar, 1);
+  AddLocked(std::nullopt, Counter::kRows, selection.rows.rows());
+  AddLocked(std::nullopt, Counter::kBytes, bytes);
+  AddLocked(std::nullopt,
+            static_cast<Counter>(static_cast<std::size_t>(Counter::kSelectionNone) +
+                                 static_cast<std::size_t>(selection.kind)),
+            1);
+}
+
+std::uint64_t Stats::Get(Counter counter) const {
+  std::lock_guard lock(mutex_);
+  return values_[static_cast<std::size_t>(counter)];
+}
+
+std::uint64_t Stats::GetInEpoch(std::uint32_t epoch, Counter counter) const {
+  std::lock_guard lock(mutex_);
+  return epoch < epochs_.size() ? epochs_[epoch][static_cast<std::size_t>(counter)] : 0;
+}
+
+void Stats::SetCurrentEpoch(std::uint32_t epoch) {
+  std::lock_guard lock(mutex_);
+  current_epoch_ = epoch;
+}
+
+void Stats::SetEpochs(std::uint32_t epochs) {
+  std::lock_guard lock(mutex_);
+  if (epochs <= epochs_.size()) return;
+  epochs_.resize(epochs, Values{});
+  if (file_.is_open()) {
+    file_.Abandon();
+    OpenFileLocked();  // same path, larger layout; errors were reported at first open
+  }
+}
+
+std::string Stats::Render(const ProcessInfo& process, bool markers) const {
+  auto block = [&](std::ostringstream& out, const Values& values, const char* indent) {
+    auto field = [&](std::size_t i) {
+      return markers ? LiveStatsFile::Marker() : std::to_string(values[i]);
+    };
+    for (std::size_t i = 0; i < kTopLevel; ++i) {
+      out << indent << '"' << kTopLevelNames[i] << "\": " << field(i) << ",\n";
+    }
+    out << indent << "\"selections\": {";
+    for (std::size_t k = 0; k + kTopLevel < static_cast<std::size_t>(Counter::kCount); ++k) {
+      out << (k ? ", " : "") << '"' << SelectionKindName(static_cast<SelectionKind>(k))
+          << "\": " << field(kTopLevel + k);
+    }
+    out << "}";
+  };
+  std::ostringstream out;
+  out << "{\n"
+      << "  \"prescient_stats_version\": 1,\n"
+      << "  \"pid\": " << process.pid << ",\n"
+      << "  \"parent_pid\": " << process.parent_pid << ",\n"
+      << "  \"forked_child\": " << (process.forked_child ? "true" : "false") << ",\n"
+      << "  \"enabled\": " << (process.enabled ? "true" : "false") << ",\n";
+  block(out, values_, "  ");
+  out << ",\n  \"epochs\": [";
+  for (std::size_t e = 0; e < epochs_.size(); ++e) {
+    out << (e ? ",\n" : "\n") << "    {\"epoch\": " << e << ",\n";
+    block(out, epochs_[e], "     ");
+    out << "}";
+  }
+  out << (epochs_.empty() ? "]\n}\n" : "\n  ]\n}\n");
+  return out.str();
+}
+
+std::string Stats::OpenFileLocked() {
+  std::string error = file_.Open(file_path_, Render(file_process_, /*markers=*/true));
+  if (!error.empty()) return error;
+  for (std::size_t i = 0; i < values_.size(); ++i) file_.Set(i, values_[i]);
+  for (std::size_t e = 0; e < epochs_.size(); ++e) {
+    for (std::size_t i = 0; i < values_.size(); ++i)
+      file_.Set(values_.size() * (1 + e) + i, epochs_[e][i]);
+  }
+  return {};
+}
+
+std::string Stats::StartFile(const std::string& path, const ProcessInfo& process) {
+  std::lock_guard lock(mutex_);
+  if (file_.is_open()) return {};
+  file_path_ = path;
+  file_process_ = process;
+  return OpenFileLocked();
+}
+
+bool Stats::has_file() const {
+  std::lock_guard lock(mutex_);
+  return file_.is_open();
+}
+
+void Stats::ForkedChild() {
+  // The child is single-threaded here; the mutex may have been held by another
+  // thread of the parent at fork time, so it is re-created, not locked.
+  new (&mutex_) std::mutex();
+  values_.fill(0);
+  for (Values& e : epochs_) e.fill(0);
+  file_.Abandon();
+}
+
+std::string Stats::ToJson(const ProcessInfo& process) const {
+  std::lock_guard lock(mutex_);
+  return Render(process, /*markers=*/false);
+}
+
+}  // namespace prescient::vol
