@@ -74,7 +74,7 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
       for (size_t i = 0; i < count; ++i) {
         const VolObject& dataset = *VolObject::From(dset[i]);
         std::optional<ReadRequest> request =
-            InspectRead(dataset, mem_type_id[i], mem_space_id[i], file_space_id[i]);
+            InspectRead(dataset, mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id);
         // A single-dataset read (h5py's only kind) served from the cache is done.
         if (count == 1 && request && req == nullptr &&
             CacheClient::Get().TryServe(dataset, *request, buf[0])) {

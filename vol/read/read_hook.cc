@@ -1,6 +1,8 @@
 #include "vol/read/read_hook.h"
 
+#include <atomic>
 #include <exception>
+#include <string>
 
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
@@ -11,7 +13,7 @@ namespace prescient::vol {
 namespace {
 
 std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
-                                   hid_t file_space) {
+                                   hid_t file_space, TransferVerdict transfer) {
   const DatasetState* state = dataset.dataset.get();
   static const std::vector<hsize_t> kNoDims;
   std::optional<SelectionInput> input =
@@ -23,10 +25,12 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   const size_t mem_type_size = H5Tget_size(mem_type);
   request.bytes = request.selection.elements * mem_type_size;
 
+  request.transfer = transfer;
   request.simple =
-      state != nullptr && state->fixed_size() && !state->changed() && dataset.file != nullptr &&
-      !dataset.file->writable && dataset.file->identity.valid && request.selection.whole_rows &&
-      !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
+      transfer == TransferVerdict::kServable && state != nullptr && state->fixed_size() &&
+      !state->changed() && dataset.file != nullptr && !dataset.file->writable &&
+      dataset.file->identity.valid && request.selection.whole_rows && !request.selection.scalar &&
+      request.selection.kind != SelectionKind::kNone &&
       // Point selections (boolean masks) keep their own order and
       // repeats; rare in loaders, they are always forwarded.
       request.selection.kind != SelectionKind::kPoints && state->IsStoredType(mem_type) &&
@@ -34,13 +38,29 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   return request;
 }
 
+// Says once per process, at info level, why reads of a kind are forwarded.
+void NoteTransferForwarded(TransferVerdict verdict) {
+  static std::atomic<std::uint32_t> noted{0};
+  const std::uint32_t bit = 1u << static_cast<unsigned>(verdict);
+  if ((noted.fetch_or(bit) & bit) != 0) return;
+  Runtime::Get().Log(LogLevel::kInfo, std::string("reads with ") +
+                                          std::string(TransferVerdictName(verdict)) +
+                                          " are forwarded to HDF5, never served from the cache");
+}
+
 }  // namespace
 
 std::optional<ReadRequest> InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
-                                       hid_t file_space) noexcept {
+                                       hid_t file_space, hid_t dxpl) noexcept {
   Stats& stats = Runtime::Get().stats();
   try {
-    std::optional<ReadRequest> request = Inspect(dataset, mem_type, mem_space, file_space);
+    const TransferVerdict transfer = CheckTransfer(dxpl, file_space);
+    if (transfer != TransferVerdict::kServable) {
+      stats.Add(Counter::kReadsTransferForwarded);
+      NoteTransferForwarded(transfer);
+    }
+    std::optional<ReadRequest> request =
+        Inspect(dataset, mem_type, mem_space, file_space, transfer);
     if (request) {
       stats.CountRead(request->selection, request->simple, request->bytes);
     } else {

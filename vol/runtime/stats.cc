@@ -14,6 +14,7 @@ constexpr const char* kTopLevelNames[] = {
     "reads_scalar",
     "reads_undecoded",
     "reads_forwarded",
+    "reads_forwarded_transfer",
     "rows",
     "bytes",
     "reads_served",

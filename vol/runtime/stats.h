@@ -28,21 +28,22 @@ enum class Counter : std::size_t {
   kReadsSimple,     // could be served row by row from a cache (read_hook.h)
   kReadsWholeRows,  // selection covers whole rows
   kReadsScalar,
-  kReadsUndecoded,      // selection Prescient could not interpret (still forwarded)
-  kReadsForwarded,      // passed to the connector underneath
-  kRows,                // row visits along dimension 0
-  kBytes,               // bytes delivered to the caller
-  kReadsServed,         // served from the node cache (not forwarded)
-  kRowsHit,             // distinct rows found in the cache
-  kRowsLoaded,          // distinct rows this process loaded on a miss
-  kRowsWaited,          // distinct rows another process was loading
-  kRowsPrefetched,      // rows this process's I/O threads loaded ahead of use
-  kStorageReads,        // read requests to storage (coalesced)
-  kStorageBytes,        // bytes read from storage, gaps included
-  kStallNs,             // time read callbacks spent waiting for other loaders
-  kScheduleMatches,     // read samples found where the schedule said
-  kScheduleMismatches,  // read samples the schedule did not predict
-  kSelectionNone,       // one counter per SelectionKind, in its order
+  kReadsUndecoded,          // selection Prescient could not interpret (still forwarded)
+  kReadsForwarded,          // passed to the connector underneath
+  kReadsTransferForwarded,  // forwarded for their transfer property list (transfer_properties.h)
+  kRows,                    // row visits along dimension 0
+  kBytes,                   // bytes delivered to the caller
+  kReadsServed,             // served from the node cache (not forwarded)
+  kRowsHit,                 // distinct rows found in the cache
+  kRowsLoaded,              // distinct rows this process loaded on a miss
+  kRowsWaited,              // distinct rows another process was loading
+  kRowsPrefetched,          // rows this process's I/O threads loaded ahead of use
+  kStorageReads,            // read requests to storage (coalesced)
+  kStorageBytes,            // bytes read from storage, gaps included
+  kStallNs,                 // time read callbacks spent waiting for other loaders
+  kScheduleMatches,         // read samples found where the schedule said
+  kScheduleMismatches,      // read samples the schedule did not predict
+  kSelectionNone,           // one counter per SelectionKind, in its order
   kSelectionAll,
   kSelectionRegular,
   kSelectionIrregular,
