@@ -26,15 +26,17 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   request.bytes = request.selection.elements * mem_type_size;
 
   request.transfer = transfer;
-  request.simple =
+  const bool servable =
       transfer == TransferVerdict::kServable && state != nullptr && state->fixed_size() &&
-      !state->changed() && dataset.file != nullptr && !dataset.file->writable &&
-      dataset.file->identity.valid && request.selection.whole_rows && !request.selection.scalar &&
+      dataset.file != nullptr && !dataset.file->writable && dataset.file->identity.valid &&
+      request.selection.whole_rows && !request.selection.scalar &&
       request.selection.kind != SelectionKind::kNone &&
       // Point selections (boolean masks) keep their own order and
       // repeats; rare in loaders, they are always forwarded.
       request.selection.kind != SelectionKind::kPoints && state->IsStoredType(mem_type) &&
       MemoryIsContiguous(mem_space, file_space, request.selection.elements);
+  request.simple = servable && !state->changed();
+  request.written = servable && state->changed();
   return request;
 }
 
@@ -50,29 +52,23 @@ void NoteTransferForwarded(TransferVerdict verdict) {
 
 }  // namespace
 
-std::optional<ReadRequest> InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
-                                       hid_t file_space, hid_t dxpl) noexcept {
-  Stats& stats = Runtime::Get().stats();
+ReadRequest InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space, hid_t file_space,
+                        hid_t dxpl) noexcept {
+  ReadRequest request;
   try {
-    const TransferVerdict transfer = CheckTransfer(dxpl, file_space);
-    if (transfer != TransferVerdict::kServable) {
-      stats.Add(Counter::kReadsTransferForwarded);
-      NoteTransferForwarded(transfer);
+    request.transfer = CheckTransfer(dxpl, file_space);
+    if (request.transfer != TransferVerdict::kServable) NoteTransferForwarded(request.transfer);
+    std::optional<ReadRequest> decoded =
+        Inspect(dataset, mem_type, mem_space, file_space, request.transfer);
+    if (decoded) {
+      request = std::move(*decoded);
+      request.decoded = true;
     }
-    std::optional<ReadRequest> request =
-        Inspect(dataset, mem_type, mem_space, file_space, transfer);
-    if (request) {
-      stats.CountRead(request->selection, request->simple, request->bytes);
-    } else {
-      stats.Add(Counter::kReadsUndecoded);
-    }
-    return request;
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("read not decoded: ") + e.what());
   } catch (...) {
   }
-  stats.Add(Counter::kReadsUndecoded);
-  return std::nullopt;
+  return request;
 }
 
 }  // namespace prescient::vol

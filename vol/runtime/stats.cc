@@ -22,11 +22,20 @@ constexpr const char* kTopLevelNames[] = {
     "rows_loaded",
     "rows_waited",
     "rows_prefetched",
+    "rows_read_around",
     "storage_reads",
     "storage_bytes",
     "stall_ns",
+    "stall_storage_ns",
+    "stall_wait_ns",
     "schedule_matches",
     "schedule_mismatches",
+    "fallback_serve_failed",
+    "fallback_file_changed",
+    "fallback_prefetch_failed",
+    "fallback_oracle_failed",
+    "fallback_index_rebuilt",
+    "fallback_written",
 };
 constexpr std::size_t kTopLevel = sizeof(kTopLevelNames) / sizeof(kTopLevelNames[0]);
 static_assert(kTopLevel == static_cast<std::size_t>(Counter::kSelectionNone));
@@ -54,18 +63,37 @@ void Stats::AddInEpoch(std::uint32_t epoch, Counter counter, std::uint64_t delta
   AddLocked(epoch, counter, delta);
 }
 
-void Stats::CountRead(const DecodedSelection& selection, bool simple, std::uint64_t bytes) {
+void Stats::Commit(const ReadRecord& read) {
   std::lock_guard lock(mutex_);
-  AddLocked(std::nullopt, Counter::kReads, 1);
-  if (simple) AddLocked(std::nullopt, Counter::kReadsSimple, 1);
-  if (selection.whole_rows) AddLocked(std::nullopt, Counter::kReadsWholeRows, 1);
-  if (selection.scalar) AddLocked(std::nullopt, Counter::kReadsScalar, 1);
-  AddLocked(std::nullopt, Counter::kRows, selection.rows.rows());
-  AddLocked(std::nullopt, Counter::kBytes, bytes);
-  AddLocked(std::nullopt,
-            static_cast<Counter>(static_cast<std::size_t>(Counter::kSelectionNone) +
-                                 static_cast<std::size_t>(selection.kind)),
-            1);
+  auto add = [&](Counter counter, std::uint64_t delta) {
+    if (delta != 0) AddLocked(std::nullopt, counter, delta);
+  };
+  add(Counter::kReads, 1);
+  add(Counter::kReadsTransferForwarded, read.transfer_forwarded ? 1 : 0);
+  if (!read.decoded) {
+    add(Counter::kReadsUndecoded, 1);
+  } else {
+    add(Counter::kReadsSimple, read.simple ? 1 : 0);
+    add(Counter::kReadsWholeRows, read.selection.whole_rows ? 1 : 0);
+    add(Counter::kReadsScalar, read.selection.scalar ? 1 : 0);
+    add(Counter::kRows, read.selection.rows.rows());
+    add(Counter::kBytes, read.bytes);
+    add(static_cast<Counter>(static_cast<std::size_t>(Counter::kSelectionNone) +
+                             static_cast<std::size_t>(read.selection.kind)),
+        1);
+  }
+  add(read.served ? Counter::kReadsServed : Counter::kReadsForwarded, 1);
+  add(Counter::kRowsHit, read.rows_hit);
+  add(Counter::kRowsLoaded, read.rows_loaded);
+  add(Counter::kRowsWaited, read.rows_waited);
+  add(Counter::kRowsReadAround, read.rows_read_around);
+  add(Counter::kStorageReads, read.storage_reads);
+  add(Counter::kStorageBytes, read.storage_bytes);
+  add(Counter::kStallNs, read.stall_storage_ns + read.stall_wait_ns);
+  add(Counter::kStallStorageNs, read.stall_storage_ns);
+  add(Counter::kStallWaitNs, read.stall_wait_ns);
+  add(Counter::kScheduleMatches, read.schedule_matches);
+  add(Counter::kScheduleMismatches, read.schedule_mismatches);
 }
 
 std::uint64_t Stats::Get(Counter counter) const {
@@ -150,13 +178,15 @@ bool Stats::has_file() const {
   return file_.is_open();
 }
 
-void Stats::ForkedChild() {
-  // The child is single-threaded here; the mutex may have been held by another
-  // thread of the parent at fork time, so it is re-created, not locked.
-  new (&mutex_) std::mutex();
+void Stats::LockForFork() { mutex_.lock(); }
+
+void Stats::UnlockInParent() { mutex_.unlock(); }
+
+void Stats::ResetInChild() {
   values_.fill(0);
   for (Values& e : epochs_) e.fill(0);
   file_.Abandon();
+  mutex_.unlock();
 }
 
 std::string Stats::ToJson(const ProcessInfo& process) const {

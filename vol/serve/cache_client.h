@@ -23,6 +23,7 @@
 #include "cache/io/coalescing_options.h"
 #include "vol/objects/object.h"
 #include "vol/read/read_hook.h"
+#include "vol/runtime/stats.h"
 #include "vol/schedule/position_tracker.h"
 #include "vol/schedule/prefetcher.h"
 #include "vol/schedule/schedule_binding.h"
@@ -36,7 +37,9 @@ class CacheClient {
 
   // True when the read was served into `buf` (complete; do not forward).
   // False: nothing was written that matters; forward the read. Never throws.
-  bool TryServe(const VolObject& dataset, const ReadRequest& request, void* buf) noexcept;
+  // What the read cost goes into `record` (committed by the caller).
+  bool TryServe(const VolObject& dataset, const ReadRequest& request, void* buf,
+                ReadRecord* record) noexcept;
 
   // The open cache, or null (disabled, failed, not opened yet and `open`
   // false). Opening happens at most once per process.
@@ -71,9 +74,8 @@ class CacheClient {
   static cache::Status LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
                                           const VolObject& dataset,
                                           std::span<const std::uint64_t> missing,
-                                          std::span<std::byte* const> dest,
-                                          const cache::io::CoalescingOptions& coalescing,
-                                          LoadCounters* load, const cache::NextUseOracle* oracle,
+                                          std::span<std::byte* const> dest, LoadCounters* load,
+                                          const cache::NextUseOracle* oracle,
                                           std::uint64_t* read_around);
 
   std::mutex mutex_;  // guards everything below
@@ -86,7 +88,8 @@ class CacheClient {
   // The schedule and the one dataset it describes (PRESCIENT_SCHEDULE).
   // A read of the bound dataset: follow the schedule. Returns the read's
   // global step when the schedule predicted it.
-  std::optional<std::uint64_t> FollowSchedule(std::span<const std::uint64_t> rows);
+  std::optional<std::uint64_t> FollowSchedule(std::span<const std::uint64_t> rows,
+                                              ReadRecord* record);
   bool schedule_opened_ = false;
   std::shared_ptr<ScheduleBinding> schedule_;
   cache::DatasetSlot bound_slot_ = cache::kInvalidDatasetSlot;
