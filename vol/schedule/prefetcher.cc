@@ -115,6 +115,10 @@ void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executo
   std::vector<std::uint64_t> rows(needs.size());
   std::transform(needs.begin(), needs.end(), rows.begin(),
                  [](const io::RowNeed& n) { return n.row; });
+  if (dataset_->grouped()) {
+    PrefetchEntries(rows);
+    return;
+  }
   cache::Result<std::vector<std::uint64_t>> claimed =
       cache_.Claim(dataset_->slot(), rows, oracle_.get());
   if (!claimed.ok() || claimed.value().empty()) return;
@@ -157,13 +161,54 @@ void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executo
         stats.AddInEpoch(epoch, Counter::kStorageBytes, bytes);
         stats.AddInEpoch(epoch, Counter::kRowsPrefetched, published);
       } else {
-        Runtime::Get().Log(LogLevel::kInfo, "prefetch read failed: " + status.ToString());
+        Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
+                                "a prefetch read failed (" + status.ToString() +
+                                    "); its rows are loaded when they are read");
       }
       countdown.Done();
     };
     if (!executor.Submit(run)) run();
   }
   countdown.Wait();
+}
+
+void Prefetcher::PrefetchEntries(std::span<const std::uint64_t> rows) {
+  // A small dataset cached several rows to an entry: load the entries of
+  // `rows` on this thread (there are few of them).
+  std::vector<std::uint64_t> entries;
+  entries.reserve(rows.size());
+  for (std::uint64_t row : rows) entries.push_back(row / dataset_->rows_per_entry());
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  cache::Result<std::vector<std::uint64_t>> claimed =
+      cache_.Claim(dataset_->slot(), entries, oracle_.get());
+  if (!claimed.ok() || claimed.value().empty()) return;
+  const std::uint64_t entry_bytes = dataset_->entry_bytes();
+  std::vector<std::byte> staging(claimed.value().size() * entry_bytes);
+  std::vector<std::byte*> dest;
+  for (std::size_t i = 0; i < claimed.value().size(); ++i)
+    dest.push_back(staging.data() + i * entry_bytes);
+  LoadCounters load;
+  const cache::Status status = dataset_->LoadEntries(nullptr, claimed.value(), dest, &load);
+  std::uint64_t published = 0;
+  for (std::size_t i = 0; i < claimed.value().size(); ++i) {
+    if (!status.ok()) {
+      cache_.Abandon(dataset_->slot(), claimed.value()[i]);
+      continue;
+    }
+    auto outcome = cache_.Publish(dataset_->slot(), claimed.value()[i], dest[i], oracle_.get());
+    if (outcome.ok() && outcome.value() == cache::PublishOutcome::kStored) ++published;
+  }
+  Stats& stats = Runtime::Get().stats();
+  if (status.ok()) {
+    stats.Add(Counter::kStorageReads, load.reads);
+    stats.Add(Counter::kStorageBytes, load.bytes);
+    stats.Add(Counter::kRowsPrefetched, published * dataset_->rows_per_entry());
+  } else {
+    Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
+                            "a prefetch read failed (" + status.message() +
+                                "); its rows are loaded when they are read");
+  }
 }
 
 void Prefetcher::Run() noexcept {

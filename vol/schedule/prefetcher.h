@@ -47,6 +47,7 @@ class Prefetcher {
  private:
   void Run() noexcept;
   void PrefetchSteps(std::uint64_t from, std::uint64_t to, cache::io::Executor& executor);
+  void PrefetchEntries(std::span<const std::uint64_t> rows);
   // The rows of global steps [from, to) of every local rank, each with its
   // first step, plus (chunked data) the other rows of their slabs.
   std::vector<cache::io::RowNeed> RowsOfSteps(std::uint64_t from, std::uint64_t to) const;

@@ -94,17 +94,21 @@ class ScheduleBinding {
   mutable std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> positions_;
 };
 
-// The cache's eviction oracle for the dataset bound to a schedule.
+// The cache's eviction oracle for the dataset bound to a schedule. A dataset
+// of small rows cached several rows to an entry (CachedDataset::grouped) is
+// small by construction: its entries are kept as needed right away.
 class ScheduleOracle final : public cache::NextUseOracle {
  public:
-  ScheduleOracle(std::shared_ptr<const ScheduleBinding> binding, cache::DatasetSlot slot)
-      : binding_(std::move(binding)), slot_(slot) {}
+  ScheduleOracle(std::shared_ptr<const ScheduleBinding> binding, cache::DatasetSlot slot,
+                 std::uint64_t rows_per_entry)
+      : binding_(std::move(binding)), slot_(slot), rows_per_entry_(rows_per_entry) {}
   std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,
                         std::uint64_t now) const noexcept override;
 
  private:
   std::shared_ptr<const ScheduleBinding> binding_;
   cache::DatasetSlot slot_;
+  std::uint64_t rows_per_entry_;
 };
 
 // The oracle for the rows of one read at global step `read_step`: a row just
@@ -114,14 +118,16 @@ class ScheduleOracle final : public cache::NextUseOracle {
 // urgent, and turn away rows that are needed soon.
 class ReadOracle final : public cache::NextUseOracle {
  public:
-  ReadOracle(const ScheduleBinding& binding, cache::DatasetSlot slot, std::uint64_t read_step)
-      : binding_(binding), slot_(slot), read_step_(read_step) {}
+  ReadOracle(const ScheduleBinding& binding, cache::DatasetSlot slot, std::uint64_t rows_per_entry,
+             std::uint64_t read_step)
+      : binding_(binding), slot_(slot), rows_per_entry_(rows_per_entry), read_step_(read_step) {}
   std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,
                         std::uint64_t now) const noexcept override;
 
  private:
   const ScheduleBinding& binding_;
   cache::DatasetSlot slot_;
+  std::uint64_t rows_per_entry_;
   std::uint64_t read_step_;
 };
 

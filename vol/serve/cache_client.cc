@@ -243,7 +243,7 @@ void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cache
   }
   bound_slot_ = cached->slot();
   runtime.stats().SetEpochs(schedule_->epochs());
-  oracle_ = std::make_shared<ScheduleOracle>(schedule_, bound_slot_);
+  oracle_ = std::make_shared<ScheduleOracle>(schedule_, bound_slot_, cached->rows_per_entry());
   tracker_ = std::make_unique<PositionTracker>(schedule_);
   runtime.Log(LogLevel::kInfo, "schedule bound to " + cached->description() + " (rank " +
                                    std::to_string(schedule_->rank()) + ", node " +
@@ -381,7 +381,8 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     const cache::NextUseOracle* oracle = nullptr;
     std::optional<ReadOracle> read_oracle;
     if (schedule) {
-      read_oracle.emplace(*schedule, cached->slot(), read_step.value_or(cache->NodeStep()));
+      read_oracle.emplace(*schedule, cached->slot(), cached->rows_per_entry(),
+                          read_step.value_or(cache->NodeStep()));
       oracle = &*read_oracle;
     }
 

@@ -104,7 +104,7 @@ TEST_F(PositionTrackerTest, ForeignOrderIsCountedThenAbandoned) {
 }
 
 TEST_F(PositionTrackerTest, OracleAnswersFromTheNodeIndex) {
-  ScheduleOracle oracle(binding_, /*slot=*/3);
+  ScheduleOracle oracle(binding_, /*slot=*/3, /*rows_per_entry=*/1);
   const scheduler::RankEpochView epoch1 = binding_->Part(0, 1);
   const std::uint64_t sample = epoch1.sample(0);
   const std::uint64_t step = oracle.NextUse(3, sample, binding_->GlobalStep(0, 49));
