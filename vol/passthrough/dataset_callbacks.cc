@@ -16,13 +16,18 @@ namespace prescient::vol {
 namespace {
 
 // Attaches a DatasetState to a freshly wrapped dataset.
+// The open or create succeeded: nothing Prescient learns here may fail it.
 void AttachIdentity(VolObject* dataset, bool created_here) noexcept {
   if (dataset == nullptr || !Runtime::Get().enabled()) return;
-  dataset->file = ResolveFile(*dataset, H5I_DATASET);
-  dataset->dataset = DatasetState::TryIdentify(*dataset);
-  Runtime::Get().stats().Add(Counter::kDatasetsOpened);
-  if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
-  if (!created_here) CacheClient::Get().DatasetOpened(*dataset);
+  try {
+    dataset->file = ResolveFile(*dataset, H5I_DATASET);
+    dataset->dataset = DatasetState::TryIdentify(*dataset);
+    Runtime::Get().stats().Add(Counter::kDatasetsOpened);
+    if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
+    if (!created_here) CacheClient::Get().DatasetOpened(*dataset);
+  } catch (...) {
+    dataset->dataset = nullptr;  // forwarded like any unidentified dataset
+  }
 }
 
 void MarkChanged(void* obj) {

@@ -13,31 +13,13 @@
 #include "cache/io/raw_loader.h"
 #include "cache/io/task_order.h"
 #include "vol/runtime/runtime.h"
+#include "vol/schedule/task_group.h"
 
 namespace prescient::vol {
 namespace {
 
 namespace io = cache::io;
 using std::chrono::milliseconds;
-
-// Counts finished tasks; the prefetch thread waits for all of one window.
-class Countdown {
- public:
-  explicit Countdown(std::size_t n) : left_(n) {}
-  void Done() {
-    std::lock_guard lock(mutex_);
-    if (--left_ == 0) done_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return left_ == 0; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::size_t left_;
-};
 
 }  // namespace
 
@@ -132,9 +114,9 @@ void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executo
   io::OrderTasksByFirstNeed(plan.value(), needs);
   Stats& stats = Runtime::Get().stats();
   const std::uint32_t epoch = binding_->EpochAndStep(from).first;
-  Countdown countdown(plan.value().tasks.size());
+  TaskGroup group(executor);
   for (const io::ReadTask& task : plan.value().tasks) {
-    auto run = [&, task_ptr = &task] {
+    group.Run([&, task_ptr = &task] {
       const io::ReadTask& t = *task_ptr;
       const std::uint64_t row_bytes = dataset_->row_bytes();
       std::vector<std::byte> staging(t.rows.size() * row_bytes);
@@ -165,11 +147,19 @@ void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executo
                                 "a prefetch read failed (" + status.ToString() +
                                     "); its rows are loaded when they are read");
       }
-      countdown.Done();
-    };
-    if (!executor.Submit(run)) run();
+    });
   }
-  countdown.Wait();
+  group.Wait();
+  if (group.failures() > 0) {
+    // A task that threw left its rows claimed: release them (rows it did
+    // publish are no longer ours, and Abandon leaves them alone).
+    for (const io::ReadTask& task : plan.value().tasks) {
+      for (std::uint64_t row : task.rows) (void)cache_.Abandon(dataset_->slot(), row);
+    }
+    Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
+                            "a prefetch task failed; its rows are loaded when they are read",
+                            group.failures());
+  }
 }
 
 void Prefetcher::PrefetchEntries(std::span<const std::uint64_t> rows) {
