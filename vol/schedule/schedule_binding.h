@@ -77,8 +77,6 @@ class ScheduleBinding {
   // (whose own lock would stay taken in the child) at that moment.
   void LockForFork() const { mutex_.lock(); }
   void UnlockAfterFork() const { mutex_.unlock(); }
-  // In the forked child (single-threaded): a fresh, unlocked mutex.
-  void ResetLockAfterFork() const { new (&mutex_) std::mutex(); }
 
  private:
   ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank, const std::string& path);

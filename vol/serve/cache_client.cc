@@ -79,50 +79,30 @@ CacheClient::CacheClient() {
                    &CacheClient::AtForkChild);
 }
 
+// fork() (a DataLoader starting its workers) runs no work of Prescient's:
+// the segment was opened, the datasets registered and the schedule bound when
+// the datasets were opened. The handlers only make the locks consistent: they
+// are taken before fork() (no thread of the parent is then inside the state
+// they guard, or inside the schedule reader) and released on both sides.
 void CacheClient::AtForkPrepare() {
-  // A process that opened datasets and now forks (a DataLoader's main process
-  // starting its workers) attaches to the node cache first: its workers
-  // inherit the attachment, and the segment outlives each generation of
-  // workers. Nothing here calls HDF5.
-  try {
-    CacheClient& client = Get();
-    std::lock_guard lock(client.mutex_);
-    if (client.datasets_.empty()) return;
-    if (client.OpenCacheLocked() == nullptr) return;
-    for (auto& [key, cached] : client.datasets_) {
-      if (cached && !cached->registered()) client.RegisterLocked(cached);
-    }
-  } catch (...) {
-  }
-  // Last: no prefetch thread may be inside the schedule reader at fork().
   CacheClient& client = Get();
-  std::shared_ptr<ScheduleBinding> schedule;
-  {
-    std::lock_guard lock(client.mutex_);
-    schedule = client.schedule_;
-  }
-  if (schedule) schedule->LockForFork();
-  client.forking_schedule_ = std::move(schedule);
+  client.mutex_.lock();
+  client.forking_schedule_ = client.schedule_;
+  if (client.forking_schedule_) client.forking_schedule_->LockForFork();
 }
 
 void CacheClient::AtForkParent() {
   CacheClient& client = Get();
   if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
   client.forking_schedule_.reset();
+  client.mutex_.unlock();
 }
 
 void CacheClient::AtForkChild() {
-  // The client's own mutex may have been held by a thread that does not exist
-  // in the child (the prefetcher), so it is re-created. The schedule lock is
-  // held by this very thread (AtForkPrepare took it) and is released normally,
-  // which also keeps thread sanitizers' view of it consistent.
   CacheClient& client = Get();
-  new (&client.mutex_) std::mutex();
   if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
-  if (client.schedule_ && client.schedule_ != client.forking_schedule_) {
-    client.schedule_->ResetLockAfterFork();  // replaced after the prepare handler ran
-  }
   client.forking_schedule_.reset();
+  client.mutex_.unlock();
 }
 
 void CacheClient::Shutdown() noexcept {
@@ -198,11 +178,15 @@ void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
         !Runtime::Get().options().cache_enabled) {
       return;
     }
-    // Prepared now (the HDF5 work belongs in this callback); the segment is
-    // opened by the first read it can serve, or when this process forks.
+    // Everything happens now, in the callback: the HDF5 work of preparing the
+    // dataset, opening the node's segment, registering the dataset and
+    // binding the schedule. A DataLoader's main process, which opens the
+    // dataset only to ask its length, is then attached before it forks its
+    // workers (so the segment outlives each generation of them), and fork()
+    // itself has nothing left to do.
     std::lock_guard lock(mutex_);
     std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
-    if (cached && cache_) RegisterLocked(cached);
+    if (cached && OpenCacheLocked() != nullptr) RegisterLocked(cached);
   } catch (...) {
   }
 }

@@ -45,12 +45,11 @@ class CacheClient {
   // false). Opening happens at most once per process.
   cache::NodeCache* Cache(bool open = true);
   // Called when a dataset of a read-only file opens: prepares it for caching
-  // (all HDF5 work, in this callback). The node segment itself is opened by
-  // the first read it can serve or when this process forks: a DataLoader's
-  // main process, which only opened the dataset to ask its length, attaches
-  // before starting its workers and so keeps the segment alive while
-  // generations of workers come and go. Tools like h5dump that never read
-  // whole rows never create a segment.
+  // (all HDF5 work, in this callback), opens the node segment if needed,
+  // registers the dataset and binds the schedule to it. A DataLoader's main
+  // process, which only opened the dataset to ask its length, is so attached
+  // before it starts its workers and keeps the segment alive while
+  // generations of workers come and go; fork() itself does no work.
   void DatasetOpened(const VolObject& dataset) noexcept;
   // The dataset's registration, made on first use. Null if not cacheable.
   std::shared_ptr<CachedDataset> Dataset(const VolObject& dataset);
