@@ -242,19 +242,12 @@ void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cache
 
 std::optional<std::uint64_t> CacheClient::FollowSchedule(std::span<const std::uint64_t> rows,
                                                          ReadRecord* record) {
-  std::uint64_t furthest = 0;
-  bool matched = false;
-  std::uint32_t epoch = 0;
   const bool was_abandoned = tracker_->abandoned();
-  for (std::uint64_t row : rows) {
-    const PositionTracker::Observation o = tracker_->Observe(row, cache_->NodeStep());
-    ++(o.matched ? record->schedule_matches : record->schedule_mismatches);
-    if (o.matched) {
-      matched = true;
-      furthest = std::max(furthest, o.global_step);
-      epoch = o.epoch;
-    }
-  }
+  const PositionTracker::Observation o = tracker_->ObserveRead(rows, cache_->NodeStep());
+  record->schedule_matches += o.matched;
+  record->schedule_mismatches += o.mismatched;
+  const bool matched = o.matched > 0;
+  const std::uint64_t furthest = o.global_step;
   if (matched) {
     // The node step must not pass the slowest local reader: what it still
     // reads would look past to the eviction oracle. This process's workers
@@ -262,7 +255,7 @@ std::optional<std::uint64_t> CacheClient::FollowSchedule(std::span<const std::ui
     const scheduler::WorldLayout& layout = schedule_->header().layout;
     const std::uint64_t lag = 2ull * (layout.workers + 1) + 1;
     if (furthest > lag) cache_->AdvanceNodeStep(furthest - lag);
-    Runtime::Get().stats().SetCurrentEpoch(epoch);
+    Runtime::Get().stats().SetCurrentEpoch(o.epoch);
   }
   if (tracker_->abandoned() && !was_abandoned) {
     Runtime::Get().Log(LogLevel::kWarn,
