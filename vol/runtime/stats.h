@@ -63,6 +63,18 @@ enum class Counter : std::size_t {
   kCount,
 };
 
+// Row counters kept per field of the schedule's sample map (images, labels,
+// ...), so a benchmark can hold each field's storage rows against the
+// simulator's.
+enum class FieldCounter : std::size_t {
+  kRowsHit,
+  kRowsLoaded,
+  kRowsWaited,
+  kRowsPrefetched,
+  kRowsReadAround,
+  kCount,
+};
+
 // One dataset read: what the decoder found and what serving it cost.
 struct ReadRecord {
   // Decoding (read_hook.h); `decoded` false: the selection was not understood.
@@ -77,6 +89,8 @@ struct ReadRecord {
   std::uint64_t storage_reads = 0, storage_bytes = 0;
   std::uint64_t stall_storage_ns = 0, stall_wait_ns = 0;
   std::uint64_t schedule_matches = 0, schedule_mismatches = 0;
+  // The schedule field the dataset is bound to, if any (its row counters).
+  std::optional<std::uint32_t> field;
 };
 
 class Stats {
@@ -100,6 +114,11 @@ class Stats {
   void SetEpochs(std::uint32_t epochs);
   // The epoch reads are counted in (the position tracker's).
   void SetCurrentEpoch(std::uint32_t epoch);
+  // Per-field blocks, once a schedule names its fields (a running file is
+  // rewritten with the larger layout, as for epochs).
+  void SetFields(const std::vector<std::string>& names);
+  void AddField(std::uint32_t field, FieldCounter counter, std::uint64_t delta);
+  std::uint64_t GetField(std::uint32_t field, FieldCounter counter) const;
   std::uint64_t GetInEpoch(std::uint32_t epoch, Counter counter) const;
   std::uint64_t Get(Counter counter) const;
 
@@ -120,14 +139,20 @@ class Stats {
 
  private:
   using Values = std::array<std::uint64_t, static_cast<std::size_t>(Counter::kCount)>;
+  using FieldValues = std::array<std::uint64_t, static_cast<std::size_t>(FieldCounter::kCount)>;
   // With values == nullptr, counter fields are LiveStatsFile markers.
   std::string Render(const ProcessInfo& process, bool markers) const;
   void AddLocked(std::optional<std::uint32_t> epoch, Counter counter, std::uint64_t delta);
+  void AddFieldLocked(std::uint32_t field, FieldCounter counter, std::uint64_t delta);
+  // Live-file slot of a field counter: after the totals and every epoch block.
+  std::size_t FieldSlot(std::uint32_t field, FieldCounter counter) const;
   std::string OpenFileLocked();
 
   mutable std::mutex mutex_;
   Values values_{};
   std::vector<Values> epochs_;  // per-epoch blocks (empty without a schedule)
+  std::vector<std::string> field_names_;
+  std::vector<FieldValues> fields_;  // per-field blocks (empty without a sample map)
   std::uint32_t current_epoch_ = 0;
   LiveStatsFile file_;
   std::string file_path_;

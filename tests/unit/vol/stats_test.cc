@@ -166,3 +166,35 @@ TEST(Stats, OneCommitPerReadCountsEveryOutcome) {
 
 }  // namespace
 }  // namespace prescient::vol
+
+namespace prescient::vol {
+namespace {
+
+TEST(Stats, PerFieldBlocksCountTheirRowsInTheLiveFile) {
+  const std::string path = TempPath("fields");
+  Stats stats;
+  const Stats::ProcessInfo info{.pid = 5, .parent_pid = 1, .forked_child = false, .enabled = true};
+  ASSERT_EQ(stats.StartFile(path, info), "");
+  stats.SetFields({"images", "labels \"x\""});
+  ReadRecord read;
+  read.decoded = read.served = true;
+  read.rows_loaded = 3;
+  read.rows_hit = 29;
+  read.field = 1;
+  stats.Commit(read);
+  stats.AddField(0, FieldCounter::kRowsPrefetched, 64);
+  stats.SetEpochs(2);  // the file grows; the field counts move along
+  stats.AddField(0, FieldCounter::kRowsPrefetched, 1);
+  EXPECT_EQ(stats.GetField(1, FieldCounter::kRowsLoaded), 3u);
+  EXPECT_EQ(stats.GetField(0, FieldCounter::kRowsPrefetched), 65u);
+  const std::string text = ReadFile(path);
+  EXPECT_NE(text.find("{\"field\": \"images\", \"rows_hit\": "), std::string::npos) << text;
+  EXPECT_NE(text.find("\"field\": \"labels \\\"x\\\"\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"rows_prefetched\": " + std::string(LiveStatsFile::kWidth - 2, ' ') + "65"),
+            std::string::npos)
+      << text;
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace prescient::vol
