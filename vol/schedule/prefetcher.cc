@@ -66,138 +66,35 @@ void Prefetcher::Stop() {
   running_pid_ = 0;
 }
 
-std::vector<io::RowNeed> Prefetcher::RowsOfSteps(std::uint64_t from, std::uint64_t to) const {
-  std::vector<io::RowNeed> needs;
+std::vector<WantedRow> Prefetcher::RowsOfSteps(std::uint64_t from, std::uint64_t to) const {
+  std::vector<WantedRow> wanted;
   for (std::uint64_t g = from; g < to; ++g) {
     const auto [epoch, step] = binding_->EpochAndStep(g);
     for (std::uint32_t rank : binding_->LocalRanks()) {
       const scheduler::RankEpochView part = binding_->Part(rank, epoch);
       if (step >= part.steps()) continue;
-      for (scheduler::SampleId s : part.Step(step)) needs.push_back({.row = s, .step = g});
+      for (scheduler::SampleId s : part.Step(step))
+        wanted.push_back({.dataset = dataset_.get(), .row = s, .step = g});
     }
   }
-  // Whole slabs of chunked data: each chunk is read and decoded once; rows
-  // the oracle would not admit are then left out by Claim.
-  if (const auto* chunked = std::get_if<io::ChunkedLayout>(dataset_->raw_layout().get())) {
-    const std::uint64_t per_slab = chunked->chunk_shape()[0];
-    const std::size_t wanted = needs.size();
-    for (std::size_t i = 0; i < wanted; ++i) {
-      const std::uint64_t first = needs[i].row / per_slab * per_slab;
-      for (std::uint64_t r = first; r < std::min(first + per_slab, dataset_->num_rows()); ++r)
-        needs.push_back({.row = r});
-    }
-  }
-  io::NormalizeNeeds(needs);
-  return needs;
+  return wanted;
 }
 
 void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executor& executor) {
-  const std::vector<io::RowNeed> needs = RowsOfSteps(from, to);
-  if (needs.empty()) return;
-  std::vector<std::uint64_t> rows(needs.size());
-  std::transform(needs.begin(), needs.end(), rows.begin(),
-                 [](const io::RowNeed& n) { return n.row; });
-  if (dataset_->grouped()) {
-    PrefetchEntries(rows);
-    return;
-  }
-  cache::Result<std::vector<std::uint64_t>> claimed =
-      cache_.Claim(dataset_->slot(), rows, oracle_.get());
-  if (!claimed.ok() || claimed.value().empty()) return;
-  io::Result<io::ReadPlan> plan =
-      io::PlanReads(*dataset_->raw_layout(), claimed.value(), coalescing_);
-  if (!plan.ok()) {
-    for (std::uint64_t row : claimed.value()) cache_.Abandon(dataset_->slot(), row);
-    return;
-  }
-  // The round spans hundreds of steps; the loaders' next batch goes first.
-  io::OrderTasksByFirstNeed(plan.value(), needs);
+  std::vector<WantedRow> wanted = RowsOfSteps(from, to);
+  if (wanted.empty()) return;
+  PrefetchRound round(cache_, oracle_.get(), executor,
+                      [](const CachedDataset&) { return std::optional<std::uint32_t>(); });
+  const RoundTally tally = round.Run(std::move(wanted));
   Stats& stats = Runtime::Get().stats();
   const std::uint32_t epoch = binding_->EpochAndStep(from).first;
-  TaskGroup group(executor);
-  for (const io::ReadTask& task : plan.value().tasks) {
-    group.Run([&, task_ptr = &task] {
-      const io::ReadTask& t = *task_ptr;
-      const std::uint64_t row_bytes = dataset_->row_bytes();
-      std::vector<std::byte> staging(t.rows.size() * row_bytes);
-      auto target = [&](std::uint64_t row) -> std::byte* {
-        const auto it = std::lower_bound(t.rows.begin(), t.rows.end(), row);
-        return staging.data() + static_cast<std::size_t>(it - t.rows.begin()) * row_bytes;
-      };
-      const io::Status status =
-          io::LoadTask(*dataset_->raw_layout(), *dataset_->source(), t, target);
-      std::uint64_t published = 0;
-      for (std::size_t i = 0; i < t.rows.size(); ++i) {
-        if (!status.ok()) {
-          cache_.Abandon(dataset_->slot(), t.rows[i]);
-          continue;
-        }
-        cache::Result<cache::PublishOutcome> outcome = cache_.Publish(
-            dataset_->slot(), t.rows[i], staging.data() + i * row_bytes, oracle_.get());
-        if (outcome.ok() && outcome.value() == cache::PublishOutcome::kStored) ++published;
-      }
-      if (status.ok()) {
-        std::uint64_t bytes = 0;
-        for (const io::FileRead& read : t.reads) bytes += read.length;
-        stats.AddInEpoch(epoch, Counter::kStorageReads, t.reads.size());
-        stats.AddInEpoch(epoch, Counter::kStorageBytes, bytes);
-        stats.AddInEpoch(epoch, Counter::kRowsPrefetched, published);
-      } else {
-        Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
-                                "a prefetch read failed (" + status.ToString() +
-                                    "); its rows are loaded when they are read");
-      }
-    });
-  }
-  group.Wait();
-  if (group.failures() > 0) {
-    // A task that threw left its rows claimed: release them (rows it did
-    // publish are no longer ours, and Abandon leaves them alone).
-    for (const io::ReadTask& task : plan.value().tasks) {
-      for (std::uint64_t row : task.rows) (void)cache_.Abandon(dataset_->slot(), row);
-    }
+  stats.AddInEpoch(epoch, Counter::kStorageReads, tally.storage_reads);
+  stats.AddInEpoch(epoch, Counter::kStorageBytes, tally.storage_bytes);
+  stats.AddInEpoch(epoch, Counter::kRowsPrefetched, tally.rows_prefetched);
+  if (tally.failed_tasks > 0) {
     Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
-                            "a prefetch task failed; its rows are loaded when they are read",
-                            group.failures());
-  }
-}
-
-void Prefetcher::PrefetchEntries(std::span<const std::uint64_t> rows) {
-  // A small dataset cached several rows to an entry: load the entries of
-  // `rows` on this thread (there are few of them).
-  std::vector<std::uint64_t> entries;
-  entries.reserve(rows.size());
-  for (std::uint64_t row : rows) entries.push_back(row / dataset_->rows_per_entry());
-  std::sort(entries.begin(), entries.end());
-  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-  cache::Result<std::vector<std::uint64_t>> claimed =
-      cache_.Claim(dataset_->slot(), entries, oracle_.get());
-  if (!claimed.ok() || claimed.value().empty()) return;
-  const std::uint64_t entry_bytes = dataset_->entry_bytes();
-  std::vector<std::byte> staging(claimed.value().size() * entry_bytes);
-  std::vector<std::byte*> dest;
-  for (std::size_t i = 0; i < claimed.value().size(); ++i)
-    dest.push_back(staging.data() + i * entry_bytes);
-  LoadCounters load;
-  const cache::Status status = dataset_->LoadEntries(nullptr, claimed.value(), dest, &load);
-  std::uint64_t published = 0;
-  for (std::size_t i = 0; i < claimed.value().size(); ++i) {
-    if (!status.ok()) {
-      cache_.Abandon(dataset_->slot(), claimed.value()[i]);
-      continue;
-    }
-    auto outcome = cache_.Publish(dataset_->slot(), claimed.value()[i], dest[i], oracle_.get());
-    if (outcome.ok() && outcome.value() == cache::PublishOutcome::kStored) ++published;
-  }
-  Stats& stats = Runtime::Get().stats();
-  if (status.ok()) {
-    stats.Add(Counter::kStorageReads, load.reads);
-    stats.Add(Counter::kStorageBytes, load.bytes);
-    stats.Add(Counter::kRowsPrefetched, published * dataset_->rows_per_entry());
-  } else {
-    Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
-                            "a prefetch read failed (" + status.message() +
-                                "); its rows are loaded when they are read");
+                            "a prefetch read failed; its rows are loaded when they are read",
+                            tally.failed_tasks);
   }
 }
 
