@@ -24,9 +24,10 @@
 //   if (when == NextUseIndex::kNever) { /* evict first */ }
 //
 // Sharing one index between the processes of a node: Save() it once and
-// Load() it everywhere; Load maps the file read-only and shared, so the page
-// cache holds a single copy however many ranks and DataLoader workers load
-// it. Copies of a NextUseIndex share their tables (cheap, immutable).
+// Load() it everywhere; Load reads the file into memory the process owns (never
+// mapped: a file truncated under a running job must not raise SIGBUS), so each
+// rank holds one copy and its forked DataLoader workers share it. Copies of a
+// NextUseIndex share their tables (cheap, immutable).
 #ifndef PRESCIENT_SCHEDULER_CORE_NEXT_USE_INDEX_H_
 #define PRESCIENT_SCHEDULER_CORE_NEXT_USE_INDEX_H_
 
@@ -67,7 +68,7 @@ class NextUseIndex {
   // Writes the index to `path` (replaced atomically). Throws
   // ScheduleFileError(kIo).
   void Save(const std::string& path) const;
-  // Maps an index written by Save(), after checking its magic, version,
+  // Reads an index written by Save() into memory, after checking its magic, version,
   // CRC-32s and structure; ScheduleFileError otherwise (same codes as
   // schedule files).
   static NextUseIndex Load(const std::string& path);
@@ -127,7 +128,7 @@ class NextUseIndex {
   std::uint32_t node_ranks_ = 0;
   std::uint64_t num_samples_ = 0;
   // The tables; `storage_` owns the memory they point into (built tables or
-  // a read-only file mapping).
+  // tables read from a file).
   std::shared_ptr<const void> storage_;
   std::span<const std::uint64_t> row_begin_;  // sample s: steps_[row_begin_[s], row_begin_[s+1])
   std::span<const std::uint32_t> steps_;

@@ -154,7 +154,7 @@ TEST(NextUseIndexTest, FromARecipeFileEqualsFromTheSchedule) {
 namespace prescient::scheduler {
 namespace {
 
-TEST(NextUseIndexTest, SaveAndLoadShareOneFile) {
+TEST(NextUseIndexTest, SaveAndLoadRoundTrip) {
   WorldLayout l;
   l.ranks = 4;
   l.ranks_per_node = 2;
@@ -213,6 +213,8 @@ TEST(NextUseIndexTest, SaveAndLoadShareOneFile) {
   b[30] ^= 4;
   EXPECT_EQ(code_of(b), static_cast<int>(ScheduleFileErrorCode::kBadChecksum));
   EXPECT_EQ(code_of(std::vector<char>(10, 'a')),
+            static_cast<int>(ScheduleFileErrorCode::kBadMagic));
+  EXPECT_EQ(code_of(std::vector<char>(bytes.begin(), bytes.begin() + 40)),
             static_cast<int>(ScheduleFileErrorCode::kTruncated));
   std::remove(path.c_str());
   EXPECT_THROW(NextUseIndex::Load(path), ScheduleFileError);
