@@ -65,13 +65,23 @@ class NextUseIndex {
 
   NextUseIndex() = default;
 
-  // Writes the index to `path` (replaced atomically). Throws
-  // ScheduleFileError(kIo).
+  // Writes the index to `path` (replaced atomically), with the checksum of
+  // the schedule it was built from. Throws ScheduleFileError(kIo).
   void Save(const std::string& path) const;
-  // Reads an index written by Save() into memory, after checking its magic, version,
-  // CRC-32s and structure; ScheduleFileError otherwise (same codes as
-  // schedule files).
+  // Reads an index written by Save() into memory, after checking its magic,
+  // version, CRC-32s and structure (ScheduleFileError with the schedule-file
+  // codes), and that it was built from `schedule`: the recorded schedule
+  // checksum, the node, the sample count and the global steps must match
+  // (kFingerprintMismatch otherwise: an index of another seed of the same
+  // shape would silently give wrong evictions).
+  static NextUseIndex Load(const std::string& path, const ScheduleReader& schedule);
+  // Deprecated (removed once the connector uses the overload above): no
+  // check against the schedule.
   static NextUseIndex Load(const std::string& path);
+
+  // ScheduleReader::checksum() of the schedule the index was built from (0
+  // when it was built from an in-memory AccessSchedule).
+  std::uint32_t schedule_checksum() const { return schedule_checksum_; }
 
   // The first global step > `global_step` at which the node reads `sample`,
   // or kNever. Samples >= num_samples() are never used.
@@ -124,6 +134,7 @@ class NextUseIndex {
   void Adopt(std::shared_ptr<const Built> built);
 
   std::uint32_t node_ = 0;
+  std::uint32_t schedule_checksum_ = 0;
   std::uint32_t first_rank_ = 0;
   std::uint32_t node_ranks_ = 0;
   std::uint64_t num_samples_ = 0;

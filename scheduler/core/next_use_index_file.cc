@@ -9,7 +9,8 @@
 //   16 u32 first_rank               20 u32 node_ranks      24 u64 num_samples
 //   32 u64 epochs                   40 u64 total_uses      48 u64 total_reads
 //   56 u32 flags (bit 0: read table) 60 u32 CRC-32 of everything after byte 80
-//   64 u64 file size                72 u32 reserved        76 u32 CRC-32 of bytes 0..75
+//   64 u64 file size                72 u32 schedule checksum (ScheduleReader::checksum)
+//   76 u32 CRC-32 of bytes 0..75
 //   80 epoch_first_step[epochs + 1] u64, row_begin[num_samples + 1] u64,
 //      read_begin[epochs * node_ranks + 1] u64 (read table only),
 //      steps[total_uses] u32, read_next[total_reads] u32 (read table only)
@@ -28,7 +29,8 @@ namespace {
 using Code = ScheduleFileErrorCode;
 
 constexpr unsigned char kIndexMagic[8] = {0x89, 'P', 'N', 'U', 'I', '\r', '\n', 0x1a};
-constexpr std::uint32_t kIndexVersion = 1;
+// 2: bytes 72..75 hold the schedule's checksum (reserved in version 1).
+constexpr std::uint32_t kIndexVersion = 2;
 constexpr std::size_t kIndexHeaderSize = 80;
 constexpr std::uint32_t kNoStep = std::numeric_limits<std::uint32_t>::max();
 
@@ -41,7 +43,8 @@ std::span<const std::byte> Bytes(std::span<const T> s) {
 
 // Befriended by NextUseIndex: fills its spans from the file.
 struct NextUseIndexFile {
-  static NextUseIndex Load(const std::string& path);
+  // `schedule` null: no check against a schedule (the deprecated Load).
+  static NextUseIndex Load(const std::string& path, const ScheduleReader* schedule);
 };
 
 void NextUseIndex::Save(const std::string& path) const {
@@ -65,7 +68,7 @@ void NextUseIndex::Save(const std::string& path) const {
   head.U32(crc);
   head.U64(kIndexHeaderSize + epoch_first_step_.size_bytes() + row_begin_.size_bytes() +
            read_begin_.size_bytes() + steps_.size_bytes() + read_next_.size_bytes());
-  head.U32(0);
+  head.U32(schedule_checksum_);
   head.U32(format::Crc32(head.bytes()));
 
   AtomicFile out(path, "next-use index");
@@ -78,9 +81,15 @@ void NextUseIndex::Save(const std::string& path) const {
   out.Commit();
 }
 
-NextUseIndex NextUseIndex::Load(const std::string& path) { return NextUseIndexFile::Load(path); }
+NextUseIndex NextUseIndex::Load(const std::string& path, const ScheduleReader& schedule) {
+  return NextUseIndexFile::Load(path, &schedule);
+}
 
-NextUseIndex NextUseIndexFile::Load(const std::string& path) {
+NextUseIndex NextUseIndex::Load(const std::string& path) {
+  return NextUseIndexFile::Load(path, nullptr);
+}
+
+NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReader* schedule) {
   auto fail = [&](Code code, const std::string& what) -> void {
     throw ScheduleFileError(code, "next-use index '" + path + "': " + what);
   };
@@ -114,6 +123,20 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path) {
   const bool table = (in.U32() & 1) != 0;
   const std::uint32_t data_crc = in.U32();
   const std::uint64_t file_size = in.U64();
+  index.schedule_checksum_ = in.U32();
+  // Made from this schedule? Checked before the tables are read.
+  if (schedule != nullptr && index.schedule_checksum_ != schedule->checksum()) {
+    fail(Code::kFingerprintMismatch,
+         "built from another schedule (schedule checksum " +
+             std::to_string(index.schedule_checksum_) + ", but '" + schedule->path() + "' has " +
+             std::to_string(schedule->checksum()) + "); rebuild it with prescient-schedule index");
+  }
+  if (schedule != nullptr &&
+      (index.node_ >= schedule->header().layout.nodes() ||
+       index.num_samples_ != schedule->header().num_samples ||
+       index.first_rank_ != index.node_ * schedule->header().layout.ranks_per_node)) {
+    fail(Code::kFingerprintMismatch, "its node, ranks or sample count differ from the schedule's");
+  }
   if (file_size > file.size()) fail(Code::kTruncated, "truncated");
   if (file_size < file.size()) fail(Code::kCorrupt, "unexpected bytes after the end");
   // Every count is bounded by the file size before any multiplication.
@@ -177,6 +200,11 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path) {
   }
   for (std::uint32_t next : index.read_next_) {
     if (next != kNoStep && next >= total_steps) fail(Code::kCorrupt, "read table out of range");
+  }
+  if (schedule != nullptr &&
+      (index.epoch_first_step_.size() != std::size_t{schedule->header().epochs} + 1 ||
+       total_steps != schedule->EpochFirstStep(schedule->header().epochs))) {
+    fail(Code::kFingerprintMismatch, "its epochs and steps differ from the schedule's");
   }
   index.storage_ = std::move(tables);
   return index;

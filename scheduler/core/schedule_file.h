@@ -146,6 +146,10 @@ class ScheduleReader {
 
   const ScheduleHeader& header() const;
   const std::string& path() const;
+  // The file's identity for files derived from it (the next-use index): the
+  // preamble's CRC-32, which covers the header's and the index's CRC-32s and
+  // so, through the index entries, every part's.
+  std::uint32_t checksum() const;
 
   // Throws kFingerprintMismatch naming the first differing field.
   void CheckDataset(const DatasetFingerprint& actual, const FingerprintCheck& check = {}) const;

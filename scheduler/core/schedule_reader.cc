@@ -73,6 +73,7 @@ struct ScheduleReader::Impl {
   std::optional<ReadOnlyFile> file;   // Open
   std::span<const std::byte> memory;  // OpenBytes
   std::uint64_t size = 0;             // of the file at Open, or of `memory`
+  std::uint32_t preamble_crc = 0;
   ScheduleHeader header;
   std::vector<format::IndexEntry> entries;
   std::vector<std::uint64_t> epoch_first_step;  // lists: epochs + 1 entries
@@ -125,6 +126,7 @@ void ScheduleReader::Impl::Parse() {
   if (format::Crc32(preamble_bytes.first(format::kPreambleSize - 4)) != stored_crc) {
     Fail(Code::kBadChecksum, "preamble checksum mismatch");
   }
+  preamble_crc = stored_crc;
   if (pre.file_size > size) {
     Fail(Code::kTruncated,
          "truncated: " + std::to_string(size) + " of " + std::to_string(pre.file_size) + " bytes");
@@ -310,6 +312,7 @@ ScheduleReader ScheduleReader::OpenBytes(std::span<const std::byte> bytes,
 
 const ScheduleHeader& ScheduleReader::header() const { return impl_->header; }
 const std::string& ScheduleReader::path() const { return impl_->name; }
+std::uint32_t ScheduleReader::checksum() const { return impl_->preamble_crc; }
 
 void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
                                   const FingerprintCheck& check) const {

@@ -137,7 +137,7 @@ TEST_F(HostileFilesTest, IndexTruncatedUnderALoadedIndex) {
   EXPECT_EXIT(
       {
         alarm(20);
-        const NextUseIndex loaded = NextUseIndex::Load(Path("a.index"));
+        const NextUseIndex loaded = NextUseIndex::Load(Path("a.index"), reader);
         if (::truncate(Path("a.index").c_str(), 0) != 0) std::_Exit(3);
         for (SampleId s = 0; s < 4000; ++s) {
           for (std::uint64_t t = 0; t < loaded.total_steps(); t += 37) {
@@ -176,7 +176,7 @@ TEST_F(HostileFilesTest, FifoIndexIsRefusedWithoutBlocking) {
       {
         alarm(10);
         try {
-          NextUseIndex::Load(Path("fifo"));
+          NextUseIndex::Load(Path("fifo"), reader);
         } catch (const ScheduleFileError& e) {
           const bool named = std::string(e.what()).find(Path("fifo")) != std::string::npos;
           std::_Exit(e.code() == ScheduleFileErrorCode::kIo && named ? 0 : 5);
