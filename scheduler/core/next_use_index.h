@@ -75,9 +75,6 @@ class NextUseIndex {
   // (kFingerprintMismatch otherwise: an index of another seed of the same
   // shape would silently give wrong evictions).
   static NextUseIndex Load(const std::string& path, const ScheduleReader& schedule);
-  // Deprecated (removed once the connector uses the overload above): no
-  // check against the schedule.
-  static NextUseIndex Load(const std::string& path);
 
   // ScheduleReader::checksum() of the schedule the index was built from (0
   // when it was built from an in-memory AccessSchedule).

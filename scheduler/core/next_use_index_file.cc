@@ -43,8 +43,7 @@ std::span<const std::byte> Bytes(std::span<const T> s) {
 
 // Befriended by NextUseIndex: fills its spans from the file.
 struct NextUseIndexFile {
-  // `schedule` null: no check against a schedule (the deprecated Load).
-  static NextUseIndex Load(const std::string& path, const ScheduleReader* schedule);
+  static NextUseIndex Load(const std::string& path, const ScheduleReader& schedule);
 };
 
 void NextUseIndex::Save(const std::string& path) const {
@@ -82,14 +81,10 @@ void NextUseIndex::Save(const std::string& path) const {
 }
 
 NextUseIndex NextUseIndex::Load(const std::string& path, const ScheduleReader& schedule) {
-  return NextUseIndexFile::Load(path, &schedule);
+  return NextUseIndexFile::Load(path, schedule);
 }
 
-NextUseIndex NextUseIndex::Load(const std::string& path) {
-  return NextUseIndexFile::Load(path, nullptr);
-}
-
-NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReader* schedule) {
+NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReader& schedule) {
   auto fail = [&](Code code, const std::string& what) -> void {
     throw ScheduleFileError(code, "next-use index '" + path + "': " + what);
   };
@@ -125,16 +120,15 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReade
   const std::uint64_t file_size = in.U64();
   index.schedule_checksum_ = in.U32();
   // Made from this schedule? Checked before the tables are read.
-  if (schedule != nullptr && index.schedule_checksum_ != schedule->checksum()) {
+  if (index.schedule_checksum_ != schedule.checksum()) {
     fail(Code::kFingerprintMismatch,
          "built from another schedule (schedule checksum " +
-             std::to_string(index.schedule_checksum_) + ", but '" + schedule->path() + "' has " +
-             std::to_string(schedule->checksum()) + "); rebuild it with prescient-schedule index");
+             std::to_string(index.schedule_checksum_) + ", but '" + schedule.path() + "' has " +
+             std::to_string(schedule.checksum()) + "); rebuild it with prescient-schedule index");
   }
-  if (schedule != nullptr &&
-      (index.node_ >= schedule->header().layout.nodes() ||
-       index.num_samples_ != schedule->header().num_samples ||
-       index.first_rank_ != index.node_ * schedule->header().layout.ranks_per_node)) {
+  if (index.node_ >= schedule.header().layout.nodes() ||
+      index.num_samples_ != schedule.header().num_samples ||
+      index.first_rank_ != index.node_ * schedule.header().layout.ranks_per_node) {
     fail(Code::kFingerprintMismatch, "its node, ranks or sample count differ from the schedule's");
   }
   if (file_size > file.size()) fail(Code::kTruncated, "truncated");
@@ -201,9 +195,8 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReade
   for (std::uint32_t next : index.read_next_) {
     if (next != kNoStep && next >= total_steps) fail(Code::kCorrupt, "read table out of range");
   }
-  if (schedule != nullptr &&
-      (index.epoch_first_step_.size() != std::size_t{schedule->header().epochs} + 1 ||
-       total_steps != schedule->EpochFirstStep(schedule->header().epochs))) {
+  if (index.epoch_first_step_.size() != std::size_t{schedule.header().epochs} + 1 ||
+      total_steps != schedule.EpochFirstStep(schedule.header().epochs)) {
     fail(Code::kFingerprintMismatch, "its epochs and steps differ from the schedule's");
   }
   index.storage_ = std::move(tables);
