@@ -47,7 +47,7 @@ bool ScheduleBinding::TryLoadIndex(const std::string& schedule_path) {
     return false;  // none, or older than the schedule it would describe
   }
   try {
-    scheduler::NextUseIndex loaded = scheduler::NextUseIndex::Load(index_path);
+    scheduler::NextUseIndex loaded = scheduler::NextUseIndex::Load(index_path, reader_);
     const std::uint64_t last_epoch = header().epochs - 1;
     if (loaded.node() != node_ || loaded.num_samples() != header().num_samples ||
         loaded.total_steps() != reader_.EpochFirstStep(static_cast<std::uint32_t>(last_epoch)) +

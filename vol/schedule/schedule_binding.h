@@ -32,9 +32,9 @@ class ScheduleBinding {
  public:
   // Null (after one warning through `warn`) when the schedule is unusable.
   // The node's next-use index comes from `<path>.node<N>.index` when that
-  // file exists, is newer than the schedule and fits it (written by
+  // file exists, is newer than the schedule and was built from it (written by
   // `prescient-schedule index <path> --node N --output <path>.node<N>.index`;
-  // it is mapped shared, one copy per node however many processes load it);
+  // Load checks the schedule checksum it records and reads it into memory);
   // otherwise it is built in memory (seconds and ~100 MB per process at
   // ImageNet scale).
   static std::shared_ptr<ScheduleBinding> Open(const std::string& path, std::uint32_t rank,
