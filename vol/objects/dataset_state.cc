@@ -50,69 +50,18 @@ bool HasVariableParts(hid_t type) {
          H5Tis_variable_str(type) > 0;
 }
 
-// Runs a dataset 'get' on the under connector; returns the hid it yields.
-hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
-  H5VL_dataset_get_args_t args{};
-  args.op_type = op;
-  args.args.get_space.space_id = H5I_INVALID_HID;  // same layout for get_type
-  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                      nullptr) < 0) {
-    return H5I_INVALID_HID;
-  }
-  return op == H5VL_DATASET_GET_SPACE ? args.args.get_space.space_id : args.args.get_type.type_id;
-}
-
-// The path HDF5 knows the dataset by ("/group/x"), or "" if it has none.
-std::string UnderName(const VolObject& dataset) {
-  H5VL_loc_params_t loc{};
-  loc.type = H5VL_OBJECT_BY_SELF;
-  loc.obj_type = H5I_DATASET;
-  std::size_t length = 0;
-  H5VL_object_get_args_t args{};
-  args.op_type = H5VL_OBJECT_GET_NAME;
-  args.args.get_name.buf_size = 0;
-  args.args.get_name.buf = nullptr;
-  args.args.get_name.name_len = &length;
-  if (H5VLobject_get(dataset.under, &loc, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                     nullptr) < 0 ||
-      length == 0) {
-    return {};
-  }
-  std::string name(length + 1, '\0');
-  args.args.get_name.buf_size = name.size();
-  args.args.get_name.buf = name.data();
-  if (H5VLobject_get(dataset.under, &loc, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                     nullptr) < 0) {
-    return {};
-  }
-  name.resize(length);
-  return name;
-}
-
-bool UnderToken(const VolObject& dataset, H5O_token_t* token) {
-  H5O_info2_t info{};
-  H5VL_loc_params_t loc{};
-  loc.type = H5VL_OBJECT_BY_SELF;
-  loc.obj_type = H5I_DATASET;
-  H5VL_object_get_args_t args{};
-  args.op_type = H5VL_OBJECT_GET_INFO;
-  args.args.get_info.fields = H5O_INFO_BASIC;
-  args.args.get_info.oinfo = &info;
-  if (H5VLobject_get(dataset.under, &loc, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                     nullptr) < 0) {
-    return false;
-  }
-  *token = info.token;
-  return true;
-}
-
 }  // namespace
 
 std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
+  return Identify(UnderDataset(dataset), dataset.file.get());
+}
+
+std::shared_ptr<DatasetState> DatasetState::Identify(const DatasetQueries& dataset,
+                                                     const FileState* file) {
   // Failed queries must not leave errors behind a successful open.
   PreservedErrorStack keep;
   std::shared_ptr<DatasetState> state(new DatasetState);
-  const hid_t space = UnderDatasetGet(dataset, H5VL_DATASET_GET_SPACE);
+  const hid_t space = dataset.Space();
   if (space < 0) return nullptr;
   const int rank = H5Sget_simple_extent_ndims(space);
   if (rank >= 0) {
@@ -127,7 +76,7 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
   // the id H5Dget_type gives belongs to the file, and h5py's File.close()
   // closes every id of the file (H5Fget_obj_ids), ours included.
   {
-    const hid_t stored = UnderDatasetGet(dataset, H5VL_DATASET_GET_TYPE);
+    const hid_t stored = dataset.Type();
     if (stored < 0) return nullptr;
     std::size_t encoded_size = 0;
     if (H5Tencode(stored, nullptr, &encoded_size) >= 0 && encoded_size > 0) {
@@ -147,14 +96,14 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
   state->row_bytes_ = row_elements * state->type_size_;
 
   H5O_token_t token{};
-  if (!UnderToken(dataset, &token)) return nullptr;
+  if (!dataset.Token(&token)) return nullptr;
 
   DatasetIdentity& id = state->identity_;
   std::memcpy(id.token.data(), token.__data, H5O_MAX_TOKEN_SIZE);
-  id.name = UnderName(dataset);
+  id.name = dataset.Name();
   Fingerprint fp;
-  if (dataset.file) {
-    const FileIdentity& f = dataset.file->identity;
+  if (file != nullptr) {
+    const FileIdentity& f = file->identity;
     id.file_device = f.device;
     id.file_inode = f.inode;
     for (std::uint64_t v : {f.device, f.inode, f.size, static_cast<std::uint64_t>(f.mtime_ns),
@@ -168,7 +117,7 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
   id.hash = fp.Finish();
 
   std::ostringstream desc;
-  desc << (dataset.file ? dataset.file->name : "?") << ":" << (id.name.empty() ? "?" : id.name)
+  desc << (file != nullptr ? file->name : "?") << ":" << (id.name.empty() ? "?" : id.name)
        << " shape (";
   for (std::size_t d = 0; d < state->dims_.size(); ++d) desc << (d ? "," : "") << state->dims_[d];
   desc << ") type size " << state->type_size_;

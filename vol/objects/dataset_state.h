@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "vol/hdf5_compat.h"
+#include "vol/objects/dataset_queries.h"
 #include "vol/objects/object.h"
 
 namespace prescient::vol {
@@ -39,6 +40,10 @@ class DatasetState {
   // thread, inside the open callback). Returns null if any query fails; the
   // dataset is then simply forwarded.
   static std::shared_ptr<DatasetState> Identify(const VolObject& dataset);
+  // The same from any source of answers (dataset_queries.h) and the state of
+  // the file the dataset lives in.
+  static std::shared_ptr<DatasetState> Identify(const DatasetQueries& dataset,
+                                                const FileState* file);
   // Identify() for use right after a successful open: never throws (an open
   // must not fail because Prescient could not learn about the dataset).
   static std::shared_ptr<DatasetState> TryIdentify(const VolObject& dataset) noexcept;

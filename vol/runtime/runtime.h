@@ -44,6 +44,10 @@ class Runtime {
 
   void Log(LogLevel level, std::string_view message);
 
+  // The process a rank's progress belongs to: this one, or for a forked
+  // DataLoader worker, the process that forked it (it outlives its workers).
+  long rank_owner_pid() const { return forked_child_ ? parent_pid_ : pid_; }
+
   // A fallback happened (a kFallback* counter or kDatasetsWritten): counted
   // every time, and `message` is warned about once per kind and process.
   void Fallback(Counter counter, std::string_view message, std::uint64_t count = 1);

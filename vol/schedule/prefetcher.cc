@@ -3,17 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <variant>
-#include <vector>
+#include <array>
+#include <exception>
+#include <map>
+#include <utility>
 
-#include "cache/io/coalescing_planner.h"
-#include "cache/io/raw_loader.h"
-#include "cache/io/task_order.h"
 #include "vol/runtime/runtime.h"
-#include "vol/schedule/task_group.h"
+#include "vol/schedule/schedule_follower.h"
 
 namespace prescient::vol {
 namespace {
@@ -21,24 +17,25 @@ namespace {
 namespace io = cache::io;
 using std::chrono::milliseconds;
 
+constexpr std::uint64_t kMinWindowSteps = 2;  // double buffering at least
+constexpr std::uint64_t kMaxWindowSteps = 4096;
+
 }  // namespace
 
-Prefetcher::Prefetcher(cache::NodeCache& cache, std::shared_ptr<const ScheduleBinding> binding,
-                       std::shared_ptr<const CachedDataset> dataset,
-                       std::shared_ptr<const cache::NextUseOracle> oracle, unsigned io_threads,
-                       io::CoalescingOptions coalescing)
+Prefetcher::Prefetcher(cache::NodeCache& cache, ScheduleFollower& follower,
+                       const RankProgress& progress, unsigned io_threads)
     : cache_(cache),
-      binding_(std::move(binding)),
-      dataset_(std::move(dataset)),
-      oracle_(std::move(oracle)),
+      follower_(follower),
+      progress_(progress),
       io_threads_(std::max(1u, io_threads)),
-      coalescing_(coalescing) {
-  const scheduler::WorldLayout& layout = binding_->header().layout;
-  const std::uint64_t rows_per_step =
-      std::max<std::uint64_t>(1, std::uint64_t{layout.batch_size} * binding_->LocalRanks().size());
-  const std::uint64_t cache_rows =
-      cache_.Stats().capacity_bytes / std::max<std::uint64_t>(1, dataset_->row_bytes());
-  lookahead_ = std::clamp<std::uint64_t>(cache_rows / (2 * rows_per_step), 2, 512);
+      done_until_(progress.local_ranks(), 0) {
+  const ScheduleBinding& binding = follower_.binding();
+  const std::uint64_t sample_bytes = std::max<std::uint64_t>(1, binding.map().bytes_per_sample());
+  const std::uint64_t rows_per_step = std::max<std::uint64_t>(
+      1, std::uint64_t{binding.header().layout.batch_size} * progress.local_ranks());
+  const std::uint64_t cache_samples = cache_.Stats().capacity_bytes / sample_bytes;
+  capacity_steps_ = std::clamp<std::uint64_t>(cache_samples / (2 * rows_per_step), kMinWindowSteps,
+                                              kMaxWindowSteps);
 }
 
 Prefetcher::~Prefetcher() {
@@ -55,6 +52,7 @@ void Prefetcher::EnsureRunning() {
   if (thread_) (void)thread_.release();  // inherited across fork: not joinable here
   stop_ = false;
   running_pid_ = pid;
+  std::fill(done_until_.begin(), done_until_.end(), 0);
   thread_ = std::make_unique<std::thread>([this] { Run(); });
 }
 
@@ -66,60 +64,87 @@ void Prefetcher::Stop() {
   running_pid_ = 0;
 }
 
-std::vector<WantedRow> Prefetcher::RowsOfSteps(std::uint64_t from, std::uint64_t to) const {
-  std::vector<WantedRow> wanted;
-  for (std::uint64_t g = from; g < to; ++g) {
-    const auto [epoch, step] = binding_->EpochAndStep(g);
-    for (std::uint32_t rank : binding_->LocalRanks()) {
-      const scheduler::RankEpochView part = binding_->Part(rank, epoch);
-      if (step >= part.steps()) continue;
-      for (scheduler::SampleId s : part.Step(step))
-        wanted.push_back({.dataset = dataset_.get(), .row = s, .step = g});
-    }
+std::uint64_t Prefetcher::WindowSteps(std::span<const std::uint64_t> progress) {
+  // The slowest rank's pace, measured over a few seconds at a time.
+  const std::uint64_t slowest =
+      progress.empty() ? 0 : *std::min_element(progress.begin(), progress.end());
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - rate_since_).count();
+  if (rate_since_.time_since_epoch().count() == 0 || slowest < rate_from_step_) {
+    rate_since_ = now;
+    rate_from_step_ = slowest;
+  } else if (elapsed >= 2.0) {
+    const double rate = static_cast<double>(slowest - rate_from_step_) / elapsed;
+    steps_per_second_ = steps_per_second_ == 0 ? rate : 0.5 * steps_per_second_ + 0.5 * rate;
+    rate_since_ = now;
+    rate_from_step_ = slowest;
   }
-  return wanted;
+  if (steps_per_second_ <= 0) return capacity_steps_;
+  const auto by_rate = static_cast<std::uint64_t>(steps_per_second_ * kWindowSeconds);
+  return std::clamp<std::uint64_t>(by_rate, kMinWindowSteps, capacity_steps_);
 }
 
-void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executor& executor) {
-  std::vector<WantedRow> wanted = RowsOfSteps(from, to);
-  if (wanted.empty()) return;
-  PrefetchRound round(cache_, oracle_.get(), executor,
-                      [](const CachedDataset&) { return std::optional<std::uint32_t>(); });
+bool Prefetcher::Round(io::Executor& executor) {
+  const ScheduleBinding& binding = follower_.binding();
+  const std::vector<std::uint32_t> ranks = binding.LocalRanks();
+  std::array<std::uint64_t, RankProgress::kMaxLocalRanks> progress{};
+  const std::size_t n = progress_.Snapshot(progress);
+  const std::uint64_t window = WindowSteps(std::span(progress.data(), n));
+  const std::uint64_t total = binding.total_steps();
+  const std::size_t fields = binding.map().fields().size();
+
+  std::vector<WantedRow> wanted;
+  // The round's datasets, alive while it runs (and looked up once each).
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<CachedDataset>> datasets;
+  std::uint32_t first_epoch = UINT32_MAX;
+  for (std::size_t k = 0; k < n && k < ranks.size(); ++k) {
+    const std::uint64_t from = std::max(done_until_[k], progress[k]);
+    const std::uint64_t to = std::min(total, progress[k] + window);
+    if (from >= to) continue;
+    // Half the window per round: large enough for misses to coalesce into
+    // long reads, small enough to follow the loaders closely.
+    const std::uint64_t end = std::min(to, from + std::max(kMinWindowSteps, window / 2));
+    for (std::uint64_t g = from; g < end; ++g) {
+      const auto [epoch, step] = binding.EpochAndStep(g);
+      first_epoch = std::min(first_epoch, epoch);
+      const scheduler::RankEpochView part = binding.Part(ranks[k], epoch);
+      if (step >= part.steps()) continue;
+      for (scheduler::SampleId s : part.Step(step)) {
+        const scheduler::SampleLocation at = binding.map().Locate(s);
+        for (std::uint32_t f = 0; f < fields; ++f) {
+          auto [it, fresh] = datasets.try_emplace({at.file, f});
+          if (fresh) it->second = follower_.DatasetFor({at.file, f}, /*resolve=*/true);
+          if (it->second) wanted.push_back({.dataset = it->second.get(), .row = at.row, .step = g});
+        }
+      }
+    }
+    done_until_[k] = end;
+  }
+  if (wanted.empty()) return false;
+  PrefetchRound round(cache_, follower_.oracle(), executor,
+                      [this](const CachedDataset& d) { return follower_.FieldOf(d); });
   const RoundTally tally = round.Run(std::move(wanted));
   Stats& stats = Runtime::Get().stats();
-  const std::uint32_t epoch = binding_->EpochAndStep(from).first;
-  stats.AddInEpoch(epoch, Counter::kStorageReads, tally.storage_reads);
-  stats.AddInEpoch(epoch, Counter::kStorageBytes, tally.storage_bytes);
-  stats.AddInEpoch(epoch, Counter::kRowsPrefetched, tally.rows_prefetched);
+  stats.AddInEpoch(first_epoch, Counter::kStorageReads, tally.storage_reads);
+  stats.AddInEpoch(first_epoch, Counter::kStorageBytes, tally.storage_bytes);
+  stats.AddInEpoch(first_epoch, Counter::kRowsPrefetched, tally.rows_prefetched);
   if (tally.failed_tasks > 0) {
     Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
                             "a prefetch read failed; its rows are loaded when they are read",
                             tally.failed_tasks);
   }
+  return true;
 }
 
 void Prefetcher::Run() noexcept {
   try {
     io::ThreadPool pool(io::ThreadPoolOptions{io_threads_});
-    std::uint64_t done_until = 0;
     while (!stop_.load()) {
       if (!cache_.IsLeader() && !cache_.TryBecomeLeader()) {
         for (int i = 0; i < 25 && !stop_.load(); ++i) std::this_thread::sleep_for(milliseconds(10));
         continue;
       }
-      const std::uint64_t now = cache_.NodeStep();
-      const std::uint64_t to = std::min(binding_->total_steps(), now + lookahead_);
-      const std::uint64_t from = std::max(done_until, now);
-      if (from >= to) {
-        std::this_thread::sleep_for(milliseconds(1));
-        continue;
-      }
-      // Half the look-ahead per round: large enough for misses to coalesce
-      // into long reads, small enough to follow the loaders closely.
-      const std::uint64_t chunk_end =
-          std::min(to, from + std::max<std::uint64_t>(2, lookahead_ / 2));
-      PrefetchSteps(from, chunk_end, pool);
-      done_until = chunk_end;
+      if (!Round(pool)) std::this_thread::sleep_for(milliseconds(1));
     }
     cache_.ResignLeader();
   } catch (const std::exception& e) {

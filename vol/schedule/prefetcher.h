@@ -1,40 +1,45 @@
 // Reading ahead of the loaders, on the node's prefetch leader.
 //
-// Every process bound to a schedule runs one small thread that tries, every
+// Every process following a schedule runs one small thread that tries, every
 // quarter second, to become the node's leader (NodeCache::TryBecomeLeader;
 // forked children never inherit leadership, and when the leader exits or dies
-// another process takes over within a second). The leader walks every local
-// rank's schedule from the node step (the furthest step any local rank has
-// reached) to a look-ahead sized by the cache (at least two steps: double
-// buffering), claims the rows not cached, plans them into coalesced,
-// chunk-aligned reads and runs those on its I/O threads: pread and decode
-// only, never an HDF5 call. Loaders that need a row in flight wait for it.
+// another process takes over within a second). The leader reads ahead of each
+// local rank on its own (ranks do not move in lockstep): from the step the
+// rank has reached over a look-ahead window, every field of every sample of
+// those steps, in rounds of half the window (PrefetchRound: claim, coalesce,
+// read on the I/O threads, publish; pread and decode only, never an HDF5
+// call except to prepare a file the application has not opened yet, see
+// DatasetResolver).
 //
-// Only datasets with a raw layout are prefetched; the others are loaded on
-// the caller's thread on a miss.
+// The window is sized from the cache's capacity (the rows of a window must
+// fit in half of it, so a round never displaces what the next one needs) and
+// from the node's consumption rate (about kWindowSeconds of reading ahead,
+// once the rate is known): a fast loader gets a long window, a slow one does
+// not tie up the cache with rows it will read minutes later.
 #ifndef PRESCIENT_VOL_SCHEDULE_PREFETCHER_H_
 #define PRESCIENT_VOL_SCHEDULE_PREFETCHER_H_
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "cache/core/node_cache.h"
-#include "cache/io/coalescing_options.h"
 #include "cache/io/executor.h"
-#include "cache/io/task_order.h"
 #include "vol/schedule/prefetch_round.h"
-#include "vol/schedule/schedule_binding.h"
-#include "vol/serve/cached_dataset.h"
+#include "vol/schedule/rank_progress.h"
 
 namespace prescient::vol {
 
+class ScheduleFollower;
+
 class Prefetcher {
  public:
-  Prefetcher(cache::NodeCache& cache, std::shared_ptr<const ScheduleBinding> binding,
-             std::shared_ptr<const CachedDataset> dataset,
-             std::shared_ptr<const cache::NextUseOracle> oracle, unsigned io_threads,
-             cache::io::CoalescingOptions coalescing);
+  static constexpr double kWindowSeconds = 4.0;
+
+  Prefetcher(cache::NodeCache& cache, ScheduleFollower& follower, const RankProgress& progress,
+             unsigned io_threads);
   // Stops and joins the thread when called in the process that started it.
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
@@ -47,17 +52,20 @@ class Prefetcher {
 
  private:
   void Run() noexcept;
-  void PrefetchSteps(std::uint64_t from, std::uint64_t to, cache::io::Executor& executor);
-  // The rows of global steps [from, to) of every local rank, each with its step.
-  std::vector<WantedRow> RowsOfSteps(std::uint64_t from, std::uint64_t to) const;
+  // One round for every local rank behind its window; false if none was.
+  bool Round(cache::io::Executor& executor);
+  std::uint64_t WindowSteps(std::span<const std::uint64_t> progress);
 
   cache::NodeCache& cache_;
-  std::shared_ptr<const ScheduleBinding> binding_;
-  std::shared_ptr<const CachedDataset> dataset_;
-  std::shared_ptr<const cache::NextUseOracle> oracle_;
+  ScheduleFollower& follower_;
+  const RankProgress& progress_;
   unsigned io_threads_;
-  cache::io::CoalescingOptions coalescing_;
-  std::uint64_t lookahead_ = 2;  // steps: what half the cache holds, in [2, 512]
+  std::uint64_t capacity_steps_ = 2;  // what half the cache holds, in steps of every local rank
+  std::vector<std::uint64_t> done_until_;  // per local rank: steps already prefetched
+  // Consumption rate: the slowest rank's step over time.
+  std::chrono::steady_clock::time_point rate_since_{};
+  std::uint64_t rate_from_step_ = 0;
+  double steps_per_second_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<long> running_pid_{0};
   std::unique_ptr<std::thread> thread_;

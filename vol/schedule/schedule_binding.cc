@@ -1,15 +1,41 @@
 #include "vol/schedule/schedule_binding.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <exception>
 
 namespace prescient::vol {
+namespace {
+
+// An absolute path with links resolved, or the path made absolute when it
+// does not exist (any more).
+std::string Canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) != nullptr) return resolved;
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  return ::getcwd(cwd, sizeof cwd) != nullptr ? std::string(cwd) + "/" + path : path;
+}
+
+// The schedule's sample map. A version-1 schedule names one dataset of one
+// file: a map of one file and one field.
+scheduler::SampleMap MapOf(const scheduler::ScheduleHeader& h) {
+  if (h.dataset.file_path.empty()) return {};
+  return scheduler::SampleMap(
+      {{Canonical(h.dataset.file_path), h.dataset.rows, h.dataset.file_size, h.dataset.mtime_ns}},
+      {{h.dataset.dataset_name, h.dataset.row_bytes}});
+}
+
+}  // namespace
 
 std::shared_ptr<ScheduleBinding> ScheduleBinding::Open(
     const std::string& path, std::uint32_t rank,
-    const std::function<void(const std::string&)>& warn) {
+    const std::function<void(const std::string&)>& warn,
+    const std::function<void(const std::string&)>& on_rebuild) {
   try {
     scheduler::ScheduleReader reader = scheduler::ScheduleReader::Open(path);
     const scheduler::WorldLayout& layout = reader.header().layout;
@@ -19,7 +45,8 @@ std::shared_ptr<ScheduleBinding> ScheduleBinding::Open(
            " (PRESCIENT_RANK or the launcher's RANK); running without a schedule");
       return nullptr;
     }
-    return std::shared_ptr<ScheduleBinding>(new ScheduleBinding(std::move(reader), rank, path));
+    return std::shared_ptr<ScheduleBinding>(
+        new ScheduleBinding(std::move(reader), rank, path, on_rebuild));
   } catch (const std::exception& e) {
     warn(std::string("PRESCIENT_SCHEDULE: ") + e.what() +
          "; running without a schedule (LRU, no prefetch)");
@@ -28,67 +55,117 @@ std::shared_ptr<ScheduleBinding> ScheduleBinding::Open(
 }
 
 ScheduleBinding::ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank,
-                                 const std::string& path)
-    : reader_(std::move(reader)), rank_(rank), node_(reader_.header().layout.NodeOf(rank)) {
-  index_loaded_ = TryLoadIndex(path);
-  if (!index_loaded_) index_ = scheduler::NextUseIndex::Build(reader_, node_);
+                                 const std::string& path,
+                                 const std::function<void(const std::string&)>& on_rebuild)
+    : reader_(std::move(reader)),
+      map_(MapOf(reader_.header())),
+      rank_(rank),
+      node_(reader_.header().layout.NodeOf(rank)),
+      first_local_rank_(node_ * reader_.header().layout.ranks_per_node) {
+  const std::optional<std::string> why_not = TryLoadIndex(path);
+  index_loaded_ = !why_not;
+  if (!index_loaded_) {
+    if (!why_not->empty() && on_rebuild) on_rebuild(*why_not);
+    index_ = scheduler::NextUseIndex::Build(reader_, node_);
+  }
 }
 
 std::string ScheduleBinding::IndexPath(const std::string& schedule_path, std::uint32_t node) {
   return schedule_path + ".node" + std::to_string(node) + ".index";
 }
 
-bool ScheduleBinding::TryLoadIndex(const std::string& schedule_path) {
+// nullopt: loaded. "": there is none (build quietly). Else why it was not used.
+std::optional<std::string> ScheduleBinding::TryLoadIndex(const std::string& schedule_path) {
   const std::string index_path = IndexPath(schedule_path, node_);
-  struct stat index_stat{}, schedule_stat{};
-  if (::stat(index_path.c_str(), &index_stat) != 0 ||
-      ::stat(schedule_path.c_str(), &schedule_stat) != 0 ||
-      index_stat.st_mtim.tv_sec < schedule_stat.st_mtim.tv_sec) {
-    return false;  // none, or older than the schedule it would describe
-  }
+  struct stat index_stat{};
+  if (::stat(index_path.c_str(), &index_stat) != 0) return std::string();
   try {
     scheduler::NextUseIndex loaded = scheduler::NextUseIndex::Load(index_path, reader_);
     const std::uint64_t last_epoch = header().epochs - 1;
     if (loaded.node() != node_ || loaded.num_samples() != header().num_samples ||
         loaded.total_steps() != reader_.EpochFirstStep(static_cast<std::uint32_t>(last_epoch)) +
                                     reader_.StepsInEpoch(static_cast<std::uint32_t>(last_epoch))) {
-      return false;
+      return index_path + " describes another node or shape";
     }
     index_ = std::move(loaded);
-    return true;
-  } catch (const std::exception&) {
-    return false;  // unreadable or corrupt: build instead
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return e.what();
   }
 }
 
 std::vector<std::uint32_t> ScheduleBinding::LocalRanks() const {
   const scheduler::WorldLayout& layout = header().layout;
   std::vector<std::uint32_t> ranks;
-  for (std::uint32_t r = node_ * layout.ranks_per_node;
-       r < std::min(layout.ranks, (node_ + 1) * layout.ranks_per_node); ++r) {
+  for (std::uint32_t r = first_local_rank_;
+       r < std::min(layout.ranks, first_local_rank_ + layout.ranks_per_node); ++r) {
     ranks.push_back(r);
   }
   return ranks;
 }
 
-std::string ScheduleBinding::Mismatch(std::uint64_t rows, std::uint64_t row_bytes,
-                                      std::uint64_t file_size, std::int64_t mtime_ns) const {
-  const scheduler::DatasetFingerprint& want = header().dataset;
-  if (want.rows != rows)
-    return "it has " + std::to_string(rows) + " rows, the schedule " + std::to_string(want.rows);
-  if (want.row_bytes != 0 && want.row_bytes != row_bytes) {  // 0: the tool was not told
-    return "its rows are " + std::to_string(row_bytes) + " bytes, the schedule's " +
-           std::to_string(want.row_bytes);
+std::optional<std::uint32_t> ScheduleBinding::LocalIndex(std::uint32_t rank) const {
+  const scheduler::WorldLayout& layout = header().layout;
+  if (rank < first_local_rank_ || rank >= first_local_rank_ + layout.ranks_per_node ||
+      rank >= layout.ranks) {
+    return std::nullopt;
   }
-  if (want.file_size != file_size || want.mtime_ns != mtime_ns) {
-    return "the file changed since the schedule was made (size or modification time differ)";
-  }
-  return {};
+  return rank - first_local_rank_;
 }
 
-std::uint64_t ScheduleBinding::NextUse(std::uint64_t sample, std::uint64_t now) const {
+std::string ScheduleBinding::DescribeMap() const {
+  if (!map_.has_files()) return "no dataset (made without --dataset)";
+  const auto& files = map_.files();
+  std::string text = std::to_string(files.size()) + (files.size() == 1 ? " file (" : " files (");
+  text += files.front().path;
+  if (files.size() > 1) text += " ... " + files.back().path;
+  text += "), field";
+  text += map_.fields().size() == 1 ? " " : "s ";
+  for (std::size_t f = 0; f < map_.fields().size(); ++f)
+    text += (f ? ", " : "") + map_.fields()[f].dataset;
+  return text;
+}
+
+std::optional<std::uint32_t> ScheduleBinding::FileByIdentity(std::uint64_t device,
+                                                             std::uint64_t inode) const {
+  std::lock_guard lock(mutex_);
+  if (!files_by_identity_) {
+    files_by_identity_.emplace();
+    const auto& files = map_.files();
+    for (std::uint32_t f = 0; f < files.size(); ++f) {
+      struct stat st{};
+      if (::stat(files[f].path.c_str(), &st) == 0) {
+        files_by_identity_->emplace(std::make_pair(static_cast<std::uint64_t>(st.st_dev),
+                                                   static_cast<std::uint64_t>(st.st_ino)),
+                                    f);
+      }
+    }
+  }
+  auto it = files_by_identity_->find({device, inode});
+  if (it == files_by_identity_->end()) return std::nullopt;
+  return it->second;
+}
+
+std::variant<FieldRef, std::string> ScheduleBinding::BindField(const DatasetFacts& d) const {
+  if (!map_.has_files()) return std::string("the schedule names no dataset");
+  std::optional<std::uint32_t> file = map_.FileIndex(Canonical(d.path));
+  if (!file) file = FileByIdentity(d.device, d.inode);
+  if (!file) return d.path + " is not one of the schedule's files";
+  const std::optional<std::uint32_t> field = map_.FieldIndex(d.name);
+  if (!field) return "dataset " + d.name + " is not one of the schedule's fields";
+  std::string mismatch = map_.Mismatch(*file, *field, d.rows, d.row_bytes, d.size, d.mtime_ns);
+  if (!mismatch.empty()) return mismatch;
+  return FieldRef{*file, *field};
+}
+
+std::uint64_t ScheduleBinding::NextUse(std::uint64_t sample,
+                                       std::span<const std::uint64_t> progress) const {
   if (sample >= index_.num_samples()) return scheduler::NextUseIndex::kNever;
-  return index_.NextUseAfter(static_cast<scheduler::SampleId>(sample), now);
+  std::uint64_t slowest = progress.empty() ? 0 : progress[0];
+  for (std::uint64_t p : progress) slowest = std::min(slowest, p);
+  // Uses at or after the slowest local rank's step are still to come.
+  return slowest == 0 ? index_.NextUseAtOrAfter(static_cast<scheduler::SampleId>(sample), 0)
+                      : index_.NextUseAfter(static_cast<scheduler::SampleId>(sample), slowest - 1);
 }
 
 std::pair<std::uint32_t, std::uint64_t> ScheduleBinding::EpochAndStep(
@@ -135,30 +212,6 @@ std::shared_ptr<const std::vector<std::uint32_t>> ScheduleBinding::PositionsOf(
   }
   positions_.emplace(epoch, positions);
   return positions;
-}
-
-std::uint64_t ScheduleOracle::NextUse(cache::DatasetSlot ds, std::uint64_t row,
-                                      std::uint64_t now) const noexcept {
-  if (ds != slot_) return kNever;
-  if (rows_per_entry_ > 1) return now + 1;
-  try {
-    const std::uint64_t next = binding_->NextUse(row, now);
-    return next == scheduler::NextUseIndex::kNever ? kNever : next;
-  } catch (...) {
-    return kNever;
-  }
-}
-
-std::uint64_t ReadOracle::NextUse(cache::DatasetSlot ds, std::uint64_t row,
-                                  std::uint64_t now) const noexcept {
-  if (ds != slot_) return kNever;
-  if (rows_per_entry_ > 1) return std::max(now, read_step_) + 1;
-  try {
-    const std::uint64_t next = binding_.NextUse(row, std::max(now, read_step_));
-    return next == scheduler::NextUseIndex::kNever ? kNever : next;
-  } catch (...) {
-    return kNever;
-  }
 }
 
 }  // namespace prescient::vol

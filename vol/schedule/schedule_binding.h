@@ -1,62 +1,98 @@
-// The access schedule as the connector uses it: which dataset it describes,
-// the node's next-use index (clairvoyant eviction) and the rank lists the
-// prefetcher walks.
+// The access schedule as one process of the connector uses it: its sample
+// map (which file and dataset each field of a sample lives in), the node's
+// next-use index (clairvoyant eviction) and the rank lists the position
+// tracker and the prefetcher walk.
 //
 // Opened once per process from PRESCIENT_SCHEDULE; a file that cannot be used
-// (missing, corrupt, wrong version, a rank outside its layout) gives one
-// warning and the connector carries on without a schedule: LRU, no prefetch.
-// A dataset whose fingerprint (rows, row size, file size and mtime) differs
-// from the schedule's is not bound (one warning): it is still cached.
+// (missing, not a regular file, corrupt, wrong version, a rank outside its
+// layout) gives one warning and the connector carries on without a schedule:
+// LRU, no prefetch.
 //
-// Read-only after construction except for the small per-epoch list cache,
-// which has its own lock; safe to use from the prefetch threads.
+// Datasets are bound by what they are, not by their shape: the file must be
+// one of the map's (by path after resolving links, else by device and inode)
+// and unchanged since the schedule was made (size and modification time), and
+// the dataset's path must be one of the map's fields, with the rows the map
+// says. Anything else is cached without the schedule, and BindField says why.
+//
+// Read-only after construction except for the small caches of epoch lists,
+// which have their own lock; safe to use from the prefetch threads.
 #ifndef PRESCIENT_VOL_SCHEDULE_SCHEDULE_BINDING_H_
 #define PRESCIENT_VOL_SCHEDULE_SCHEDULE_BINDING_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
-#include "cache/core/next_use_oracle.h"
 #include "scheduler/core/next_use_index.h"
+#include "scheduler/core/sample_map.h"
 #include "scheduler/core/schedule_file.h"
 
 namespace prescient::vol {
+
+// A dataset's place in the sample map.
+struct FieldRef {
+  std::uint32_t file = 0;
+  std::uint32_t field = 0;
+  bool operator==(const FieldRef&) const = default;
+};
+
+// What a dataset looks like to the binding (the caller knows it from HDF5).
+struct DatasetFacts {
+  std::string path;  // the file as the application named it
+  std::uint64_t device = 0, inode = 0, size = 0;
+  std::int64_t mtime_ns = 0;
+  std::string name;  // the dataset's path in the file
+  std::uint64_t rows = 0, row_bytes = 0;
+};
 
 class ScheduleBinding {
  public:
   // Null (after one warning through `warn`) when the schedule is unusable.
   // The node's next-use index comes from `<path>.node<N>.index` when that
-  // file exists, is newer than the schedule and was built from it (written by
-  // `prescient-schedule index <path> --node N --output <path>.node<N>.index`;
-  // Load checks the schedule checksum it records and reads it into memory);
+  // file was made from this very schedule (its checksum is recorded in it;
+  // `prescient-schedule index <path> --node N --output <path>.node<N>.index`);
   // otherwise it is built in memory (seconds and ~100 MB per process at
-  // ImageNet scale).
-  static std::shared_ptr<ScheduleBinding> Open(const std::string& path, std::uint32_t rank,
-                                               const std::function<void(const std::string&)>& warn);
+  // ImageNet scale), and `on_rebuild` says why.
+  static std::shared_ptr<ScheduleBinding> Open(
+      const std::string& path, std::uint32_t rank,
+      const std::function<void(const std::string&)>& warn,
+      const std::function<void(const std::string&)>& on_rebuild = {});
   // Where Open looks for the prebuilt index of `node`.
   static std::string IndexPath(const std::string& schedule_path, std::uint32_t node);
   bool index_loaded() const { return index_loaded_; }
 
   const scheduler::ScheduleHeader& header() const { return reader_.header(); }
+  const scheduler::SampleMap& map() const { return map_; }
+  // "3 files (/data/a.h5 ... /data/c.h5), fields images, labels": for messages.
+  std::string DescribeMap() const;
   std::uint32_t rank() const { return rank_; }
   std::uint32_t node() const { return node_; }
-  // Ranks of this node, as the schedule lays them out.
+  // Ranks of this node, as the schedule lays them out, and a rank's index
+  // among them (nullopt for a rank of another node).
   std::vector<std::uint32_t> LocalRanks() const;
+  std::optional<std::uint32_t> LocalIndex(std::uint32_t rank) const;
   std::uint32_t epochs() const { return header().epochs; }
   std::uint64_t total_steps() const { return index_.total_steps(); }
 
-  // "" when the dataset is the one the schedule was made for, else why not.
-  std::string Mismatch(std::uint64_t rows, std::uint64_t row_bytes, std::uint64_t file_size,
-                       std::int64_t mtime_ns) const;
+  // The dataset's place in the map, or why it has none.
+  std::variant<FieldRef, std::string> BindField(const DatasetFacts& dataset) const;
+  // The sample that row `row` of a dataset of `file` holds.
+  std::uint64_t SampleOf(std::uint32_t file, std::uint64_t row) const {
+    return map_.FirstSample(file) + row;
+  }
 
-  // The node's next use of `sample` strictly after global step `now`.
-  std::uint64_t NextUse(std::uint64_t sample, std::uint64_t now) const;
+  // The node's next use of `sample` by any local rank k at a global step at
+  // or after progress[k] (the step rank k has reached; its earlier reads are
+  // done). `progress` has one entry per local rank. kNever if none.
+  std::uint64_t NextUse(std::uint64_t sample, std::span<const std::uint64_t> progress) const;
   // Global step <-> (epoch, step).
   std::uint64_t GlobalStep(std::uint32_t epoch, std::uint64_t step) const {
     return index_.GlobalStep(epoch, step);
@@ -79,54 +115,24 @@ class ScheduleBinding {
   void UnlockAfterFork() const { mutex_.unlock(); }
 
  private:
-  ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank, const std::string& path);
-  bool TryLoadIndex(const std::string& schedule_path);
+  ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank, const std::string& path,
+                  const std::function<void(const std::string&)>& on_rebuild);
+  std::optional<std::string> TryLoadIndex(const std::string& schedule_path);
+  std::optional<std::uint32_t> FileByIdentity(std::uint64_t device, std::uint64_t inode) const;
 
   scheduler::ScheduleReader reader_;
+  scheduler::SampleMap map_;
   std::uint32_t rank_;
   std::uint32_t node_;
+  std::uint32_t first_local_rank_;
   scheduler::NextUseIndex index_;
   bool index_loaded_ = false;
-  mutable std::mutex mutex_;  // guards the two caches below
+  mutable std::mutex mutex_;  // guards the caches below
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, scheduler::RankEpochView> parts_;
   mutable std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> positions_;
-};
-
-// The cache's eviction oracle for the dataset bound to a schedule. A dataset
-// of small rows cached several rows to an entry (CachedDataset::grouped) is
-// small by construction: its entries are kept as needed right away.
-class ScheduleOracle final : public cache::NextUseOracle {
- public:
-  ScheduleOracle(std::shared_ptr<const ScheduleBinding> binding, cache::DatasetSlot slot,
-                 std::uint64_t rows_per_entry)
-      : binding_(std::move(binding)), slot_(slot), rows_per_entry_(rows_per_entry) {}
-  std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,
-                        std::uint64_t now) const noexcept override;
-
- private:
-  std::shared_ptr<const ScheduleBinding> binding_;
-  cache::DatasetSlot slot_;
-  std::uint64_t rows_per_entry_;
-};
-
-// The oracle for the rows of one read at global step `read_step`: a row just
-// read is needed next at its use *after* this read. The cache's node step
-// trails the readers (it must not pass the slowest), so asking relative to
-// it would key a consumed row by the use that just happened, keep it as if
-// urgent, and turn away rows that are needed soon.
-class ReadOracle final : public cache::NextUseOracle {
- public:
-  ReadOracle(const ScheduleBinding& binding, cache::DatasetSlot slot, std::uint64_t rows_per_entry,
-             std::uint64_t read_step)
-      : binding_(binding), slot_(slot), rows_per_entry_(rows_per_entry), read_step_(read_step) {}
-  std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,
-                        std::uint64_t now) const noexcept override;
-
- private:
-  const ScheduleBinding& binding_;
-  cache::DatasetSlot slot_;
-  std::uint64_t rows_per_entry_;
-  std::uint64_t read_step_;
+  // (device, inode) -> file, built on the first lookup a path did not answer.
+  mutable std::optional<std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t>>
+      files_by_identity_;
 };
 
 }  // namespace prescient::vol

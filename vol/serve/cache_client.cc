@@ -87,38 +87,31 @@ CacheClient::CacheClient() {
 void CacheClient::AtForkPrepare() {
   CacheClient& client = Get();
   client.mutex_.lock();
-  client.forking_schedule_ = client.schedule_;
-  if (client.forking_schedule_) client.forking_schedule_->LockForFork();
+  if (ScheduleFollower* follower = client.follower_.load()) follower->LockForFork();
 }
 
 void CacheClient::AtForkParent() {
   CacheClient& client = Get();
-  if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
-  client.forking_schedule_.reset();
+  if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
   client.mutex_.unlock();
 }
 
 void CacheClient::AtForkChild() {
   CacheClient& client = Get();
-  if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
-  client.forking_schedule_.reset();
+  if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
   client.mutex_.unlock();
 }
 
 void CacheClient::Shutdown() noexcept {
   std::lock_guard lock(mutex_);
-  if (prefetcher_) prefetcher_->Stop();
-  prefetcher_.reset();
-  tracker_.reset();
-  oracle_.reset();
+  if (follower_owner_) follower_owner_->Stop();
   datasets_.clear();
-  cache_.reset();
   open_attempted_ = true;  // no reopening during shutdown
-}
-
-cache::NodeCache* CacheClient::Cache(bool open) {
-  std::lock_guard lock(mutex_);
-  return open ? OpenCacheLocked() : cache_.get();
+  // The follower (whose oracle the segment's users may still hold) and the
+  // segment go together, the follower first.
+  follower_.store(nullptr);
+  follower_owner_.reset();
+  cache_.reset();
 }
 
 cache::NodeCache* CacheClient::OpenCacheLocked() {
@@ -136,12 +129,15 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   cache_ = std::move(opened.value());
   capacity_bytes_ = cache_->Stats().capacity_bytes;
   runtime.Log(LogLevel::kInfo, "node cache " + cache_->path() + " open");
+  follower_owner_ = ScheduleFollower::Open(
+      options, *cache_, [this](auto prepared) { return Adopt(std::move(prepared)); });
+  follower_.store(follower_owner_.get());
   return cache_.get();
 }
 
 std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& dataset) {
   const DatasetState* state = dataset.dataset.get();
-  const auto key = std::make_pair(state->identity().hash[0], state->identity().hash[1]);
+  const Identity key{state->identity().hash[0], state->identity().hash[1]};
   auto it = datasets_.find(key);
   if (it != datasets_.end()) return it->second;
   std::shared_ptr<CachedDataset> cached;
@@ -166,8 +162,23 @@ bool CacheClient::RegisterLocked(const std::shared_ptr<CachedDataset>& cached) {
   }
   runtime.Log(LogLevel::kInfo,
               "caching " + cached->description() + " (" + LoadingNote(*cached) + ")");
-  BindScheduleLocked(cached);
+  if (ScheduleFollower* follower = follower_.load()) follower->OnRegistered(cached);
   return true;
+}
+
+std::shared_ptr<CachedDataset> CacheClient::Adopt(std::shared_ptr<CachedDataset> prepared) {
+  std::lock_guard lock(mutex_);
+  if (!cache_) return nullptr;
+  const Identity key{prepared->key().hi, prepared->key().lo};
+  auto [it, fresh] = datasets_.try_emplace(key, prepared);
+  if (!fresh && it->second == nullptr) return nullptr;  // known as not cacheable
+  if (!it->second->registered()) {
+    Runtime& runtime = Runtime::Get();
+    const cache::Status status = it->second->Register(*cache_, runtime.options().cache.block_bytes,
+                                                      runtime.options().coalesce_gap);
+    if (!status.ok()) return nullptr;
+  }
+  return it->second;
 }
 
 void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
@@ -197,76 +208,6 @@ std::shared_ptr<CachedDataset> CacheClient::Dataset(const VolObject& dataset) {
   std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
   if (cached == nullptr || OpenCacheLocked() == nullptr || !RegisterLocked(cached)) return nullptr;
   return cached;
-}
-
-void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cached) {
-  Runtime& runtime = Runtime::Get();
-  const Options& options = runtime.options();
-  if (options.schedule_path.empty() || bound_slot_ != cache::kInvalidDatasetSlot) return;
-  if (!schedule_opened_) {
-    schedule_opened_ = true;
-    schedule_ =
-        ScheduleBinding::Open(options.schedule_path, options.rank.value_or(0),
-                              [&](const std::string& m) { runtime.Log(LogLevel::kWarn, m); });
-  }
-  if (!schedule_) return;
-  const std::string mismatch =
-      schedule_->Mismatch(cached->num_rows(), cached->row_bytes(), cached->file_identity().size,
-                          cached->file_identity().mtime_ns);
-  if (!mismatch.empty()) {
-    // Other datasets of the file (labels beside images) differ in shape: only
-    // a dataset of the right shape in a changed file deserves a warning.
-    const std::uint64_t want_row_bytes = schedule_->header().dataset.row_bytes;
-    const bool same_shape = schedule_->header().dataset.rows == cached->num_rows() &&
-                            (want_row_bytes == 0 || want_row_bytes == cached->row_bytes());
-    runtime.Log(same_shape && !mismatch_warned_ ? LogLevel::kWarn : LogLevel::kInfo,
-                "PRESCIENT_SCHEDULE does not describe " + cached->description() + ": " + mismatch +
-                    "; it is cached without prefetching");
-    mismatch_warned_ = mismatch_warned_ || same_shape;
-    return;
-  }
-  bound_slot_ = cached->slot();
-  runtime.stats().SetEpochs(schedule_->epochs());
-  oracle_ = std::make_shared<ScheduleOracle>(schedule_, bound_slot_, cached->rows_per_entry());
-  tracker_ = std::make_unique<PositionTracker>(schedule_);
-  runtime.Log(LogLevel::kInfo, "schedule bound to " + cached->description() + " (rank " +
-                                   std::to_string(schedule_->rank()) + ", node " +
-                                   std::to_string(schedule_->node()) + ", next-use index " +
-                                   (schedule_->index_loaded() ? "loaded" : "built") + ")");
-  if (options.prefetch && cached->raw_layout()) {
-    prefetcher_ = std::make_unique<Prefetcher>(*cache_, schedule_, cached, oracle_,
-                                               options.io_threads, cached->coalescing());
-    prefetcher_->EnsureRunning();
-  }
-}
-
-std::optional<std::uint64_t> CacheClient::FollowSchedule(std::span<const std::uint64_t> rows,
-                                                         ReadRecord* record) {
-  const bool was_abandoned = tracker_->abandoned();
-  const PositionTracker::Observation o = tracker_->ObserveRead(rows, cache_->NodeStep());
-  record->schedule_matches += o.matched;
-  record->schedule_mismatches += o.mismatched;
-  const bool matched = o.matched > 0;
-  const std::uint64_t furthest = o.global_step;
-  if (matched) {
-    // The node step must not pass the slowest local reader: what it still
-    // reads would look past to the eviction oracle. This process's workers
-    // may run up to 2 x W batches apart, ranks of a node about a step.
-    const scheduler::WorldLayout& layout = schedule_->header().layout;
-    const std::uint64_t lag = 2ull * (layout.workers + 1) + 1;
-    if (furthest > lag) cache_->AdvanceNodeStep(furthest - lag);
-    Runtime::Get().stats().SetCurrentEpoch(o.epoch);
-  }
-  if (tracker_->abandoned() && !was_abandoned) {
-    Runtime::Get().Log(LogLevel::kWarn,
-                       "reads keep leaving the order in PRESCIENT_SCHEDULE (" +
-                           std::to_string(PositionTracker::kMaxMismatches) +
-                           " in a row); this process stops following it. Reads stay correct.");
-    if (prefetcher_) prefetcher_->Stop();
-  }
-  if (prefetcher_ && !tracker_->abandoned()) prefetcher_->EnsureRunning();
-  if (!matched) return std::nullopt;
-  return furthest;
 }
 
 cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
@@ -323,7 +264,12 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     if (!request.simple || request.selection.rows.rows() == 0) return false;
     std::shared_ptr<CachedDataset> cached = Dataset(dataset);
     if (cached == nullptr) return false;
-    cache::NodeCache* cache = Cache(false);
+    cache::NodeCache* cache = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      cache = cache_.get();  // set by Dataset(), never replaced while the process reads
+    }
+    if (cache == nullptr) return false;
     if (request.selection.rows.rows() * cached->row_bytes() > capacity_bytes_ / kMaxShareOfCache)
       return false;
     if (cached->FileChanged()) {
@@ -348,20 +294,11 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
 
     // With a schedule: place the read first, so its rows are keyed by their
     // use after this read (ReadOracle).
-    std::shared_ptr<const ScheduleBinding> schedule;
-    std::optional<std::uint64_t> read_step;
-    {
-      std::lock_guard lock(mutex_);
-      if (cached->slot() == bound_slot_ && tracker_) schedule = schedule_;
+    ScheduleFollower::ReadKeys keys;
+    if (ScheduleFollower* follower = follower_.load()) {
+      follower->OnRead(*cached, rows, record, &keys);
     }
-    if (schedule) read_step = FollowSchedule(rows, record);
-    const cache::NextUseOracle* oracle = nullptr;
-    std::optional<ReadOracle> read_oracle;
-    if (schedule) {
-      read_oracle.emplace(*schedule, cached->slot(), cached->rows_per_entry(),
-                          read_step.value_or(cache->NodeStep()));
-      oracle = &*read_oracle;
-    }
+    const cache::NextUseOracle* oracle = keys.get();
 
     LoadCounters load;
     std::uint64_t read_around = 0;

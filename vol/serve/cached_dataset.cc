@@ -31,22 +31,29 @@ std::int64_t NowNs() {
 std::shared_ptr<CachedDataset> CachedDataset::Prepare(const VolObject& dataset,
                                                       const DatasetState& state) {
   if (dataset.file == nullptr) throw std::runtime_error("its file is unknown");
+  return Prepare(UnderDataset(dataset), dataset.file, state);
+}
+
+std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& dataset,
+                                                      const std::shared_ptr<FileState>& file,
+                                                      const DatasetState& state) {
   auto cached = std::make_shared<CachedDataset>();
   cached->key_ = cache::DatasetKey{state.identity().hash[0], state.identity().hash[1]};
   cached->description_ = state.identity().description;
-  cached->path_ = dataset.file->name;
-  cached->file_identity_ = dataset.file->identity;
+  cached->path_ = file->name;
+  cached->name_ = state.identity().name;
+  cached->file_identity_ = file->identity;
   cached->row_bytes_ = state.row_bytes();
   cached->dims_ = state.dims();
   cached->num_rows_ = state.dims().empty() ? 0 : state.dims()[0];
   cached->chunk_rows_ = ChunkRows(dataset);
-  io::Result<io::RawLayout> layout = ExtractRawLayout(dataset, state);
+  io::Result<io::RawLayout> layout = ExtractRawLayout(dataset, file.get(), state);
   if (!layout.ok()) {
     cached->raw_reason_ = layout.status().message();
     return cached;
   }
   cached->layout_ = std::make_shared<const io::RawLayout>(std::move(layout.value()));
-  cached->source_ = FileHandles::Get().Source(*dataset.file);
+  cached->source_ = FileHandles::Get().Source(*file);
   return cached;
 }
 

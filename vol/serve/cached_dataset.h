@@ -32,6 +32,7 @@
 #include "cache/io/coalescing_options.h"
 #include "cache/io/random_access_file.h"
 #include "cache/io/raw_layout.h"
+#include "vol/objects/dataset_queries.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
@@ -50,6 +51,11 @@ class CachedDataset {
   // work happens here. Throws std::runtime_error when it cannot.
   static std::shared_ptr<CachedDataset> Prepare(const VolObject& dataset,
                                                 const DatasetState& state);
+  // The same from any source of answers (dataset_queries.h): the prefetch
+  // thread prepares files the application has not opened through the public API.
+  static std::shared_ptr<CachedDataset> Prepare(const DatasetQueries& dataset,
+                                                const std::shared_ptr<FileState>& file,
+                                                const DatasetState& state);
 
   // Registers the prepared dataset in the node cache, choosing its grouping
   // from the segment's capacity and `block_bytes`. Calls no HDF5 function, so
@@ -61,6 +67,10 @@ class CachedDataset {
   // The dataset's identity, for the log and the schedule binding.
   const std::string& description() const { return description_; }
   const std::string& path() const { return path_; }
+  // The dataset's path in its file ("/images").
+  const std::string& name() const { return name_; }
+  // The identity the cache knows the dataset by (before the grouping).
+  const cache::DatasetKey& key() const { return key_; }
   const FileIdentity& file_identity() const { return file_identity_; }
 
   cache::DatasetSlot slot() const { return slot_; }
@@ -111,6 +121,7 @@ class CachedDataset {
   cache::DatasetKey key_;
   std::string description_;
   std::string path_;
+  std::string name_;
   FileIdentity file_identity_;
   cache::DatasetSlot slot_ = cache::kInvalidDatasetSlot;
   std::uint64_t row_bytes_ = 0;

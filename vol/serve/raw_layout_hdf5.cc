@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vol/objects/file_state.h"
+#include "vol/objects/scoped_id.h"
 #include "vol/runtime/error.h"
 
 namespace prescient::vol {
@@ -16,50 +17,12 @@ namespace {
 
 namespace io = cache::io;
 
-// Closes an HDF5 id on scope exit.
-class ScopedId {
- public:
-  ScopedId(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~ScopedId() {
-    if (id_ >= 0) close_(id_);
-  }
-  ScopedId(const ScopedId&) = delete;
-  ScopedId& operator=(const ScopedId&) = delete;
-  hid_t get() const { return id_; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
-
-herr_t NativeDatasetOptional(const VolObject& dataset, int op,
-                             H5VL_native_dataset_optional_args_t* args) {
-  H5VL_optional_args_t optional{op, args};
-  return H5VLdataset_optional(dataset.under, dataset.under_vol_id, &optional,
-                              H5P_DATASET_XFER_DEFAULT, nullptr);
-}
-
-hid_t UnderDcpl(const VolObject& dataset) {
-  H5VL_dataset_get_args_t args{};
-  args.op_type = H5VL_DATASET_GET_DCPL;
-  args.args.get_dcpl.dcpl_id = H5I_INVALID_HID;
-  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                      nullptr) < 0) {
-    return H5I_INVALID_HID;
-  }
-  return args.args.get_dcpl.dcpl_id;
-}
-
-io::Result<io::RawLayout> Contiguous(const VolObject& dataset, const DatasetState& state) {
-  haddr_t address = HADDR_UNDEF;
-  H5VL_native_dataset_optional_args_t args{};
-  args.get_offset.offset = &address;
-  if (NativeDatasetOptional(dataset, H5VL_NATIVE_DATASET_GET_OFFSET, &args) < 0 ||
-      address == HADDR_UNDEF) {
-    return io::Status::Unsupported("contiguous data not allocated");
-  }
+io::Result<io::RawLayout> Contiguous(const DatasetQueries& dataset, const FileState& file,
+                                     const DatasetState& state) {
+  const haddr_t address = dataset.Offset();
+  if (address == HADDR_UNDEF) return io::Status::Unsupported("contiguous data not allocated");
   io::ContiguousLayout layout;
-  layout.path = dataset.file->name;
+  layout.path = file.name;
   layout.data_offset = address;
   layout.row_bytes = state.row_bytes();
   layout.num_rows = state.dims().empty() ? 0 : state.dims()[0];
@@ -119,7 +82,8 @@ int VisitChunk(const hsize_t* offset, unsigned filter_mask, haddr_t address, hsi
   return visit->status.ok() ? H5_ITER_CONT : H5_ITER_ERROR;
 }
 
-io::Result<io::RawLayout> Chunked(const VolObject& dataset, const DatasetState& state, hid_t dcpl) {
+io::Result<io::RawLayout> Chunked(const DatasetQueries& dataset, const FileState& file,
+                                  const DatasetState& state, hid_t dcpl) {
   const std::size_t rank = state.dims().size();
   std::vector<hsize_t> chunk(rank);
   if (rank == 0 ||
@@ -140,36 +104,33 @@ io::Result<io::RawLayout> Chunked(const VolObject& dataset, const DatasetState& 
     if (got < 0) return io::Status::Unsupported("cannot read the fill value");
   }
   io::Result<io::ChunkedLayout> layout = io::ChunkedLayout::Make(
-      dataset.file->name, {state.dims().begin(), state.dims().end()}, {chunk.begin(), chunk.end()},
+      file.name, {state.dims().begin(), state.dims().end()}, {chunk.begin(), chunk.end()},
       state.type_size(), std::move(filters.value()), std::move(fill));
   if (!layout.ok()) return layout.status();
 
   ChunkVisit visit{&layout.value(), rank, {}};
-  H5VL_native_dataset_optional_args_t args{};
-  args.chunk_iter.op = &VisitChunk;
-  args.chunk_iter.op_data = &visit;
-  if (NativeDatasetOptional(dataset, H5VL_NATIVE_DATASET_CHUNK_ITER, &args) < 0) {
+  if (dataset.ChunkIter(&VisitChunk, &visit) < 0) {
     return visit.status.ok() ? io::Status::Unsupported("chunk iteration failed") : visit.status;
   }
   return io::RawLayout(std::move(layout.value()));
 }
 
-io::Result<io::RawLayout> Extract(const VolObject& dataset, const DatasetState& state) {
-  if (dataset.file == nullptr || !dataset.file->posix_driver || !dataset.file->identity.valid) {
+io::Result<io::RawLayout> Extract(const DatasetQueries& dataset, const FileState* file,
+                                  const DatasetState& state) {
+  if (file == nullptr || !file->posix_driver || !file->identity.valid) {
     return io::Status::Unsupported("file not opened with the POSIX driver");
   }
-  H5VL_class_value_t under_value = -1;
-  if (H5VLget_value(dataset.under_vol_id, &under_value) < 0 || under_value != H5_VOL_NATIVE) {
+  if (!dataset.Native()) {
     return io::Status::Unsupported("the connector underneath is not the native one");
   }
-  ScopedId dcpl(UnderDcpl(dataset), &H5Pclose);
+  ScopedId dcpl(dataset.CreationPlist(), &H5Pclose);
   if (dcpl.get() < 0) return io::Status::Unsupported("cannot read the creation property list");
   if (H5Pget_external_count(dcpl.get()) > 0) return io::Status::Unsupported("external storage");
   switch (H5Pget_layout(dcpl.get())) {
     case H5D_CONTIGUOUS:
-      return Contiguous(dataset, state);
+      return Contiguous(dataset, *file, state);
     case H5D_CHUNKED:
-      return Chunked(dataset, state, dcpl.get());
+      return Chunked(dataset, *file, state, dcpl.get());
     default:
       return io::Status::Unsupported("compact or virtual layout");
   }
@@ -177,10 +138,10 @@ io::Result<io::RawLayout> Extract(const VolObject& dataset, const DatasetState& 
 
 }  // namespace
 
-std::uint64_t ChunkRows(const VolObject& dataset) noexcept {
+std::uint64_t ChunkRows(const DatasetQueries& dataset) noexcept {
   PreservedErrorStack keep;
   try {
-    ScopedId dcpl(UnderDcpl(dataset), &H5Pclose);
+    ScopedId dcpl(dataset.CreationPlist(), &H5Pclose);
     if (dcpl.get() < 0 || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return 0;
     hsize_t chunk[H5S_MAX_RANK];
     if (H5Pget_chunk(dcpl.get(), H5S_MAX_RANK, chunk) < 1) return 0;
@@ -190,11 +151,11 @@ std::uint64_t ChunkRows(const VolObject& dataset) noexcept {
   }
 }
 
-io::Result<io::RawLayout> ExtractRawLayout(const VolObject& dataset,
+io::Result<io::RawLayout> ExtractRawLayout(const DatasetQueries& dataset, const FileState* file,
                                            const DatasetState& state) noexcept {
   PreservedErrorStack keep;  // failed probes must not leave errors behind
   try {
-    return Extract(dataset, state);
+    return Extract(dataset, file, state);
   } catch (const std::exception& e) {
     return io::Status::Internal(std::string("raw layout: ") + e.what());
   } catch (...) {

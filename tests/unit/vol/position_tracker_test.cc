@@ -6,10 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 
 #include "scheduler/core/loader_spec.h"
 #include "scheduler/core/schedule_file.h"
+#include "vol/schedule/bound_fields.h"
+#include "vol/schedule/rank_progress.h"
+#include "vol/schedule/schedule_oracle.h"
 
 namespace prescient::vol {
 namespace {
@@ -143,14 +147,32 @@ TEST_F(PositionTrackerTest, SlicesOverSeveralStepsMatch) {
 }
 
 TEST_F(PositionTrackerTest, OracleAnswersFromTheNodeIndex) {
-  ScheduleOracle oracle(binding_, /*slot=*/3, /*rows_per_entry=*/1);
+  cache::CacheOptions options;
+  options.capacity_bytes = 4 << 20;
+  options.name_prefix = "prescient-oracle-test-" + std::to_string(::getpid());
+  auto opened = cache::NodeCache::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  cache::NodeCache& node = *opened.value();
+  BoundFields bound;
+  RankProgress progress(node, *binding_);
+  std::atomic<std::uint64_t> failures{0};
+  ScheduleOracle oracle(*binding_, bound, progress, failures);
+  ASSERT_TRUE(bound.Set(3, {.field = {0, 0}, .grouped = false}));
+  ASSERT_TRUE(bound.Set(5, {.field = {0, 0}, .grouped = true}));
+
   const scheduler::RankEpochView epoch1 = binding_->Part(0, 1);
   const std::uint64_t sample = epoch1.sample(0);
   const std::uint64_t step = oracle.NextUse(3, sample, binding_->GlobalStep(0, 49));
   EXPECT_EQ(step, binding_->GlobalStep(1, 0));
-  EXPECT_EQ(oracle.NextUse(4, sample, 0), cache::NextUseOracle::kNever);  // another dataset
+  EXPECT_EQ(oracle.NextUse(4, sample, 0), cache::NextUseOracle::kNever);  // not bound
   EXPECT_EQ(oracle.NextUse(3, kSamples + 5, 0), cache::NextUseOracle::kNever);
   EXPECT_EQ(oracle.NextUse(3, sample, binding_->total_steps()), cache::NextUseOracle::kNever);
+  EXPECT_EQ(oracle.NextUse(5, 7, 100), 101u);  // small rows: needed right away
+  // A read at its step keys the row by its use after that read.
+  const std::uint64_t read_step = binding_->GlobalStep(1, 0);
+  ReadOracle read(*binding_, bound, progress, failures, 0, read_step);
+  EXPECT_GT(read.NextUse(3, sample, 0), read_step);
+  EXPECT_EQ(failures.load(), 0u);
 }
 
 TEST(ScheduleBindingOpen, UnusableFilesWarnOnce) {

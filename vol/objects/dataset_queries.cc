@@ -1,0 +1,133 @@
+#include "vol/objects/dataset_queries.h"
+
+namespace prescient::vol {
+namespace {
+
+hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
+  H5VL_dataset_get_args_t args{};
+  args.op_type = op;
+  args.args.get_space.space_id = H5I_INVALID_HID;  // same layout for get_type and get_dcpl
+  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                      nullptr) < 0) {
+    return H5I_INVALID_HID;
+  }
+  switch (op) {
+    case H5VL_DATASET_GET_SPACE:
+      return args.args.get_space.space_id;
+    case H5VL_DATASET_GET_TYPE:
+      return args.args.get_type.type_id;
+    case H5VL_DATASET_GET_DCPL:
+      return args.args.get_dcpl.dcpl_id;
+    default:
+      return H5I_INVALID_HID;
+  }
+}
+
+herr_t NativeDatasetOptional(const VolObject& dataset, int op,
+                             H5VL_native_dataset_optional_args_t* args) {
+  H5VL_optional_args_t optional{op, args};
+  return H5VLdataset_optional(dataset.under, dataset.under_vol_id, &optional,
+                              H5P_DATASET_XFER_DEFAULT, nullptr);
+}
+
+H5VL_loc_params_t Self() {
+  H5VL_loc_params_t loc{};
+  loc.type = H5VL_OBJECT_BY_SELF;
+  loc.obj_type = H5I_DATASET;
+  return loc;
+}
+
+}  // namespace
+
+hid_t UnderDataset::Space() const { return UnderDatasetGet(dataset_, H5VL_DATASET_GET_SPACE); }
+hid_t UnderDataset::Type() const { return UnderDatasetGet(dataset_, H5VL_DATASET_GET_TYPE); }
+hid_t UnderDataset::CreationPlist() const {
+  return UnderDatasetGet(dataset_, H5VL_DATASET_GET_DCPL);
+}
+
+bool UnderDataset::Token(H5O_token_t* token) const {
+  H5O_info2_t info{};
+  H5VL_loc_params_t loc = Self();
+  H5VL_object_get_args_t args{};
+  args.op_type = H5VL_OBJECT_GET_INFO;
+  args.args.get_info.fields = H5O_INFO_BASIC;
+  args.args.get_info.oinfo = &info;
+  if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                     nullptr) < 0) {
+    return false;
+  }
+  *token = info.token;
+  return true;
+}
+
+std::string UnderDataset::Name() const {
+  H5VL_loc_params_t loc = Self();
+  std::size_t length = 0;
+  H5VL_object_get_args_t args{};
+  args.op_type = H5VL_OBJECT_GET_NAME;
+  args.args.get_name.buf_size = 0;
+  args.args.get_name.buf = nullptr;
+  args.args.get_name.name_len = &length;
+  if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                     nullptr) < 0 ||
+      length == 0) {
+    return {};
+  }
+  std::string name(length + 1, '\0');
+  args.args.get_name.buf_size = name.size();
+  args.args.get_name.buf = name.data();
+  if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                     nullptr) < 0) {
+    return {};
+  }
+  name.resize(length);
+  return name;
+}
+
+bool UnderDataset::Native() const {
+  H5VL_class_value_t value = -1;
+  return H5VLget_value(dataset_.under_vol_id, &value) >= 0 && value == H5_VOL_NATIVE;
+}
+
+haddr_t UnderDataset::Offset() const {
+  haddr_t address = HADDR_UNDEF;
+  H5VL_native_dataset_optional_args_t args{};
+  args.get_offset.offset = &address;
+  if (NativeDatasetOptional(dataset_, H5VL_NATIVE_DATASET_GET_OFFSET, &args) < 0)
+    return HADDR_UNDEF;
+  return address;
+}
+
+herr_t UnderDataset::ChunkIter(H5D_chunk_iter_op_t op, void* data) const {
+  H5VL_native_dataset_optional_args_t args{};
+  args.chunk_iter.op = op;
+  args.chunk_iter.op_data = data;
+  return NativeDatasetOptional(dataset_, H5VL_NATIVE_DATASET_CHUNK_ITER, &args);
+}
+
+bool PublicDataset::Token(H5O_token_t* token) const {
+  H5O_info2_t info{};
+  if (H5Oget_info3(dataset_, &info, H5O_INFO_BASIC) < 0) return false;
+  *token = info.token;
+  return true;
+}
+
+std::string PublicDataset::Name() const {
+  const ssize_t length = H5Iget_name(dataset_, nullptr, 0);
+  if (length <= 0) return {};
+  std::string name(static_cast<std::size_t>(length) + 1, '\0');
+  if (H5Iget_name(dataset_, name.data(), name.size()) < 0) return {};
+  name.resize(static_cast<std::size_t>(length));
+  return name;
+}
+
+bool PublicDataset::Native() const {
+  H5VL_class_value_t value = -1;
+  const hid_t connector = H5VLget_connector_id(dataset_);
+  if (connector < 0) return false;
+  const bool native = H5VLget_value(connector, &value) >= 0 && value == H5_VOL_NATIVE;
+  H5VLclose(connector);
+  return native;
+}
+
+}  // namespace prescient::vol

@@ -1,0 +1,218 @@
+#include "vol/schedule/schedule_follower.h"
+
+#include <unistd.h>
+
+#include <exception>
+#include <variant>
+
+#include "vol/runtime/runtime.h"
+#include "vol/schedule/dataset_resolver.h"
+#include "vol/schedule/prefetcher.h"
+
+namespace prescient::vol {
+namespace {
+
+// At most this many unbound datasets are remembered for the warning.
+constexpr std::size_t kUnboundRemembered = 8;
+// Served reads of unbound datasets, with none bound, before the warning that
+// the schedule describes nothing this process reads (a job may read a few
+// other datasets before the one the schedule describes).
+constexpr std::uint64_t kUnboundReadsBeforeWarning = 256;
+
+std::uint64_t FieldKey(FieldRef ref, std::size_t fields) {
+  return std::uint64_t{ref.file} * fields + ref.field;
+}
+
+DatasetFacts FactsOf(const CachedDataset& dataset) {
+  const FileIdentity& file = dataset.file_identity();
+  return {.path = dataset.path(),
+          .device = file.device,
+          .inode = file.inode,
+          .size = file.size,
+          .mtime_ns = file.mtime_ns,
+          .name = dataset.name(),
+          .rows = dataset.num_rows(),
+          .row_bytes = dataset.row_bytes()};
+}
+
+}  // namespace
+
+std::unique_ptr<ScheduleFollower> ScheduleFollower::Open(const Options& options,
+                                                         cache::NodeCache& cache, AdoptFn adopt) {
+  if (options.schedule_path.empty()) return nullptr;
+  Runtime& runtime = Runtime::Get();
+  std::shared_ptr<ScheduleBinding> binding = ScheduleBinding::Open(
+      options.schedule_path, options.rank.value_or(0),
+      [&](const std::string& m) { runtime.Log(LogLevel::kWarn, m); },
+      [&](const std::string& why) {
+        runtime.Fallback(Counter::kFallbackIndexRebuilt,
+                         "PRESCIENT_SCHEDULE: the prebuilt next-use index was not used (" + why +
+                             "); this process builds its own");
+      });
+  if (!binding) return nullptr;
+  return std::unique_ptr<ScheduleFollower>(
+      new ScheduleFollower(std::move(binding), cache, options, std::move(adopt)));
+}
+
+ScheduleFollower::ScheduleFollower(std::shared_ptr<ScheduleBinding> binding,
+                                   cache::NodeCache& cache, const Options& options, AdoptFn adopt)
+    : binding_(std::move(binding)),
+      cache_(cache),
+      adopt_(std::move(adopt)),
+      progress_(cache, *binding_),
+      oracle_(*binding_, bound_, progress_, oracle_failures_),
+      local_rank_(binding_->LocalIndex(binding_->rank()).value_or(0)),
+      owner_pid_(Runtime::Get().rank_owner_pid()),
+      tracker_(binding_),
+      prefetch_(options.prefetch) {
+  Runtime& runtime = Runtime::Get();
+  runtime.stats().SetEpochs(binding_->epochs());
+  std::vector<std::string> fields;
+  for (const scheduler::MapField& field : binding_->map().fields()) fields.push_back(field.dataset);
+  runtime.stats().SetFields(fields);
+  runtime.Log(LogLevel::kInfo, "schedule " + options.schedule_path +
+                                   " opened: " + binding_->DescribeMap() + " (rank " +
+                                   std::to_string(binding_->rank()) + ", node " +
+                                   std::to_string(binding_->node()) + ", next-use index " +
+                                   (binding_->index_loaded() ? "loaded" : "built") + ")");
+  if (prefetch_) {
+    prefetcher_ = std::make_unique<Prefetcher>(cache_, *this, progress_, options.io_threads);
+    prefetcher_->EnsureRunning();
+  }
+}
+
+ScheduleFollower::~ScheduleFollower() { Stop(); }
+
+void ScheduleFollower::Stop() {
+  if (prefetcher_) prefetcher_->Stop();
+}
+
+void ScheduleFollower::OnRegistered(const std::shared_ptr<CachedDataset>& dataset) {
+  const std::variant<FieldRef, std::string> bound = binding_->BindField(FactsOf(*dataset));
+  if (const FieldRef* ref = std::get_if<FieldRef>(&bound)) {
+    Bind(dataset, *ref);
+    return;
+  }
+  const std::string& why = std::get<std::string>(bound);
+  std::lock_guard lock(mutex_);
+  // A file of the map that changed since the schedule was made is named at
+  // once (and that is the one warning about unbound reads).
+  if (why.find("changed") != std::string::npos) {
+    Runtime::Get().Log(LogLevel::kWarn, "PRESCIENT_SCHEDULE: " + why + "; " +
+                                            dataset->description() +
+                                            " is cached without the schedule");
+    unbound_warned_ = true;
+  }
+  if (unbound_.size() < kUnboundRemembered) {
+    unbound_.emplace(dataset->slot(), dataset->description() + " (" + why + ")");
+  }
+}
+
+void ScheduleFollower::Bind(const std::shared_ptr<CachedDataset>& dataset, FieldRef ref) {
+  if (!bound_.Set(dataset->slot(), {.field = ref, .grouped = dataset->grouped()})) return;
+  std::lock_guard lock(mutex_);
+  datasets_[FieldKey(ref, binding_->map().fields().size())] = dataset;
+  Runtime::Get().Log(LogLevel::kInfo, "schedule bound to " + dataset->description() + " (file " +
+                                          std::to_string(ref.file) + ", field " +
+                                          binding_->map().fields()[ref.field].dataset + ")");
+}
+
+std::optional<std::uint32_t> ScheduleFollower::FieldOf(const CachedDataset& dataset) const {
+  const std::optional<BoundFields::Entry> entry = bound_.Get(dataset.slot());
+  if (!entry) return std::nullopt;
+  return entry->field.field;
+}
+
+std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool resolve) {
+  const std::uint64_t key = FieldKey(ref, binding_->map().fields().size());
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = datasets_.find(key); it != datasets_.end()) return it->second;
+    if (!resolve || unresolvable_.count(key) > 0) return nullptr;
+  }
+  // Prepared here, on the prefetch thread, without any lock of ours held.
+  const std::string& path = binding_->map().files()[ref.file].path;
+  const std::string& name = binding_->map().fields()[ref.field].dataset;
+  cache::io::Result<std::shared_ptr<CachedDataset>> resolved = DatasetResolver::Resolve(path, name);
+  std::shared_ptr<CachedDataset> dataset;
+  std::string why;
+  if (!resolved.ok()) {
+    why = resolved.status().message();
+  } else if (!(dataset = adopt_(resolved.value()))) {
+    why = "could not be registered in the node cache";
+  }
+  if (dataset) {
+    const std::variant<FieldRef, std::string> bound = binding_->BindField(FactsOf(*dataset));
+    if (const FieldRef* got = std::get_if<FieldRef>(&bound); got != nullptr && *got == ref) {
+      Bind(dataset, ref);
+      return dataset;
+    }
+    why = std::holds_alternative<std::string>(bound) ? std::get<std::string>(bound)
+                                                     : "the file is another of the map's";
+  }
+  std::lock_guard lock(mutex_);
+  unresolvable_.emplace(key, why);
+  return nullptr;
+}
+
+void ScheduleFollower::NoteUnbound(const CachedDataset& dataset) {
+  std::string list;
+  {
+    std::lock_guard lock(mutex_);
+    if (unbound_warned_ || bound_.bound() > 0) return;
+    if (++unbound_reads_ < kUnboundReadsBeforeWarning) return;
+    unbound_warned_ = true;
+    for (const auto& [slot, text] : unbound_) list += (list.empty() ? "" : "; ") + text;
+  }
+  if (list.empty()) list = dataset.description();
+  Runtime::Get().Log(LogLevel::kWarn,
+                     "PRESCIENT_SCHEDULE describes " + binding_->DescribeMap() +
+                         ", but this process reads " + list +
+                         ": its reads are cached without the schedule (LRU, no prefetch)");
+}
+
+void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std::uint64_t> rows,
+                              ReadRecord* record, ReadKeys* keys) {
+  const std::optional<BoundFields::Entry> entry = bound_.Get(dataset.slot());
+  if (!entry) {
+    NoteUnbound(dataset);
+    return;
+  }
+  keys->field = entry->field.field;
+  record->field = entry->field.field;
+  if (tracker_.abandoned()) return;
+
+  std::vector<std::uint64_t> samples(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    samples[i] = binding_->SampleOf(entry->field.file, rows[i]);
+  const PositionTracker::Observation o =
+      tracker_.ObserveRead(samples, progress_.Of(binding_->rank()));
+  record->schedule_matches += o.matched;
+  record->schedule_mismatches += o.mismatched;
+  Runtime& runtime = Runtime::Get();
+  if (o.matched > 0) {
+    progress_.Report(binding_->rank(), o.global_step, owner_pid_);
+    if (o.global_step + 1 >= binding_->total_steps()) progress_.Finish(binding_->rank());
+    runtime.stats().SetCurrentEpoch(o.epoch);
+    keys->oracle.emplace(*binding_, bound_, progress_, oracle_failures_, local_rank_,
+                         o.global_step);
+  }
+  if (tracker_.abandoned() && !abandoned_warned_) {
+    abandoned_warned_ = true;
+    runtime.Log(LogLevel::kWarn, "reads keep leaving the order in PRESCIENT_SCHEDULE (" +
+                                     std::to_string(PositionTracker::kMaxMismatches) +
+                                     " in a row); this process stops following it. Reads stay "
+                                     "correct.");
+    if (prefetcher_) prefetcher_->Stop();
+  }
+  if (prefetcher_ && !tracker_.abandoned()) prefetcher_->EnsureRunning();
+  const std::uint64_t failures = oracle_failures_.load(std::memory_order_relaxed);
+  if (failures > oracle_failures_reported_) {
+    runtime.Fallback(Counter::kFallbackOracleFailed,
+                     "a next-use query failed; the row was keyed as never used again",
+                     failures - oracle_failures_reported_);
+    oracle_failures_reported_ = failures;
+  }
+}
+
+}  // namespace prescient::vol

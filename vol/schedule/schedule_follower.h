@@ -1,0 +1,126 @@
+// Everything one process does with the schedule (PRESCIENT_SCHEDULE):
+// binding the datasets it opens to the fields of the sample map, following
+// its reads through its rank's order, reporting where the rank is, keying
+// cached rows by their next use, and running the node's prefetch leader.
+//
+//   CacheClient            ScheduleFollower
+//   dataset registered ->  OnRegistered: bound to (file, field) of the map, or
+//                          why not (one warning when the schedule describes
+//                          nothing this process reads, or a file changed)
+//   read served        ->  OnRead: the read's samples located in the rank's
+//                          order (PositionTracker), the rank's step reported
+//                          (RankProgress), the read's rows keyed by their use
+//                          after this read (ReadOracle)
+//   background         ->  Prefetcher: the leader reads every local rank's
+//                          next steps, every field, opening files the
+//                          application has not opened yet (DatasetResolver)
+//
+// Thread-safety: OnRegistered and OnRead run on application threads inside
+// HDF5 callbacks (serialised by HDF5's lock); the oracle runs on any thread.
+#ifndef PRESCIENT_VOL_SCHEDULE_SCHEDULE_FOLLOWER_H_
+#define PRESCIENT_VOL_SCHEDULE_SCHEDULE_FOLLOWER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache/core/node_cache.h"
+#include "vol/runtime/options.h"
+#include "vol/runtime/stats.h"
+#include "vol/schedule/bound_fields.h"
+#include "vol/schedule/position_tracker.h"
+#include "vol/schedule/rank_progress.h"
+#include "vol/schedule/schedule_binding.h"
+#include "vol/schedule/schedule_oracle.h"
+#include "vol/serve/cached_dataset.h"
+
+namespace prescient::vol {
+
+class Prefetcher;
+
+class ScheduleFollower {
+ public:
+  // Registers a dataset prepared off the application's threads (the prefetch
+  // leader resolving a file of the map) with the cache client, and returns the
+  // instance to use (the client's own when it knows the identity), or null.
+  using AdoptFn = std::function<std::shared_ptr<CachedDataset>(std::shared_ptr<CachedDataset>)>;
+
+  // Null (after one warning) when PRESCIENT_SCHEDULE is unset or unusable.
+  static std::unique_ptr<ScheduleFollower> Open(const Options& options, cache::NodeCache& cache,
+                                                AdoptFn adopt);
+  ~ScheduleFollower();
+  ScheduleFollower(const ScheduleFollower&) = delete;
+  ScheduleFollower& operator=(const ScheduleFollower&) = delete;
+
+  // A dataset just registered in the node cache.
+  void OnRegistered(const std::shared_ptr<CachedDataset>& dataset);
+
+  // What a read's rows are keyed by, and which field counts them.
+  struct ReadKeys {
+    std::optional<ReadOracle> oracle;  // empty: the dataset is not bound
+    std::optional<std::uint32_t> field;
+    const cache::NextUseOracle* get() const { return oracle ? &*oracle : nullptr; }
+  };
+  // A read of `dataset` (rows in transfer order) about to be served.
+  void OnRead(const CachedDataset& dataset, std::span<const std::uint64_t> rows, ReadRecord* record,
+              ReadKeys* keys);
+
+  // The oracle for rows not tied to a read (read-around, prefetch).
+  const cache::NextUseOracle* oracle() const { return &oracle_; }
+  const ScheduleBinding& binding() const { return *binding_; }
+
+  // The field a dataset counts its rows in (statistics), if bound.
+  std::optional<std::uint32_t> FieldOf(const CachedDataset& dataset) const;
+  // The dataset of field `field` in file `file`: one this process registered,
+  // or (with `resolve`, where HDF5 is thread-safe) one prepared now. Null if
+  // neither. Called by the prefetch leader.
+  std::shared_ptr<CachedDataset> DatasetFor(FieldRef ref, bool resolve);
+
+  // fork(): no thread of the parent may be inside the schedule reader.
+  void LockForFork() const { binding_->LockForFork(); }
+  void UnlockAfterFork() const { binding_->UnlockAfterFork(); }
+
+  // Stops the prefetch leader (connector shutdown).
+  void Stop();
+
+ private:
+  ScheduleFollower(std::shared_ptr<ScheduleBinding> binding, cache::NodeCache& cache,
+                   const Options& options, AdoptFn adopt);
+  void Bind(const std::shared_ptr<CachedDataset>& dataset, FieldRef ref);
+  void NoteUnbound(const CachedDataset& dataset);
+
+  std::shared_ptr<ScheduleBinding> binding_;
+  cache::NodeCache& cache_;
+  AdoptFn adopt_;
+  BoundFields bound_;
+  RankProgress progress_;
+  std::atomic<std::uint64_t> oracle_failures_{0};
+  ScheduleOracle oracle_;
+  std::uint32_t local_rank_;
+  long owner_pid_;  // the rank's long-lived process (a DataLoader worker reports for its parent)
+  PositionTracker tracker_;
+  std::unique_ptr<Prefetcher> prefetcher_;
+  bool prefetch_ = true;
+  std::uint64_t oracle_failures_reported_ = 0;
+
+  std::mutex mutex_;  // guards everything below
+  // (file * fields + field) -> dataset, for the prefetch leader.
+  std::map<std::uint64_t, std::shared_ptr<CachedDataset>> datasets_;
+  std::map<std::uint64_t, std::string> unresolvable_;  // why a field could not be resolved
+  // Datasets this process registered that the schedule does not describe.
+  std::map<cache::DatasetSlot, std::string> unbound_;
+  std::uint64_t unbound_reads_ = 0;
+  bool unbound_warned_ = false;
+  bool abandoned_warned_ = false;
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_SCHEDULE_SCHEDULE_FOLLOWER_H_

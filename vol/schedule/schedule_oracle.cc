@@ -1,0 +1,36 @@
+#include "vol/schedule/schedule_oracle.h"
+
+#include <algorithm>
+#include <array>
+
+namespace prescient::vol {
+
+std::uint64_t ScheduleOracle::NextUse(cache::DatasetSlot ds, std::uint64_t row,
+                                      std::uint64_t now) const noexcept {
+  return Ask(ds, row, now, std::nullopt);
+}
+
+std::uint64_t ScheduleOracle::Ask(
+    cache::DatasetSlot ds, std::uint64_t row, std::uint64_t now,
+    std::optional<std::pair<std::uint32_t, std::uint64_t>> consumed) const noexcept {
+  const std::optional<BoundFields::Entry> entry = bound_.Get(ds);
+  if (!entry) return kNever;
+  const std::uint64_t floor = consumed ? std::max(now, consumed->second) : now;
+  if (entry->grouped) return floor + 1;
+  try {
+    std::array<std::uint64_t, RankProgress::kMaxLocalRanks> progress;
+    const std::size_t n = progress_.Snapshot(progress);
+    for (std::size_t k = 0; k < n; ++k) progress[k] = std::max(progress[k], now);
+    if (consumed && consumed->first < n) {
+      progress[consumed->first] = std::max(progress[consumed->first], consumed->second + 1);
+    }
+    const std::uint64_t next =
+        binding_.NextUse(binding_.SampleOf(entry->field.file, row), std::span(progress.data(), n));
+    return next == scheduler::NextUseIndex::kNever ? kNever : next;
+  } catch (...) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return kNever;
+  }
+}
+
+}  // namespace prescient::vol
