@@ -62,6 +62,17 @@ def collect(patterns):
             "fields": merge_fields(docs)}
 
 
+def find_field(fields, name):
+    """The block of field `name` in merged `fields`: by its name, or a name that qualifies it
+    ('/images', 'file.h5:images'); None when absent."""
+    if name in fields:
+        return fields[name]
+    for key, block in fields.items():
+        if key.endswith("/" + name) or key.endswith(":" + name):
+            return block
+    return None
+
+
 def field_storage_rows(stats, field, other_fields=(), row_bytes=None):
     """(rows of `field` brought in from storage, exact?, how it was obtained).
 
@@ -73,11 +84,13 @@ def field_storage_rows(stats, field, other_fields=(), row_bytes=None):
     least once)."""
     fields = stats.get("fields") or {}
     totals = stats.get("totals") or {}
-    if field in fields:
-        return storage_rows(fields[field]), True, "fields block"
+    block = find_field(fields, field)
+    if block is not None:
+        return storage_rows(block), True, "fields block"
     total = storage_rows(totals)
-    if other_fields and all(f in fields for f in other_fields):
-        return total - sum(storage_rows(fields[f]) for f in other_fields), True, "totals minus other fields"
+    others = [find_field(fields, f) for f in other_fields]
+    if other_fields and all(b is not None for b in others):
+        return total - sum(storage_rows(b) for b in others), True, "totals minus other fields"
     if not other_fields:
         return total, True, "totals (the only field)"
     if row_bytes:

@@ -74,8 +74,8 @@ class Suite:
     def run(self):
         a = self.args
         notes = ["cold: before every epoch every file of the workload is written back and dropped from the page "
-                 "cache (fdatasync + POSIX_FADV_DONTNEED); Prescient's node cache in /dev/shm survives between "
-                 "epochs, the page cache does not",
+                 "cache (fdatasync + POSIX_FADV_DONTNEED); only Prescient's node cache in /dev/shm is meant to "
+                 "outlive an epoch",
                  "native: the same loop with no connector variables (HDF5's native connector), h5py's default "
                  "chunk cache (1 MiB per dataset) unless stated"]
         for case in a.cases:

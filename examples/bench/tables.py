@@ -40,7 +40,7 @@ def clairvoyance_row(record):
     belady = sim["policies"]["belady"]["storage"]
     lru = sim["policies"].get("lru", {}).get("storage")
     ratio = rows / belady if belady else None
-    per_field = (stats.get("fields") or {}).get(field)
+    per_field = counters.find_field(stats.get("fields") or {}, field)
     prefetched = (per_field or totals).get("rows_prefetched", 0)
     read_around = (per_field or totals).get("rows_read_around", 0)
     st, sw, _ = counters.stall_split(totals)

@@ -176,6 +176,8 @@ def test_field_rows_exact_or_bounded():
     totals = {"rows_loaded": 1000, "rows_prefetched": 200, "rows_read_around": 0, "storage_bytes": 300 * 16384}
     exact = {"totals": totals, "fields": {"images": {"rows_loaded": 100, "rows_prefetched": 150}}}
     assert counters.field_storage_rows(exact, "images", ["labels"]) == (250, True, "fields block")
+    qualified = {"totals": totals, "fields": {"/images": {"rows_loaded": 7}}}
+    assert counters.field_storage_rows(qualified, "images", ["labels"])[:2] == (7, True)
     minus = {"totals": totals, "fields": {"labels": {"rows_loaded": 700}}}
     assert counters.field_storage_rows(minus, "images", ["labels"])[:2] == (500, True)
     none = {"totals": totals, "fields": {}}
