@@ -81,7 +81,8 @@ def simulate(tool, schedule, *, cache_samples=None, cache_bytes=None, block_byte
         cmd = [tool, "simulate", schedule, "--policy", ",".join(policies), "--model", "none", "--json", out,
                "--quiet"]
         if block_bytes:
-            cmd += ["--cache", f"{int(cache_bytes)}", "--block-bytes", str(int(block_bytes))]
+            # A bare number is a count of samples to the tool: bytes need a unit.
+            cmd += ["--cache", f"{int(cache_bytes) // 1024}KiB", "--block-bytes", str(int(block_bytes))]
         else:
             cmd += ["--cache", str(int(cache_samples))]
         if row_bytes:

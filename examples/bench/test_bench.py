@@ -240,6 +240,30 @@ def test_map_arguments_follow_the_capabilities():
                     "--row-bytes", "16"]
 
 
+def test_simulate_gives_the_cache_in_samples_or_in_bytes(tmp_path):
+    # A stand-in for prescient-schedule that records its arguments and answers like `simulate --json`.
+    fake = tmp_path / "fake-tool"
+    fake.write_text("#!" + sys.executable + "\n"
+                    "import json, sys\n"
+                    "args = sys.argv[1:]\n"
+                    "open(%r, 'a').write(json.dumps(args) + '\\n')\n"
+                    "out = args[args.index('--json') + 1]\n"
+                    "json.dump({'cache_samples': 7, 'bounds': {'belady': 3}, 'policies': [\n"
+                    "    {'policy': 'belady', 'storage': 3, 'epochs': [{'storage': 2}, {'storage': 1}]},\n"
+                    "    {'policy': 'lru', 'storage': 4, 'epochs': [{'storage': 2}, {'storage': 2}]}]}, open(out, 'w'))\n"
+                    % str(tmp_path / "calls"))
+    fake.chmod(0o755)
+    sim = schedtool.simulate(str(fake), "s.sched", cache_samples=7)
+    assert sim["policies"]["belady"] == {"storage": 3, "epochs": [2, 1]} and sim["policies"]["lru"]["storage"] == 4
+    schedtool.simulate(str(fake), "s.sched", cache_bytes=8 << 20, block_bytes=4096)
+    calls = [json.loads(line) for line in open(tmp_path / "calls")]
+    first, second = calls
+    assert first[first.index("--cache") + 1] == "7" and "--block-bytes" not in first
+    # Bytes carry a unit: a bare number would be read as a count of samples.
+    assert second[second.index("--cache") + 1] == "8192KiB"
+    assert second[second.index("--block-bytes") + 1] == "4096"
+
+
 # -- tables ---------------------------------------------------------------------------------------------
 
 def _record(key, label, *, connector, epochs, tags, stats=None, mode="sample", ranks=1, prefetch=True):
