@@ -19,6 +19,12 @@ import stats_merge  # noqa: E402
 FIELD_COUNTERS = ("rows_hit", "rows_loaded", "rows_waited", "rows_prefetched", "rows_read_around")
 
 
+def add(into, values):
+    """Adds the counters of `values` into `into` (nested groups too; identities skipped)."""
+    stats_merge._add_counters(into, values)
+    return into
+
+
 def storage_rows(c):
     """Rows brought in from storage, by any process: on a miss, ahead of need, or around a miss."""
     return c.get("rows_loaded", 0) + c.get("rows_prefetched", 0) + c.get("rows_read_around", 0)

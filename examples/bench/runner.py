@@ -174,9 +174,9 @@ class Runner:
                 snaps = [rows[i] for rows in per_rank_counters if rows[i] is not None]
                 summed, fields = {}, {}
                 for s in snaps:
-                    stats_merge._add_counters(summed, s["totals"])
+                    counters.add(summed, s["totals"])
                     for name, v in s["fields"].items():
-                        stats_merge._add_counters(fields.setdefault(name, {}), v)
+                        counters.add(fields.setdefault(name, {}), v)
                 if i in connector_epochs:
                     row["counters"] = {k: v for k, v in connector_epochs[i].items() if not isinstance(v, dict)}
                     row["counters_source"] = "connector epochs"
