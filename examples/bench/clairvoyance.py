@@ -109,8 +109,10 @@ class Suite:
         import tables
 
         row = tables.clairvoyance_row(record)
-        return (f"  {record['label']}: {row['field_rows']} {row['field']} rows from storage vs Belady "
-                f"{row['belady']} = {row['ratio']}; matches/mismatches {row['matches']}/{row['mismatches']}; "
+        bound = "" if row["exact"] else "<= "
+        return (f"  {record['label']}: {bound}{row['field_rows']} {row['field']} rows from storage vs Belady "
+                f"{row['belady']} = {bound}{row['ratio']} ({row['verdict']}); matches/mismatches "
+                f"{row['matches']}/{row['mismatches']}; "
                 f"epochs {row['epoch_times']} s; wrong samples {record['wrong_samples']}"
                 + ("; TIMED OUT" if record["timed_out"] else "")
                 + (f"; FAILED ranks {record['failed_ranks']}" if record["failed_ranks"] else ""))
