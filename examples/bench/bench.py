@@ -336,16 +336,18 @@ class Bench:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--plugin-dir", required=True)
+    parser.add_argument("--plugin-dir", required=True, help="directory holding the connector plugin (given by the "
+                        "run script)")
     parser.add_argument("--tool", required=True, help="the prescient-schedule executable")
     parser.add_argument("--workdir", required=True, help="where the datasets live")
     parser.add_argument("--out", help="results directory (default: WORKDIR/results)")
-    parser.add_argument("--quick", action="store_true", help="4,000 samples, 200 native gzip samples")
-    parser.add_argument("--samples", type=int)
+    parser.add_argument("--quick", action="store_true", help="4,000 samples, 128 native gzip samples per epoch, 2 epochs")
+    parser.add_argument("--samples", type=int, help="samples per dataset (default 20,000, --quick 4,000)")
     parser.add_argument("--epochs", type=int, help="epochs of the Prescient runs (default 3, --quick 2)")
-    parser.add_argument("--native-gzip-samples", type=int, help="samples per native gzip epoch (default 1000)")
+    parser.add_argument("--native-gzip-samples", type=int, help="samples per native gzip epoch, the rest extrapolated (default 1024, --quick 128)")
     parser.add_argument("--compute-ms", type=float, help="override the measured compute time per batch")
-    parser.add_argument("--datasets", nargs="+", default=["contiguous", "gzip"], choices=["contiguous", "gzip"])
+    parser.add_argument("--datasets", nargs="+", default=["contiguous", "gzip"], choices=["contiguous", "gzip"],
+                        help="datasets to measure (default both)")
     parser.add_argument("--only", nargs="+", help="runs to do (keys, e.g. native-pc pre-sched pre-sched-q)")
     parser.add_argument("--all", action="store_true", help="also the slow extra runs (gzip quarter LRU, ...)")
     parser.add_argument("--connector-env", nargs="+", default=[], metavar="VAR=VALUE",

@@ -1,0 +1,226 @@
+"""One rank's training loop: unmodified torch + h5py code (started by ranks.py).
+
+    RANK=r WORLD_SIZE=R python3 loop.py CONFIG.json RESULT.json
+
+Nothing here knows about Prescient: whether the connector is loaded is decided by the environment
+the process is given. The loop is what users write:
+
+  Dataset   map-style; opens each file lazily, once per process (DataLoader workers open their own),
+            except `onefile` workloads, where every sample is opened, read and closed (what the
+            loaders of that layout do); reads every field of a sample.
+  sampler   DistributedSampler(num_replicas=R, rank=r, shuffle, seed) with set_epoch(e).
+  modes     sample  DataLoader(ds, batch_size=B, sampler=sampler): ds[i] one sample at a time
+            batch   DataLoader(ds, batch_size=None, sampler=BatchSampler(sampler, B)): ds[batch]
+                    reads d[sorted(batch)] (one file only)
+            slices  DataLoader(slice_ds, batch_size=None, sampler=DistributedSampler(slice_ds)):
+                    d[i:i+B] for shuffled batch starts i (one file only)
+            rows    no DataLoader: ds[i] in this process, in sampler order (per-row reads)
+
+With `main_opens` the main process opens the first file once before the loop to read a length
+and closes it (what many loaders' __init__ does); without it only the workers open files.
+
+Around the loop (the harness's part): before each epoch every file of the workload is made cold
+(when `cold`); the time the loop blocks in next() is measured; every sample of every field is
+checked against the float64 sums saved at generation (the check's time is left out of the epoch);
+an optional compute sleep per batch; a slowdown factor f stretches every step of this rank to f
+times its length (ranks that do not move in lockstep); the connector's statistics files of this
+rank (main process and workers) and the block device's counters are read at every epoch's end.
+"""
+
+import bisect
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "report"))
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch.utils.data import BatchSampler, DataLoader, Dataset, DistributedSampler  # noqa: E402
+
+import counters  # noqa: E402
+import storage  # noqa: E402
+
+
+class Samples(Dataset):
+    """Sample id -> every field's row, over files in sorted path order."""
+
+    def __init__(self, files, rows_per_file, fields, open_per_sample=False, rdcc_nbytes=None):
+        self.files, self.fields = files, fields
+        self.starts = np.concatenate([[0], np.cumsum(rows_per_file)]).tolist()
+        self.open_per_sample = open_per_sample
+        self.file_kwargs = {"rdcc_nbytes": rdcc_nbytes} if rdcc_nbytes else {}
+        self.handles = {}  # file index -> (h5py.File, [datasets]), opened lazily in each process
+
+    def __len__(self):
+        return self.starts[-1]
+
+    def _locate(self, i):
+        k = bisect.bisect_right(self.starts, i) - 1
+        return k, i - self.starts[k]
+
+    def _datasets(self, k):
+        if k not in self.handles:
+            f = h5py.File(self.files[k], "r", **self.file_kwargs)
+            self.handles[k] = (f, [f[name] for name in self.fields])
+        return self.handles[k][1]
+
+    def __getitem__(self, i):
+        if isinstance(i, list):
+            return self._batch(i)
+        k, row = self._locate(i)
+        if self.open_per_sample:
+            with h5py.File(self.files[k], "r", **self.file_kwargs) as f:
+                return (i,) + tuple(f[name][row] for name in self.fields)
+        return (i,) + tuple(d[row] for d in self._datasets(k))
+
+    def _batch(self, batch):
+        # h5py wants increasing, distinct indices: read the sorted distinct rows once.
+        order = np.sort(np.asarray(batch, dtype=np.int64))
+        rows = np.unique(order)
+        where = np.searchsorted(rows, order)
+        values = tuple(d[rows.tolist()][where] for d in self._datasets(0))
+        return (torch.from_numpy(order),) + tuple(torch.from_numpy(v) for v in values)
+
+
+class Slices(Dataset):
+    """Batch k = rows k*B .. k*B+B-1 of every field (one file)."""
+
+    def __init__(self, samples, batch):
+        self.samples, self.batch = samples, batch
+
+    def __len__(self):
+        return -(-len(self.samples) // self.batch)
+
+    def __getitem__(self, k):
+        begin = k * self.batch
+        end = min(len(self.samples), begin + self.batch)
+        ds = self.samples._datasets(0)
+        return (torch.arange(begin, end),) + tuple(torch.from_numpy(d[begin:end]) for d in ds)
+
+
+def make_loader(config, ds, rank, ranks):
+    mode, batch, workers = config["mode"], config["batch_size"], config["workers"]
+    persistent = bool(config.get("persistent_workers")) and workers > 0
+    if mode == "slices":
+        slices = Slices(ds, batch)
+        sampler = DistributedSampler(slices, num_replicas=ranks, rank=rank, shuffle=config["shuffle"],
+                                     seed=config["seed"])
+        return sampler, DataLoader(slices, batch_size=None, sampler=sampler, num_workers=workers,
+                                   persistent_workers=persistent)
+    sampler = DistributedSampler(ds, num_replicas=ranks, rank=rank, shuffle=config["shuffle"], seed=config["seed"])
+    if mode == "sample":
+        return sampler, DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers,
+                                   persistent_workers=persistent)
+    if mode == "batch":
+        return sampler, DataLoader(ds, batch_size=None, sampler=BatchSampler(sampler, batch, drop_last=False),
+                                   num_workers=workers, persistent_workers=persistent)
+    if mode == "rows":
+        return sampler, None
+    raise ValueError(f"unknown mode '{mode}'")
+
+
+def rows_in_process(ds, sampler, batch):
+    """The per-row loop without a DataLoader: yields batches of B samples read one row at a time."""
+    pending = []
+    for i in sampler:
+        pending.append(ds[i])
+        if len(pending) == batch:
+            yield _stack(pending)
+            pending = []
+    if pending:
+        yield _stack(pending)
+
+
+def _stack(items):
+    return tuple(np.stack([np.asarray(item[c]) for item in items]) for c in range(len(items[0])))
+
+
+def wrong_samples(batch, sums, fields):
+    """Samples of the batch whose bytes differ from those generated (any field)."""
+    ids = np.asarray(batch[0]).astype(np.int64)
+    bad = np.zeros(len(ids), dtype=bool)
+    for name, values in zip(fields, batch[1:]):
+        values = values.numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+        got = values.reshape(len(ids), -1).astype(np.float64).sum(axis=1)
+        bad |= ~np.isclose(got, sums[name][ids], rtol=1e-9, atol=1e-6)
+    return int(np.count_nonzero(bad)), len(ids)
+
+
+def main():
+    config = json.load(open(sys.argv[1]))
+    out_path = sys.argv[2]
+    rank = int(os.environ.get("RANK", "0"))
+    ranks = int(os.environ.get("WORLD_SIZE", "1"))
+    w = config["workload"]
+    files, fields = w["files"], w["fields"]
+    sums = dict(np.load(w["sums"]))
+    ds = Samples(files, w["rows_per_file"], fields, open_per_sample=w["open_per_sample"],
+                 rdcc_nbytes=config.get("rdcc_nbytes"))
+    if config.get("main_opens"):
+        # What many loaders do in __init__: open a file for the dataset's length, then close it.
+        with h5py.File(files[0], "r") as f:
+            len(f[fields[0]])
+    sampler, loader = make_loader(config, ds, rank, ranks)
+    slowdown = config.get("slowdown", [1.0])
+    factor = float(slowdown[rank % len(slowdown)])
+    compute_s = float(config.get("compute_s", 0.0))
+    stats_files = config.get("stats_files")  # [main file, worker-file glob] of this rank
+    device = storage.device_of(files[0])
+
+    epochs = []
+    for epoch in range(config["epochs"]):
+        if config.get("cold", True):
+            storage.drop_from_page_cache(files)
+        sampler.set_epoch(epoch)
+        dev0 = storage.device_reads(device)
+        samples = batches = bad = 0
+        wait = check = slept = first_wait = 0.0
+        start = time.perf_counter()
+        it = iter(loader) if loader is not None else rows_in_process(ds, sampler, config["batch_size"])
+        step_start = start
+        while True:
+            t0 = time.perf_counter()
+            try:
+                batch = next(it)
+            except StopIteration:
+                break
+            t1 = time.perf_counter()
+            wait += t1 - t0
+            if batches == 0:
+                first_wait = t1 - t0  # includes starting the workers when they are forked per epoch
+            wrong, n = wrong_samples(batch, sums, fields)
+            t2 = time.perf_counter()
+            check += t2 - t1
+            bad += wrong
+            samples += n
+            batches += 1
+            if compute_s > 0:
+                time.sleep(compute_s)
+            if factor > 1.0:
+                # This rank's step lasts `factor` times what it took (the check excluded).
+                time.sleep((factor - 1.0) * (time.perf_counter() - step_start - (t2 - t1)))
+            t3 = time.perf_counter()
+            slept += t3 - t2
+            step_start = t3
+        del it  # shuts non-persistent workers down: their statistics are final
+        elapsed = time.perf_counter() - start - check
+        dev1 = storage.device_reads(device)
+        record = {"epoch": epoch, "seconds": elapsed, "samples": samples, "batches": batches, "wait_s": wait,
+                  "first_wait_s": first_wait, "compute_s": slept, "check_s": check, "bad_samples": bad,
+                  "device_reads": dev1[0] - dev0[0], "device_bytes": dev1[1] - dev0[1]}
+        if stats_files:
+            record["stats_cumulative"] = counters.snapshot(stats_files)
+        epochs.append(record)
+        if bad:
+            print(f"loop: rank {rank}: {bad} samples of epoch {epoch} differ from the data written", file=sys.stderr)
+    with open(out_path, "w") as f:
+        json.dump({"rank": rank, "ranks": ranks, "slowdown": factor, "device": device, "epochs": epochs}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""What the suites do to and read from storage around a loop: cold files and device counters.
+
+"Cold" means: every file of the workload is written back (fdatasync) and dropped from the page
+cache (POSIX_FADV_DONTNEED) before an epoch; the node cache in /dev/shm is what survives. On a VM
+the host may still cache the disk image (examples/bench/RESULTS.md, "The machine").
+"""
+
+import os
+
+
+def drop_from_page_cache(paths):
+    """Makes every file in `paths` cold."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def device_of(path):
+    """The /proc/diskstats name of the block device holding `path`, or None."""
+    dev = os.stat(path).st_dev
+    major, minor = os.major(dev), os.minor(dev)
+    try:
+        with open("/proc/diskstats") as f:
+            for line in f:
+                fields = line.split()
+                if int(fields[0]) == major and int(fields[1]) == minor:
+                    return fields[2]
+    except OSError:
+        pass
+    return None
+
+
+def device_reads(device):
+    """(read requests completed, bytes read) of `device`, machine-wide; (0, 0) when unknown."""
+    if device is None:
+        return (0, 0)
+    try:
+        with open("/proc/diskstats") as f:
+            for line in f:
+                fields = line.split()
+                if fields[2] == device:
+                    return (int(fields[3]), int(fields[5]) * 512)
+    except OSError:
+        pass
+    return (0, 0)

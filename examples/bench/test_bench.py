@@ -1,0 +1,362 @@
+"""Tests of the suites' pure parts and of one tiny run (pytest, inside the project environment):
+
+    env/run python3 -m pytest -q -p no:cacheprovider examples/bench/test_bench.py
+
+Workload recipes and generation, the loop's datasets against the saved sums, the statistics
+arithmetic (per-field rows, bounds), cache sizes, the tool's capability detection, the Markdown
+tables, and the rank launcher (a deadline ends a run whole). The tests marked `built` also run the
+connector and need build/bench (examples/bench/run builds it; PRESCIENT_BUILD_DIR overrides); they
+are skipped without it, or fail when PRESCIENT_REQUIRE_PLUGIN=1.
+"""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import cachesize  # noqa: E402
+import counters  # noqa: E402
+import runner  # noqa: E402
+import schedtool  # noqa: E402
+import tables  # noqa: E402
+import workloads  # noqa: E402
+
+BUILD = os.environ.get("PRESCIENT_BUILD_DIR", os.path.join(REPO, "build", "bench"))
+PLUGINS = os.path.join(BUILD, "plugins")
+TOOL = os.path.join(BUILD, "scheduler", "tool", "prescient-schedule")
+_HAVE_BUILD = os.path.isdir(PLUGINS) and os.access(TOOL, os.X_OK)
+if not _HAVE_BUILD and os.environ.get("PRESCIENT_REQUIRE_PLUGIN") == "1":
+    raise RuntimeError(f"no connector build in {BUILD} (PRESCIENT_REQUIRE_PLUGIN=1 requires every test)")
+built = pytest.mark.skipif(not _HAVE_BUILD, reason=f"needs a connector build in {BUILD} (set PRESCIENT_BUILD_DIR)")
+
+# Every test runs without the connector unless it sets it up itself.
+for _k in [k for k in os.environ if k.startswith("HDF5_VOL") or k.startswith("PRESCIENT_")]:
+    if _k not in ("PRESCIENT_IN_ENV", "PRESCIENT_BUILD_DIR", "PRESCIENT_REQUIRE_PLUGIN"):
+        del os.environ[_k]
+
+
+# -- workloads ------------------------------------------------------------------------------------------
+
+def test_recipes_describe_the_layouts_of_the_brief():
+    img = workloads.recipe("imglab", samples=100)
+    assert img.files == 1 and img.samples == 100
+    assert [(f.name, f.row_bytes) for f in img.fields] == [("images", 16384), ("labels", 8)]
+    cosmo = workloads.recipe("cosmo", files=3)
+    assert cosmo.samples == 384 and cosmo.fields[0].row_bytes == 65536 and cosmo.fields[0].gzip == 1
+    assert [f.name for f in cosmo.fields] == ["full", "unitPar"] and cosmo.fields[1].row_bytes == 16
+    one = workloads.recipe("onefile", files=7)
+    assert one.rows_per_file == 1 and one.samples == 7
+    dlio = workloads.recipe("dlio", files=2, samples_per_file=5)
+    assert [f.name for f in dlio.fields] == ["records_0", "records_1", "labels"] and dlio.samples == 10
+    with pytest.raises(ValueError):
+        workloads.recipe("imagenet", samples=1)
+
+
+def test_recipe_keys_and_file_order():
+    a = workloads.recipe("cosmo", files=12)
+    assert a.key() == workloads.recipe("cosmo", files=12).key()
+    assert a.key() != workloads.recipe("cosmo", files=13).key()
+    names = a.file_names()
+    assert names == sorted(names) and len(set(names)) == 12  # zero-padded: sorted order is id order
+    big = workloads.recipe("onefile", files=12345).file_names()
+    assert big == sorted(big)
+
+
+def test_generated_workload_numbers_samples_over_sorted_files(tmp_path):
+    w = workloads.ensure(str(tmp_path), workloads.recipe("dlio", files=3, samples_per_file=4), log=lambda m: None)
+    assert w.samples == 12 and [os.path.basename(p) for p in w.files] == sorted(os.listdir(w.dir))[:3]
+    assert w.locate(0) == (0, 0) and w.locate(5) == (1, 1) and w.locate(11) == (2, 3)
+    with pytest.raises(IndexError):
+        w.locate(12)
+    import glob
+
+    assert sorted(glob.glob(w.glob())) == w.files
+    import h5py
+
+    sums = np.load(w.sums_path)
+    labels = []
+    for i in range(w.samples):
+        k, row = w.locate(i)
+        with h5py.File(w.files[k], "r") as f:
+            for field in w.fields:
+                value = f[field.name][row]
+                assert workloads.sample_sums(value, 1)[0] == sums[field.name][i]
+            labels.append(int(f["labels"][row]))
+    assert len(set(labels)) == w.samples  # a label served for another sample shows
+
+
+def test_generation_is_reused_for_the_same_recipe(tmp_path):
+    messages = []
+    rec = workloads.recipe("imglab", samples=40)
+    w1 = workloads.ensure(str(tmp_path), rec, log=messages.append)
+    mtime = os.path.getmtime(w1.files[0])
+    w2 = workloads.ensure(str(tmp_path), rec, log=messages.append)
+    assert w2.dir == w1.dir and os.path.getmtime(w2.files[0]) == mtime
+    assert sum("generating" in m for m in messages) == 1
+    w3 = workloads.ensure(str(tmp_path), workloads.recipe("imglab", samples=41), log=messages.append)
+    assert w3.dir != w1.dir and w3.samples == 41
+    workloads.remove_all(str(tmp_path))
+    assert not os.listdir(tmp_path)
+
+
+def test_cosmo_compresses_about_twice(tmp_path):
+    w = workloads.ensure(str(tmp_path), workloads.recipe("cosmo", files=1), log=lambda m: None)
+    assert 1.6 < w.raw_bytes / w.bytes < 2.6
+    import h5py
+
+    with h5py.File(w.files[0], "r") as f:
+        assert f["full"].chunks == (1, 16, 16, 16, 4) and f["full"].compression == "gzip"
+        assert f["unitPar"].chunks is None
+
+
+# -- the loop's datasets (native h5py) ------------------------------------------------------------------
+
+def _loop():
+    import loop
+
+    return loop
+
+
+@pytest.mark.parametrize("kind", ["imglab", "cosmo", "onefile", "dlio"])
+def test_loop_dataset_returns_the_generated_bytes(tmp_path, kind):
+    loop = _loop()
+    kwargs = {"imglab": dict(samples=50), "cosmo": dict(files=1), "onefile": dict(files=9),
+              "dlio": dict(files=3, samples_per_file=7)}[kind]
+    w = workloads.ensure(str(tmp_path), workloads.recipe(kind, **kwargs), log=lambda m: None)
+    names = [f.name for f in w.fields]
+    sums = dict(np.load(w.sums_path))
+    ds = loop.Samples(w.files, w.rows_per_file, names, open_per_sample=kind == "onefile")
+    items = [ds[i] for i in range(w.samples)]
+    batch = loop._stack(items)
+    assert loop.wrong_samples(batch, sums, names) == (0, w.samples)
+    # A swapped sample is caught.
+    swapped = (batch[0][::-1].copy(),) + batch[1:]
+    assert loop.wrong_samples(swapped, sums, names)[0] > 0
+
+
+def test_loop_batch_and_slice_reads(tmp_path):
+    loop = _loop()
+    w = workloads.ensure(str(tmp_path), workloads.recipe("imglab", samples=64), log=lambda m: None)
+    names = [f.name for f in w.fields]
+    sums = dict(np.load(w.sums_path))
+    ds = loop.Samples(w.files, w.rows_per_file, names)
+    batch = ds[[9, 3, 40, 3]]  # unsorted, with a duplicate (DistributedSampler's padding)
+    assert batch[0].tolist() == [3, 3, 9, 40]
+    assert loop.wrong_samples(batch, sums, names) == (0, 4)
+    slices = loop.Slices(ds, 24)
+    assert len(slices) == 3 and slices[2][0].tolist() == list(range(48, 64))
+    assert loop.wrong_samples(slices[1], sums, names) == (0, 24)
+    seen = []
+    for b in loop.rows_in_process(ds, range(10), 4):
+        assert loop.wrong_samples(b, sums, names)[0] == 0
+        seen += b[0].tolist()
+    assert seen == list(range(10))
+
+
+# -- statistics arithmetic ------------------------------------------------------------------------------
+
+def test_fields_are_merged_per_name():
+    docs = [{"fields": [{"field": "images", "rows_loaded": 3, "rows_prefetched": 4},
+                        {"field": "labels", "rows_loaded": 1}]},
+            {"fields": [{"field": "images", "rows_read_around": 2, "rows_hit": 9}]},
+            {"fields": []}, {}]
+    merged = counters.merge_fields(docs)
+    assert merged["images"]["rows_loaded"] == 3 and merged["images"]["rows_hit"] == 9
+    assert counters.storage_rows(merged["images"]) == 9 and counters.storage_rows(merged["labels"]) == 1
+
+
+def test_field_rows_exact_or_bounded():
+    totals = {"rows_loaded": 1000, "rows_prefetched": 200, "rows_read_around": 0, "storage_bytes": 300 * 16384}
+    exact = {"totals": totals, "fields": {"images": {"rows_loaded": 100, "rows_prefetched": 150}}}
+    assert counters.field_storage_rows(exact, "images", ["labels"]) == (250, True, "fields block")
+    qualified = {"totals": totals, "fields": {"/images": {"rows_loaded": 7}}}
+    assert counters.field_storage_rows(qualified, "images", ["labels"])[:2] == (7, True)
+    minus = {"totals": totals, "fields": {"labels": {"rows_loaded": 700}}}
+    assert counters.field_storage_rows(minus, "images", ["labels"])[:2] == (500, True)
+    none = {"totals": totals, "fields": {}}
+    assert counters.field_storage_rows(none, "images", [])[:2] == (1200, True)
+    rows, exact_, source = counters.field_storage_rows(none, "images", ["labels"], 16384)
+    assert (rows, exact_) == (300, False) and "storage bytes" in source
+    rows, exact_, source = counters.field_storage_rows(none, "full", ["unitPar"], None)  # compressed
+    assert (rows, exact_) == (1200, False) and "totals" in source
+    assert counters.stall_split({"stall_storage_ns": 2e9, "stall_wait_ns": 1e9, "stall_ns": 3e9}) == (2, 1, 3)
+    assert counters.fallbacks({"fallback_written": 0, "fallback_file_changed": 2, "reads": 5}) == {
+        "fallback_file_changed": 2}
+
+
+# -- cache sizes ----------------------------------------------------------------------------------------
+
+def test_cache_shares_hold_their_samples():
+    w = workloads.Workload("/nonexistent", workloads.recipe("imglab", samples=8000))
+    assert cachesize.blocks_per_sample(w.fields) == pytest.approx(4 + 8 / 4096)
+    previous = 0
+    for share in (0.05, 0.10, 0.25, 0.5, 1.0):
+        size = cachesize.segment_for_share(w, share)
+        cap = cachesize.capacity(size, w)
+        assert cap["samples"] >= share * 8000
+        # Within the 1 MiB rounding of the segment: no more than 64 samples of 16 KiB over.
+        assert cap["samples"] < share * 8000 + 66
+        assert size > previous
+        previous = size
+    cosmo = workloads.Workload("/nonexistent", workloads.recipe("cosmo", files=4))
+    assert cachesize.blocks_per_sample(cosmo.fields) == pytest.approx(16 + 16 / 4096)
+    assert cachesize.capacity(cachesize.segment_for_share(cosmo, 1.0), cosmo)["samples"] >= 512
+
+
+# -- prescient-schedule capabilities --------------------------------------------------------------------
+
+TODAY = """Options:
+  --dataset FILE:NAME    fingerprint the HDF5 file FILE (size, mtime) and dataset NAME
+  --rows N               dataset rows (default: --samples)
+"""
+MAPS = """Options:
+  --dataset FILE_OR_GLOB:NAME   a field (repeat for more fields, in order);
+                                every --dataset must name the same files
+  --rows-per-file K             every file K rows, the last possibly fewer
+"""
+
+
+def test_capability_detection_from_help_texts():
+    assert not schedtool._repeatable_dataset(TODAY)
+    assert schedtool._repeatable_dataset(MAPS)
+    assert not schedtool._repeatable_dataset("")
+
+
+def test_map_arguments_follow_the_capabilities():
+    img = workloads.Workload("/d", workloads.recipe("imglab", samples=10))
+    cosmo = workloads.Workload("/d", workloads.recipe("cosmo", files=2))
+    args, note = schedtool.map_args(img, {"sample_maps": False})
+    assert args == ["--dataset", "/d/imglab.h5:images", "--row-bytes", "16384"] and "one field" in note
+    assert schedtool.map_args(cosmo, {"sample_maps": False})[0] is None
+    args, _ = schedtool.map_args(cosmo, {"sample_maps": True})
+    assert args == ["--dataset", "/d/univ_*.h5:full", "--dataset", "/d/univ_*.h5:unitPar", "--row-bytes", "65536",
+                    "--row-bytes", "16"]
+
+
+def test_simulate_gives_the_cache_in_samples_or_in_bytes(tmp_path):
+    # A stand-in for prescient-schedule that records its arguments and answers like `simulate --json`.
+    fake = tmp_path / "fake-tool"
+    fake.write_text("#!" + sys.executable + "\n"
+                    "import json, sys\n"
+                    "args = sys.argv[1:]\n"
+                    "open(%r, 'a').write(json.dumps(args) + '\\n')\n"
+                    "out = args[args.index('--json') + 1]\n"
+                    "json.dump({'cache_samples': 7, 'bounds': {'belady': 3}, 'policies': [\n"
+                    "    {'policy': 'belady', 'storage': 3, 'epochs': [{'storage': 2}, {'storage': 1}]},\n"
+                    "    {'policy': 'lru', 'storage': 4, 'epochs': [{'storage': 2}, {'storage': 2}]}]}, open(out, 'w'))\n"
+                    % str(tmp_path / "calls"))
+    fake.chmod(0o755)
+    sim = schedtool.simulate(str(fake), "s.sched", cache_samples=7)
+    assert sim["policies"]["belady"] == {"storage": 3, "epochs": [2, 1]} and sim["policies"]["lru"]["storage"] == 4
+    schedtool.simulate(str(fake), "s.sched", cache_bytes=8 << 20, block_bytes=4096)
+    calls = [json.loads(line) for line in open(tmp_path / "calls")]
+    first, second = calls
+    assert first[first.index("--cache") + 1] == "7" and "--block-bytes" not in first
+    # Bytes carry a unit: a bare number would be read as a count of samples.
+    assert second[second.index("--cache") + 1] == "8192KiB"
+    assert second[second.index("--block-bytes") + 1] == "4096"
+
+
+# -- tables ---------------------------------------------------------------------------------------------
+
+def _record(key, label, *, connector, epochs, tags, stats=None, mode="sample", ranks=1, prefetch=True):
+    return {"key": key, "label": label, "workload": "imglab", "mode": mode, "ranks": ranks, "prefetch": prefetch,
+            "connector": connector, "cache_bytes": 1 << 20, "cache_default": False, "schedule": "s" if connector
+            else None, "schedule_note": "", "tags": tags, "stats": stats, "wrong_samples": 0, "timed_out": False,
+            "failed_ranks": [], "shm_leftover": [],
+            "workload_info": {"fields": [{"name": "images", "row_bytes": 16384, "gzip": 0},
+                                         {"name": "labels", "row_bytes": 8, "gzip": 0}]},
+            "epochs": [dict(epoch=i, seconds=s, wait_s=s / 2, bad_samples=0,
+                            counters={"stall_storage_ns": 1e8, "stall_wait_ns": 2e8}) for i, s in enumerate(epochs)]}
+
+
+def test_clairvoyance_table_judges_exact_and_bounded_figures():
+    sim = {"policies": {"belady": {"storage": 1000}, "lru": {"storage": 1500}}, "capacity": {"samples": 400},
+           "cache_counted": "samples"}
+    tags = {"share": 0.05, "primary_field": "images", "other_fields": ["labels"], "simulation": sim}
+    exact = _record("a", "exact", connector=True, epochs=[1.0, 0.5], tags=tags,
+                    stats={"totals": {"schedule_matches": 10}, "fields": {"images": {"rows_loaded": 1040}}})
+    off = _record("b", "off", connector=True, epochs=[1.0], tags=tags,
+                  stats={"totals": {}, "fields": {"images": {"rows_loaded": 1100}}})
+    bound = _record("c", "bound", connector=True, epochs=[1.0], tags=tags,
+                    stats={"totals": {"rows_loaded": 90000, "storage_bytes": 2000 * 16384}, "fields": {}})
+    results = {"suite": "clairvoyance", "config": {"quick": True}, "tool": {"sample_maps": False,
+               "block_bytes": False}, "runs": [exact, off, bound]}
+    rows = [tables.clairvoyance_row(r) for r in results["runs"]]
+    assert [r["verdict"] for r in rows] == ["met", "MISSED", "unknown"]
+    assert rows[0]["ratio"] == "1.040" and rows[2]["field_rows"] == 2000
+    text = "\n".join(tables.markdown(results))
+    assert "| <= 2,000 (images) |" in text and "met in 1 of 3 runs, unknown in 1" in text
+    wrong = copy.deepcopy(exact)
+    wrong["wrong_samples"] = 1
+    assert tables.clairvoyance_row(wrong)["verdict"] == "MISSED"
+
+
+def test_never_slower_table_pairs_every_prescient_epoch_with_its_baselines():
+    base = _record("n", "native", connector=False, epochs=[2.0, 2.0], tags={"case": "cosmo", "role": "baseline",
+                                                                            "baseline": "native"})
+    base2 = _record("n2", "native rdcc", connector=False, epochs=[1.0, 1.0],
+                    tags={"case": "cosmo", "role": "baseline", "baseline": "native-rdcc"})
+    pre = _record("p", "Prescient", connector=True, epochs=[1.6, 1.0],
+                  tags={"case": "cosmo", "role": "prescient", "baselines": ["native", "native-rdcc"]})
+    results = {"suite": "never-slower", "config": {}, "tool": {}, "runs": [base, base2, pre], "notes": ["n1"]}
+    rows = tables.never_slower_rows(results)
+    assert [(r["baseline"], r["epoch"], round(r["ratio"], 2), r["verdict"]) for r in rows] == [
+        ("native", 0, 1.25, "met"), ("native", 1, 2.0, "met"), ("native rdcc", 0, 0.62, "MISSED"),
+        ("native rdcc", 1, 1.0, "met")]
+    text = "\n".join(tables.markdown(results))
+    assert "met in 3 of 4 epochs" in text and "- n1" in text
+
+
+def test_tables_command_prints_a_results_file(tmp_path):
+    base = _record("n", "native", connector=False, epochs=[1.0], tags={"case": "dlio", "role": "baseline",
+                                                                       "baseline": "native"})
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"suite": "never-slower", "config": {}, "tool": {}, "runs": [base]}))
+    out = subprocess.run([sys.executable, os.path.join(HERE, "tables.py"), str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.startswith("### Suite never-slower")
+
+
+# -- runs -----------------------------------------------------------------------------------------------
+
+def test_a_native_run_and_a_deadline_that_ends_it_whole(tmp_path):
+    w = workloads.ensure(str(tmp_path / "wl"), workloads.recipe("imglab", samples=64), log=lambda m: None)
+    run = runner.Runner(plugin_dir="/nonexistent", out_dir=str(tmp_path / "out"), timeout_s=120)
+    rec = run.run(runner.Run("ok", "native", w, epochs=2, workers=1, batch=16, ranks=2))
+    assert not rec["timed_out"] and not rec["failed_ranks"] and rec["wrong_samples"] == 0
+    assert [e["samples"] for e in rec["epochs"]] == [64, 64] and rec["stats"] is None
+    run.timeout_s = 3
+    rec = run.run(runner.Run("slow", "native", w, epochs=1, workers=1, batch=16, compute_s=30.0))
+    assert rec["timed_out"]
+    # Nothing of the run is left: no process still runs loop.py with the run's configuration.
+    config = os.path.join(str(tmp_path / "out"), "runs", "slow")
+    left = subprocess.run(["pgrep", "-f", config], capture_output=True, text=True).stdout.split()
+    assert left == []
+
+
+@built
+def test_a_scheduled_run_through_the_connector(tmp_path):
+    w = workloads.ensure(str(tmp_path / "wl"), workloads.recipe("imglab", samples=256), log=lambda m: None)
+    caps = schedtool.capabilities(TOOL)
+    flags, _ = schedtool.map_args(w, caps)
+    layout = schedtool.layout_args(samples=w.samples, epochs=2, ranks=2, workers=1, batch=16, seed=3)
+    sched = schedtool.generate(TOOL, str(tmp_path / "s.sched"), layout, flags, None)
+    run = runner.Runner(plugin_dir=PLUGINS, out_dir=str(tmp_path / "out"), timeout_s=300)
+    size = cachesize.segment_for_share(w, 1.0)
+    rec = run.run(runner.Run("pre", "Prescient", w, epochs=2, workers=1, batch=16, ranks=2, seed=3, connector=True,
+                             cache_bytes=size, schedule=sched))
+    assert not rec["timed_out"] and not rec["failed_ranks"] and rec["wrong_samples"] == 0
+    assert rec["stats"]["totals"]["reads"] >= 2 * w.samples
+    assert rec["stats"]["totals"]["schedule_matches"] > 0
+    assert all(e["counters"] for e in rec["epochs"])
+    assert not [p for p in os.listdir("/dev/shm") if f"bench-{os.getpid()}-" in p]
+    sim = schedtool.simulate(TOOL, sched, cache_samples=cachesize.capacity(size, w)["samples"])
+    assert sim["policies"]["belady"]["storage"] == w.samples  # the cache holds everything: compulsory only
