@@ -26,11 +26,12 @@
 #include <utility>
 
 #include "scheduler/core/access_schedule.h"
+#include "scheduler/core/sample_map.h"
 
 namespace prescient::scheduler {
 
-// What the schedule was made for. Two fingerprints match when every field is
-// equal; CheckDataset reports the first field that differs.
+// One dataset as a reader sees it (the argument of CheckDataset), or the
+// single dataset of a version-1 schedule.
 struct DatasetFingerprint {
   std::string file_path;     // as given by the user (not canonicalised)
   std::string dataset_name;  // HDF5 path of the dataset inside the file
@@ -54,6 +55,11 @@ enum class ScheduleStorage : std::uint32_t {
 };
 
 struct ScheduleHeader {
+  // Which HDF5 rows the sample ids stand for (no files: abstract samples).
+  SampleMap map;
+  // Deprecated, for the connector until it reads `map` (removed after): on
+  // read, the map's single file and field (rows = num_samples and the map's
+  // bytes_per_sample otherwise); on write, used only when `map` is empty.
   DatasetFingerprint dataset;
   std::string source;      // e.g. "torch-distributed", "numpy", "plan"
   std::string parameters;  // canonical parameter string of the source
@@ -131,7 +137,8 @@ class RankEpochView {
 // Which fields CheckDataset compares. File size and mtime catch an edited
 // file; a copy of the file to another path keeps rows/row_bytes/size.
 struct FingerprintCheck {
-  bool path = false;  // off by default: the same file is often reached by several paths
+  bool path = false;  // off by default for one-file maps: the same file is often reached
+                      // by several paths (several files: always by path)
   bool dataset_name = true;
   bool shape = true;      // rows and row_bytes
   bool file_stat = true;  // file_size and mtime_ns
@@ -151,7 +158,12 @@ class ScheduleReader {
   // so, through the index entries, every part's.
   std::uint32_t checksum() const;
 
-  // Throws kFingerprintMismatch naming the first differing field.
+  // Whether `actual` is a dataset of the schedule's sample map, with the rows
+  // of its file, the field's row size (unless 0 in the map) and the file's
+  // size and mtime. The file is the map's only file, or (several files, or
+  // check.path) the one whose path equals actual.file_path; the field is the
+  // one named actual.dataset_name (or the only one when
+  // !check.dataset_name). Throws kFingerprintMismatch naming what differs.
   void CheckDataset(const DatasetFingerprint& actual, const FingerprintCheck& check = {}) const;
 
   // Steps of epoch `epoch` (the same for every rank) and the global step of
