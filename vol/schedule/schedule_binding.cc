@@ -73,14 +73,22 @@ std::vector<std::uint32_t> ScheduleBinding::LocalRanks() const {
 
 std::string ScheduleBinding::Mismatch(std::uint64_t rows, std::uint64_t row_bytes,
                                       std::uint64_t file_size, std::int64_t mtime_ns) const {
-  const scheduler::DatasetFingerprint& want = header().dataset;
+  // This connector binds one dataset: a sample map of one file and one field.
+  const scheduler::SampleMap& map = header().map;
+  if (!map.has_files()) return "the schedule names no dataset (it was made without --dataset)";
+  if (map.files().size() != 1 || map.fields().size() != 1) {
+    return "the schedule's sample map has " + std::to_string(map.files().size()) + " files and " +
+           std::to_string(map.fields().size()) + " fields; only one file's one dataset is bound";
+  }
+  const scheduler::MapFile& want = map.files()[0];
+  const std::uint64_t want_row_bytes = map.fields()[0].row_bytes;
   if (want.rows != rows)
     return "it has " + std::to_string(rows) + " rows, the schedule " + std::to_string(want.rows);
-  if (want.row_bytes != 0 && want.row_bytes != row_bytes) {  // 0: the tool was not told
+  if (want_row_bytes != 0 && want_row_bytes != row_bytes) {  // 0: the tool was not told
     return "its rows are " + std::to_string(row_bytes) + " bytes, the schedule's " +
-           std::to_string(want.row_bytes);
+           std::to_string(want_row_bytes);
   }
-  if (want.file_size != file_size || want.mtime_ns != mtime_ns) {
+  if (want.size != file_size || want.mtime_ns != mtime_ns) {
     return "the file changed since the schedule was made (size or modification time differ)";
   }
   return {};

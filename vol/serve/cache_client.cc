@@ -226,8 +226,11 @@ void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cache
   if (!mismatch.empty()) {
     // Other datasets of the file (labels beside images) differ in shape: only
     // a dataset of the right shape in a changed file deserves a warning.
-    const std::uint64_t want_row_bytes = schedule_->header().dataset.row_bytes;
-    const bool same_shape = schedule_->header().dataset.rows == cached->num_rows() &&
+    const scheduler::SampleMap& map = schedule_->header().map;
+    const std::uint64_t want_rows =
+        map.has_files() ? map.files()[0].rows : schedule_->header().num_samples;
+    const std::uint64_t want_row_bytes = map.fields().empty() ? 0 : map.fields()[0].row_bytes;
+    const bool same_shape = want_rows == cached->num_rows() &&
                             (want_row_bytes == 0 || want_row_bytes == cached->row_bytes());
     runtime.Log(same_shape && !mismatch_warned_ ? LogLevel::kWarn : LogLevel::kInfo,
                 "PRESCIENT_SCHEDULE does not describe " + cached->description() + ": " + mismatch +
