@@ -1,6 +1,6 @@
 // The schedule file: a versioned, checksummed binary file holding an access
-// schedule (or the recipe that regenerates it) plus the fingerprint of the
-// dataset it was made for. The byte layout is specified in
+// schedule (or the recipe that regenerates it) plus the sample map of the
+// files and datasets it was made for. The byte layout is specified in
 // scheduler/README.md ("Schedule file format").
 //
 // Writers produce the file under a temporary name and rename it into place, so
@@ -12,7 +12,7 @@
 // message that names the file and the problem; it never crashes.
 //
 //   ScheduleReader reader = ScheduleReader::Open("train.sched");
-//   reader.CheckDataset(FingerprintDataset("train.h5", "images", rows, row_bytes));
+//   const SampleMap& map = reader.header().map;   // sample -> (file, row), fields
 //   RankEpochView part = reader.Part(rank, epoch);   // touches only this part
 //   SampleId s = part.sample(position);
 #ifndef PRESCIENT_SCHEDULER_CORE_SCHEDULE_FILE_H_
@@ -30,8 +30,8 @@
 
 namespace prescient::scheduler {
 
-// One dataset as a reader sees it (the argument of CheckDataset), or the
-// single dataset of a version-1 schedule.
+// One dataset as a reader sees it (the argument of CheckDataset); also the
+// single dataset a version-1 schedule file describes.
 struct DatasetFingerprint {
   std::string file_path;     // as given by the user (not canonicalised)
   std::string dataset_name;  // HDF5 path of the dataset inside the file
@@ -57,10 +57,6 @@ enum class ScheduleStorage : std::uint32_t {
 struct ScheduleHeader {
   // Which HDF5 rows the sample ids stand for (no files: abstract samples).
   SampleMap map;
-  // Deprecated, for the connector until it reads `map` (removed after): on
-  // read, the map's single file and field (rows = num_samples and the map's
-  // bytes_per_sample otherwise); on write, used only when `map` is empty.
-  DatasetFingerprint dataset;
   std::string source;      // e.g. "torch-distributed", "numpy", "plan"
   std::string parameters;  // canonical parameter string of the source
   WorldLayout layout;

@@ -65,21 +65,6 @@ SampleMap MapOfFingerprint(const DatasetFingerprint& d) {
                    {{d.dataset_name, d.row_bytes}});
 }
 
-DatasetFingerprint FingerprintOfMap(const SampleMap& map, std::uint64_t num_samples) {
-  DatasetFingerprint d;
-  d.rows = num_samples;
-  d.row_bytes = map.bytes_per_sample();
-  if (map.files().size() == 1 && map.fields().size() == 1) {
-    const MapFile& f = map.files()[0];
-    d.file_path = f.path;
-    d.dataset_name = map.fields()[0].dataset;
-    d.rows = f.rows;
-    d.file_size = f.size;
-    d.mtime_ns = f.mtime_ns;
-  }
-  return d;
-}
-
 std::vector<std::byte> EncodeHeader(const ScheduleHeader& h) {
   Encoder out;
   out.Str(h.source);
@@ -190,9 +175,7 @@ bool DecodeVersion2(Decoder& in, ScheduleHeader* h, std::string* why) {
 bool DecodeHeader(std::span<const std::byte> bytes, std::uint32_t version, ScheduleHeader* h,
                   std::string* why) {
   Decoder in(bytes);
-  const bool ok = version == 1 ? DecodeVersion1(in, h) : DecodeVersion2(in, h, why);
-  if (ok) h->dataset = FingerprintOfMap(h->map, h->num_samples);
-  return ok;
+  return version == 1 ? DecodeVersion1(in, h) : DecodeVersion2(in, h, why);
 }
 
 void EncodeIndexEntry(const IndexEntry& e, Encoder* out) {

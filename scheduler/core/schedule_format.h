@@ -135,11 +135,8 @@ std::vector<std::byte> EncodeHeader(const ScheduleHeader& header);
 // `version`; *why says what is wrong.
 bool DecodeHeader(std::span<const std::byte> bytes, std::uint32_t version, ScheduleHeader* header,
                   std::string* why);
-// The map a header without one describes: the deprecated `dataset` field
-// (version 1's fingerprint) as a one-file, one-field map.
+// Version 1's one-dataset fingerprint as a one-file, one-field map.
 SampleMap MapOfFingerprint(const DatasetFingerprint& dataset);
-// The deprecated `dataset` field filled from a map (see ScheduleHeader).
-DatasetFingerprint FingerprintOfMap(const SampleMap& map, std::uint64_t num_samples);
 
 void EncodeIndexEntry(const IndexEntry& entry, Encoder* out);
 IndexEntry DecodeIndexEntry(std::span<const std::byte> bytes);  // kIndexEntrySize bytes

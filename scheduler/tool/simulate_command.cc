@@ -103,7 +103,7 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   const ScheduleHeader& header = reader->header();
 
   simulate::SimulateOptions options;
-  options.row_bytes = flags.U64("row-bytes", header.dataset.row_bytes);
+  options.row_bytes = flags.U64("row-bytes", header.map.bytes_per_sample());
   try {
     options.cache_samples =
         ParseCache(flags.Required("cache"), header.num_samples, options.row_bytes);

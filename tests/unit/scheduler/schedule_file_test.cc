@@ -33,7 +33,9 @@ class ScheduleFileTest : public ::testing::Test {
     layout_.batch_size = 5;
     spec_.seed = 42;
     schedule_ = GenerateLoaderSchedule(spec_, 97, layout_, 3);
-    header_.dataset = {"/data/train.h5", "images", 97, 3 * 224 * 224, 123456789, 1700000000123};
+    dataset_ = {"/data/train.h5", "images", 97, 3 * 224 * 224, 123456789, 1700000000123};
+    header_.map = SampleMap({{dataset_.file_path, 97, 123456789, 1700000000123}},
+                            {{"images", 3 * 224 * 224}});
     header_.source = "torch-distributed";
     header_.parameters = CanonicalLoaderParameters(spec_);
     header_.layout = layout_;
@@ -85,12 +87,13 @@ class ScheduleFileTest : public ::testing::Test {
   LoaderSpec spec_;
   AccessSchedule schedule_;
   ScheduleHeader header_;
+  DatasetFingerprint dataset_;  // the map's one dataset as a reader sees it
 };
 
 TEST_F(ScheduleFileTest, ListsRoundTrip) {
   WriteScheduleFile(Path("a.sched"), header_, schedule_);
   ScheduleReader reader = ScheduleReader::Open(Path("a.sched"));
-  EXPECT_EQ(reader.header().dataset, header_.dataset);
+  EXPECT_EQ(reader.header().map, header_.map);
   EXPECT_EQ(reader.header().source, header_.source);
   EXPECT_EQ(reader.header().parameters, header_.parameters);
   EXPECT_EQ(reader.header().generator, "unit test");
@@ -222,14 +225,14 @@ TEST_F(ScheduleFileTest, ListChecksumIsCheckedOnFirstUseOfThePart) {
 TEST_F(ScheduleFileTest, FingerprintMismatchNamesTheField) {
   WriteScheduleFile(Path("a.sched"), header_, schedule_);
   ScheduleReader reader = ScheduleReader::Open(Path("a.sched"));
-  EXPECT_NO_THROW(reader.CheckDataset(header_.dataset));
-  DatasetFingerprint other = header_.dataset;
+  EXPECT_NO_THROW(reader.CheckDataset(dataset_));
+  DatasetFingerprint other = dataset_;
   other.file_path = "/elsewhere/train.h5";  // paths are not compared by default
   EXPECT_NO_THROW(reader.CheckDataset(other));
   FingerprintCheck strict;
   strict.path = true;
   EXPECT_THROW(reader.CheckDataset(other, strict), ScheduleFileError);
-  other = header_.dataset;
+  other = dataset_;
   other.rows = 98;
   try {
     reader.CheckDataset(other);
@@ -238,7 +241,7 @@ TEST_F(ScheduleFileTest, FingerprintMismatchNamesTheField) {
     EXPECT_EQ(e.code(), ScheduleFileErrorCode::kFingerprintMismatch);
     EXPECT_NE(std::string(e.what()).find("row count is 98"), std::string::npos) << e.what();
   }
-  other = header_.dataset;
+  other = dataset_;
   other.mtime_ns += 1;
   EXPECT_THROW(reader.CheckDataset(other), ScheduleFileError);
   FingerprintCheck shape_only;
@@ -293,8 +296,7 @@ TEST_F(ScheduleFileTest, EverySingleByteFlipIsCaughtOrHarmless) {
   small.layout = l;
   small.num_samples = 9;
   small.epochs = 2;
-  small.dataset.file_path = "f";
-  small.dataset.rows = 9;
+  small.map = SampleMap({{"/f", 9, 1, 2}}, {{"x", 4}});
   const AccessSchedule s = GenerateLoaderSchedule(spec_, 9, l, 2);
   WriteScheduleFile(Path("s.sched"), small, s);
   const Bytes full = Read(Path("s.sched"));
@@ -323,7 +325,6 @@ TEST_F(ScheduleFileTest, SampleMapRoundTripsAndChecksDatasets) {
                      1000u + static_cast<unsigned>(i), 5 + i});
   }
   ScheduleHeader h = header_;
-  h.dataset = {};
   h.map = SampleMap(files, {{"full", 4 << 20}, {"unitPar", 16}});
   WriteScheduleFile(Path("m.sched"), h, schedule_);
   WriteRecipeFile(Path("m.recipe"), h);
