@@ -21,13 +21,14 @@ NodeRanks RanksOf(const WorldLayout& layout, std::uint32_t node) {
   return {first, std::min(layout.ranks, first + layout.ranks_per_node)};
 }
 
-// Calls visit(sample, global_step) for every read on the node in increasing
-// global-step order, skipping repeats of a sample within one step.
+// Calls visit(sample, global_step, local_rank) for every read on the node in
+// increasing (global step, local rank) order, skipping repeats of a sample by
+// one rank within one step.
 template <typename Visit>
 void ForEachNodeUse(const WorldLayout& layout, std::span<const std::uint64_t> epoch_first_step,
                     std::uint32_t node, const NextUseIndex::PartSource& parts,
-                    std::vector<std::uint32_t>& last_step, Visit visit,
-                    const std::function<void(double)>& progress, double progress_base,
+                    std::vector<std::uint32_t>& last_step, std::vector<std::uint16_t>& last_rank,
+                    Visit visit, const std::function<void(double)>& progress, double progress_base,
                     double progress_share) {
   const NodeRanks ranks = RanksOf(layout, node);
   const auto epochs = static_cast<std::uint32_t>(epoch_first_step.size() - 1);
@@ -38,7 +39,8 @@ void ForEachNodeUse(const WorldLayout& layout, std::span<const std::uint64_t> ep
     const std::uint64_t steps = epoch_first_step[e + 1] - epoch_first_step[e];
     for (std::uint64_t s = 0; s < steps; ++s) {
       const auto global = static_cast<std::uint32_t>(epoch_first_step[e] + s);
-      for (const RankEpochView& view : views) {
+      for (std::size_t k = 0; k < views.size(); ++k) {
+        const RankEpochView& view = views[k];
         if (s >= view.steps()) {
           throw std::invalid_argument("NextUseIndex: a rank has fewer steps than its epoch");
         }
@@ -46,9 +48,10 @@ void ForEachNodeUse(const WorldLayout& layout, std::span<const std::uint64_t> ep
           if (sample >= last_step.size()) {
             throw std::invalid_argument("NextUseIndex: sample id out of range");
           }
-          if (last_step[sample] == global) continue;
+          if (last_step[sample] == global && last_rank[sample] == k) continue;
           last_step[sample] = global;
-          visit(sample, global);
+          last_rank[sample] = static_cast<std::uint16_t>(k);
+          visit(sample, global, static_cast<std::uint32_t>(k));
         }
       }
     }
@@ -65,6 +68,9 @@ struct NextUseIndex::Built {
   std::uint64_t num_samples = 0;
   HugeArray<std::uint64_t> row_begin;
   HugeArray<std::uint32_t> steps;
+  bool wide_ranks = false;
+  HugeArray<std::uint8_t> ranks8;
+  HugeArray<std::uint16_t> ranks16;
   std::vector<std::uint64_t> epoch_first_step;
   std::vector<std::uint64_t> read_begin;
   HugeArray<std::uint32_t> read_next;
@@ -77,6 +83,9 @@ void NextUseIndex::Adopt(std::shared_ptr<const Built> built) {
   num_samples_ = built->num_samples;
   row_begin_ = built->row_begin.span();
   steps_ = built->steps.span();
+  wide_ranks_ = built->wide_ranks;
+  use_rank8_ = built->ranks8.span();
+  use_rank16_ = built->ranks16.span();
   epoch_first_step_ = built->epoch_first_step;
   read_begin_ = built->read_begin;
   read_next_ = built->read_next.span();
@@ -95,6 +104,9 @@ NextUseIndex NextUseIndex::BuildFromParts(std::uint64_t num_samples, const World
   if (epoch_first_step.empty() || epoch_first_step.back() >= kNoStep) {
     throw std::length_error("NextUseIndex: 2^32 - 1 or more global steps");
   }
+  if (layout.ranks_per_node > 65536) {
+    throw std::length_error("NextUseIndex: more than 65,536 ranks per node");
+  }
   const double share = options.read_table ? 1.0 / 3 : 0.5;
   auto b = std::make_shared<Built>();
   b->node = node;
@@ -104,20 +116,38 @@ NextUseIndex NextUseIndex::BuildFromParts(std::uint64_t num_samples, const World
   b->node_ranks = ranks.end - ranks.first;
   b->epoch_first_step.assign(epoch_first_step.begin(), epoch_first_step.end());
   std::vector<std::uint32_t> last_step(num_samples);
+  std::vector<std::uint16_t> last_rank(num_samples);
 
   // Pass 1: count uses per sample into row_begin[s + 1].
   b->row_begin = HugeArray<std::uint64_t>(num_samples + 1);
   ForEachNodeUse(
-      layout, epoch_first_step, node, parts, last_step,
-      [&](SampleId s, std::uint32_t) { ++b->row_begin[s + 1]; }, progress, 0.0, share);
+      layout, epoch_first_step, node, parts, last_step, last_rank,
+      [&](SampleId s, std::uint32_t, std::uint32_t) { ++b->row_begin[s + 1]; }, progress, 0.0,
+      share);
   for (std::uint64_t s = 0; s < num_samples; ++s) b->row_begin[s + 1] += b->row_begin[s];
 
-  // Pass 2: fill; steps arrive in increasing order, so every row is sorted.
-  b->steps = HugeArray<std::uint32_t>(b->row_begin[num_samples]);
+  // Pass 2: fill; uses arrive in (step, rank) order, so every row is sorted.
+  const std::uint64_t uses = b->row_begin[num_samples];
+  b->steps = HugeArray<std::uint32_t>(uses);
+  b->wide_ranks = b->node_ranks > 256;
+  if (b->wide_ranks) {
+    b->ranks16 = HugeArray<std::uint16_t>(uses);
+  } else {
+    b->ranks8 = HugeArray<std::uint8_t>(uses);
+  }
   std::vector<std::uint64_t> cursor(b->row_begin.data(), b->row_begin.data() + num_samples);
   ForEachNodeUse(
-      layout, epoch_first_step, node, parts, last_step,
-      [&](SampleId s, std::uint32_t g) { b->steps[cursor[s]++] = g; }, progress, share, share);
+      layout, epoch_first_step, node, parts, last_step, last_rank,
+      [&](SampleId s, std::uint32_t g, std::uint32_t k) {
+        const std::uint64_t at = cursor[s]++;
+        b->steps[at] = g;
+        if (b->wide_ranks) {
+          b->ranks16[at] = static_cast<std::uint16_t>(k);
+        } else {
+          b->ranks8[at] = static_cast<std::uint8_t>(k);
+        }
+      },
+      progress, share, share);
   if (options.read_table) BuildReadTable(*b, parts, progress);
   NextUseIndex index;
   index.Adopt(std::move(b));
@@ -158,7 +188,8 @@ void NextUseIndex::BuildReadTable(Built& b, const PartSource& parts,
             throw std::logic_error("NextUseIndex: the schedule changed while building");
           }
           cursor[sample] = c;
-          const std::uint64_t next = c + 1;
+          std::uint64_t next = c + 1;  // past the other local ranks' uses of this step
+          while (next < row_end && b.steps[next] == global) ++next;
           b.read_next[out++] = next < row_end ? b.steps[next] : kNoStep;
         }
       }
@@ -214,6 +245,43 @@ std::uint64_t NextUseIndex::NextUseAtOrAfter(SampleId sample, std::uint64_t glob
   const auto it =
       std::lower_bound(uses.begin(), uses.end(), static_cast<std::uint32_t>(global_step));
   return it == uses.end() ? kNever : *it;
+}
+
+template <typename Rank>
+NodeUse NextUseIndex::Scan(SampleId sample, std::span<const Rank> ranks,
+                           std::span<const std::uint64_t> progress, std::uint32_t raised_rank,
+                           std::uint64_t raised_to) const {
+  if (sample >= num_samples_ || progress.size() != node_ranks_) return {};
+  auto progress_of = [&](std::uint32_t k) {
+    return k == raised_rank ? std::max(progress[k], raised_to) : progress[k];
+  };
+  std::uint64_t slowest = kNever;
+  for (std::uint32_t k = 0; k < node_ranks_; ++k) slowest = std::min(slowest, progress_of(k));
+  const std::uint64_t begin = row_begin_[sample], end = row_begin_[sample + 1];
+  if (slowest >= kNoStep) return {};
+  // Uses before the slowest rank's step are done for every rank.
+  const std::uint32_t* first = std::lower_bound(steps_.data() + begin, steps_.data() + end,
+                                                static_cast<std::uint32_t>(slowest));
+  for (std::uint64_t i = static_cast<std::uint64_t>(first - steps_.data()); i < end; ++i) {
+    const std::uint32_t k = ranks[i];
+    if (steps_[i] >= progress_of(k)) return {steps_[i], k};
+  }
+  return {};
+}
+
+NodeUse NextUseIndex::NextUse(SampleId sample, std::span<const std::uint64_t> progress) const {
+  const std::uint32_t none = node_ranks_;  // no rank raised
+  return wide_ranks_ ? Scan(sample, use_rank16_, progress, none, 0)
+                     : Scan(sample, use_rank8_, progress, none, 0);
+}
+
+NodeUse NextUseIndex::NextUseAfterRead(SampleId sample, std::uint32_t local_rank,
+                                       std::uint64_t read_step,
+                                       std::span<const std::uint64_t> progress) const {
+  if (local_rank >= node_ranks_) return {};
+  const std::uint64_t after = read_step == kNever ? kNever : read_step + 1;
+  return wide_ranks_ ? Scan(sample, use_rank16_, progress, local_rank, after)
+                     : Scan(sample, use_rank8_, progress, local_rank, after);
 }
 
 std::uint64_t NextUseIndex::NextUseOfRead(std::uint32_t rank, std::uint32_t epoch,

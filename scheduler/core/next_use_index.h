@@ -7,11 +7,17 @@
 // A node uses a sample at global step g if any of its ranks
 // [node * ranks_per_node, (node + 1) * ranks_per_node) reads it in step g.
 //
-// Memory: a compressed-row table, 8 bytes per sample for the row starts plus
-// 4 bytes per (sample, step) use on the node. ImageNet-1k (1,281,167 samples,
-// 90 epochs, 16 ranks on 4 nodes) is about 10 MB + 4 * 28.8 M = 125 MB per
-// node. Lookups are a binary search in the sample's uses (~E/nodes entries);
-// a random lookup costs about two cache misses.
+// Memory: a compressed-row table, 8 bytes per sample for the row starts plus,
+// per use (a local rank reading the sample in a step), 4 bytes for the step
+// and 1 byte for the local rank (2 bytes when a node has more than 256 ranks).
+// ImageNet-1k (1,281,167 samples, 90 epochs, 16 ranks on 4 nodes) is about
+// 10 MB + 5 * 28.8 M = 154 MB per node. Lookups are a binary search in the
+// sample's uses (~E/nodes entries); a random lookup costs about two cache
+// misses.
+//
+// Ranks of a node do not move in lockstep: a sample one rank has already read
+// may still be ahead of a lagging rank. NextUse(sample, progress) answers
+// "who on this node needs it next, and when" given each local rank's progress.
 //
 // The optional read table answers the question the cache asks most: "the
 // sample I am reading now, for rank r at (epoch, position), when is it needed
@@ -46,6 +52,15 @@ namespace prescient::scheduler {
 
 struct NextUseIndexOptions {
   bool read_table = false;  // also build the per-read table (NextUseOfRead)
+};
+
+// A use of a sample on the node: global step and local rank (rank - the
+// node's first rank).
+struct NodeUse {
+  std::uint64_t step = std::numeric_limits<std::uint64_t>::max();  // kNever: no use
+  std::uint32_t local_rank = 0;
+  bool never() const { return step == std::numeric_limits<std::uint64_t>::max(); }
+  bool operator==(const NodeUse&) const = default;
 };
 
 class NextUseIndex {
@@ -85,8 +100,29 @@ class NextUseIndex {
   std::uint64_t NextUseAfter(SampleId sample, std::uint64_t global_step) const;
   // The same with >= (the sample's use in the current step counts).
   std::uint64_t NextUseAtOrAfter(SampleId sample, std::uint64_t global_step) const;
-  // Every global step at which the node reads `sample`, ascending, distinct.
+
+  // Per-rank progress: progress[k] is the global step local rank k has
+  // reached (its uses at steps < progress[k] are done; a finished rank can
+  // pass total_steps()). The first use (step g, local rank k) of `sample`
+  // with g >= progress[k], in (step, rank) order; NodeUse{} (never()) if
+  // none. REQUIRES: progress.size() == node_ranks(). A binary search to
+  // min(progress), then a forward scan over the uses between the slowest and
+  // the fastest rank (short: ranks are at most a few steps apart).
+  NodeUse NextUse(SampleId sample, std::span<const std::uint64_t> progress) const;
+  // The same while local rank `local_rank` reads `sample` at `read_step`:
+  // that read is done, so progress[local_rank] counts as at least
+  // read_step + 1 (the other ranks' progress as given).
+  NodeUse NextUseAfterRead(SampleId sample, std::uint32_t local_rank, std::uint64_t read_step,
+                           std::span<const std::uint64_t> progress) const;
+
+  // Every global step at which the node reads `sample`, ascending; a step
+  // appears once per local rank that reads the sample in it.
   std::span<const std::uint32_t> Uses(SampleId sample) const;
+  // The local rank of each of Uses(sample).
+  std::uint32_t UseRank(SampleId sample, std::size_t i) const {
+    const std::uint64_t at = row_begin_[sample] + i;
+    return wide_ranks_ ? use_rank16_[at] : use_rank8_[at];
+  }
 
   // Needs options.read_table. For the read of rank `rank` (on this node) at
   // `position` of `epoch`: the first global step after that read's step at
@@ -106,11 +142,14 @@ class NextUseIndex {
     return epoch_first_step_.empty() ? 0 : epoch_first_step_.back();
   }
   std::uint32_t node() const { return node_; }
+  std::uint32_t first_rank() const { return first_rank_; }
+  std::uint32_t node_ranks() const { return node_ranks_; }
   std::uint64_t num_samples() const { return num_samples_; }
   std::uint64_t total_uses() const { return steps_.size(); }
   std::size_t MemoryBytes() const {
-    return row_begin_.size_bytes() + steps_.size_bytes() + read_next_.size_bytes() +
-           read_begin_.size_bytes() + epoch_first_step_.size_bytes();
+    return row_begin_.size_bytes() + steps_.size_bytes() + use_rank8_.size_bytes() +
+           use_rank16_.size_bytes() + read_next_.size_bytes() + read_begin_.size_bytes() +
+           epoch_first_step_.size_bytes();
   }
 
   // One rank's epoch, as the builder consumes it.
@@ -128,6 +167,10 @@ class NextUseIndex {
 
   static void BuildReadTable(Built& built, const PartSource& parts,
                              const std::function<void(double)>& progress);
+  template <typename Rank>
+  NodeUse Scan(SampleId sample, std::span<const Rank> ranks,
+               std::span<const std::uint64_t> progress, std::uint32_t raised_rank,
+               std::uint64_t raised_to) const;
   void Adopt(std::shared_ptr<const Built> built);
 
   std::uint32_t node_ = 0;
@@ -140,6 +183,11 @@ class NextUseIndex {
   std::shared_ptr<const void> storage_;
   std::span<const std::uint64_t> row_begin_;  // sample s: steps_[row_begin_[s], row_begin_[s+1])
   std::span<const std::uint32_t> steps_;
+  // Local rank of each use (u8, or u16 when the node has more than 256
+  // ranks); uses of one step are in increasing rank order.
+  bool wide_ranks_ = false;
+  std::span<const std::uint8_t> use_rank8_;
+  std::span<const std::uint16_t> use_rank16_;
   std::span<const std::uint64_t> epoch_first_step_;
   // Read table: reads of (epoch e, rank first_rank_ + k) start at
   // read_begin_[e * node_ranks_ + k] in read_next_.

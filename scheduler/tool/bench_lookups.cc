@@ -7,7 +7,8 @@
 //
 // Writes a torch-distributed schedule as lists to PATH (and a recipe next to
 // it), then times: Part(r, e).sample(p) for random (r, e, p); sequential
-// reads through a held view; NextUseIndex build and random NextUseAfter.
+// reads through a held view; NextUseIndex build, random NextUseAfter and the
+// per-rank NextUse / NextUseAfterRead.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -176,6 +177,41 @@ int Run(const std::vector<std::string>& args) {
   }
   std::printf("NextUseOfRead(r, e, p), in read order: %8.1f ns/query\n",
               Seconds(t) * 1e9 / static_cast<double>(count));
+  // Per-rank progress (the node's ranks do not move in lockstep): node 1's
+  // four ranks a few steps apart. The common case: the samples a rank reads,
+  // in read order, asking for the next use after the read.
+  const std::uint32_t node_ranks = index.node_ranks();
+  std::vector<std::uint64_t> progress(node_ranks);
+  t = Clock::now();
+  count = 0;
+  while (count < queries) {
+    for (std::size_t s = 0; s < p4.steps() && count < queries; ++s) {
+      const std::uint64_t g = base + s;
+      for (std::uint32_t k = 0; k < node_ranks; ++k) progress[k] = g + k % 3 - (k == 1 ? 2 : 0);
+      for (SampleId id : p4.Step(s)) {
+        sink += index.NextUseAfterRead(id, 0, g, progress).step;
+        ++count;
+      }
+    }
+  }
+  std::printf("NextUseAfterRead on a step's samples:  %8.1f ns/query\n",
+              Seconds(t) * 1e9 / static_cast<double>(count));
+  t = Clock::now();
+  for (std::uint64_t q = 0; q < queries; ++q) {
+    const std::size_t i = q & 4095;
+    for (std::uint32_t k = 0; k < node_ranks; ++k) progress[k] = steps[i] + k;
+    sink += index.NextUse(samples[i], progress).step;
+  }
+  std::printf("NextUse(s, progress), cached s:        %8.1f ns/query\n",
+              Seconds(t) * 1e9 / static_cast<double>(queries));
+  t = Clock::now();
+  for (std::uint64_t q = 0; q < queries; ++q) {
+    const std::size_t i = q & 4095;
+    for (std::uint32_t k = 0; k < node_ranks; ++k) progress[k] = steps[i] + k;
+    sink += index.NextUse(static_cast<SampleId>((samples[i] + q * 7919) % n), progress).step;
+  }
+  std::printf("NextUse(s, progress), random s:        %8.1f ns/query\n",
+              Seconds(t) * 1e9 / static_cast<double>(queries));
   std::printf("peak RSS: %.0f MiB (checksum %llu)\n", PeakRssMiB(),
               static_cast<unsigned long long>(sink % 1000));
   return 0;
