@@ -178,7 +178,7 @@ def test_inspect_summary(tool, sched, data_file):
     assert bad.returncode == 1 and "MISMATCH" in bad.stdout
 
 
-@pytest.mark.parametrize("command", ["generate", "inspect", "dump", "index", "simulate"])
+@pytest.mark.parametrize("command", ["generate", "import", "inspect", "dump", "index", "simulate"])
 def test_help(tool, command):
     result = run_tool(tool, command, "--help", check=False)
     assert result.returncode == 0
