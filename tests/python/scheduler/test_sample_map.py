@@ -171,3 +171,32 @@ def test_sampler_yields_global_ids_that_locate_real_rows(tool, tmp_path):
         ScheduleSampler(f, rank=0, dataset=other)
     with pytest.raises(DatasetMismatchError, match="files are"):
         f.check_dataset(DatasetFingerprint(str(tmp_path / "h.sched"), "x", 6, 24))
+
+
+def test_simulate_sizes_the_cache_by_the_fields_in_blocks(tool, tmp_path):
+    """--cache in bytes: all fields of a sample are cached together, each row
+    in whole blocks of --block-bytes; storage rows = storage reads x fields."""
+    import json
+    d = make_files(tmp_path / "s", [f"f{i}.h5" for i in range(4)])
+    out = tmp_path / "s.sched"
+    gen(tool, out, "--dataset", f"{d}/f*.h5:images", "--dataset", f"{d}/f*.h5:labels",
+        "--rows-per-file", 25, "--row-bytes", 5000, "--row-bytes", 8, epochs=3)
+
+    def simulate(*args):
+        j = tmp_path / "sim.json"
+        text = run_tool(tool, "simulate", out, "--policy", "lru,belady", "--model", "none",
+                        "--quiet", "--json", j, *args).stdout
+        return text, json.load(open(j))
+
+    text, doc = simulate("--cache", "1MiB")
+    slot = 8192 + 4096  # ceil(5000 / 4096) and ceil(8 / 4096) blocks
+    assert doc["slot_bytes"] == slot and doc["row_bytes"] == 5008
+    assert doc["cache_samples"] == (1 << 20) // slot
+    assert doc["fields"] == ["images", "labels"] and doc["rows_per_sample"] == 2
+    for p in doc["policies"]:
+        assert p["storage_rows"] == 2 * p["storage"]
+    assert "storage rows" in text and "fields: 2 (images, labels)" in text
+    _, doc = simulate("--cache", "1MiB", "--block-bytes", "1")
+    assert doc["cache_samples"] == (1 << 20) // 5008
+    _, doc = simulate("--cache", "1MiB", "--row-bytes", "1000")  # one field of 1000 bytes
+    assert doc["cache_samples"] == (1 << 20) // 4096 and doc["rows_per_sample"] == 1
