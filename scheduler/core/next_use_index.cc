@@ -104,8 +104,8 @@ NextUseIndex NextUseIndex::BuildFromParts(std::uint64_t num_samples, const World
   if (epoch_first_step.empty() || epoch_first_step.back() >= kNoStep) {
     throw std::length_error("NextUseIndex: 2^32 - 1 or more global steps");
   }
-  if (layout.ranks_per_node > 65536) {
-    throw std::length_error("NextUseIndex: more than 65,536 ranks per node");
+  if (const NodeRanks r = RanksOf(layout, node); r.end - r.first > 65536) {
+    throw std::length_error("NextUseIndex: more than 65,536 ranks on a node");
   }
   const double share = options.read_table ? 1.0 / 3 : 0.5;
   auto b = std::make_shared<Built>();

@@ -68,7 +68,8 @@ class NextUseIndex {
   static constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
   // REQUIRES: node < layout.nodes(); throws std::out_of_range otherwise and
-  // std::length_error if the schedule has 2^32 - 1 or more global steps.
+  // std::length_error if the schedule has 2^32 - 1 or more global steps or
+  // the node more than 65,536 ranks.
   static NextUseIndex Build(const AccessSchedule& schedule, std::uint32_t node,
                             const NextUseIndexOptions& options = {});
   // Streams the parts from the reader (recipe files are regenerated once per

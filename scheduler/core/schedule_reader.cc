@@ -49,7 +49,7 @@ struct ScheduleReader::Impl {
   // OpenBytes); fewer only past the end.
   std::size_t ReadAt(std::uint64_t offset, std::span<std::byte> out) const {
     if (file) return file->ReadAt(offset, out);
-    if (offset >= memory.size()) return 0;
+    if (out.empty() || offset >= memory.size()) return 0;
     const std::size_t n = std::min<std::uint64_t>(out.size(), memory.size() - offset);
     std::memcpy(out.data(), memory.data() + offset, n);
     return n;
