@@ -308,8 +308,10 @@ NodeUse BruteNextUse(const AccessSchedule& s, std::uint32_t node, SampleId sampl
 }
 
 void ExpectPerRankQueriesMatchBruteForce(const AccessSchedule& s, std::uint32_t node,
-                                         std::uint32_t node_ranks, int trials) {
-  const NextUseIndex index = NextUseIndex::Build(s, node);
+                                         std::uint32_t node_ranks, int trials,
+                                         bool wide_keys = false) {
+  const NextUseIndex index = NextUseIndex::Build(s, node, {.wide_keys = wide_keys});
+  ASSERT_EQ(index.wide_keys(), wide_keys);
   ASSERT_EQ(index.node_ranks(), node_ranks);
   std::mt19937 rng(5);
   const std::uint64_t total = index.total_steps();
@@ -347,6 +349,28 @@ TEST(NextUseIndexTest, PerRankProgressMatchesBruteForce) {
   const AccessSchedule s = GenerateLoaderSchedule(spec, 40, l, 5);  // padding: repeats in a step
   ExpectPerRankQueriesMatchBruteForce(s, 0, 3, 4000);
   ExpectPerRankQueriesMatchBruteForce(s, 2, 1, 1000);
+  ExpectPerRankQueriesMatchBruteForce(s, 0, 3, 2000, /*wide_keys=*/true);
+  // And through a file, both key widths: the same answers.
+  const std::string path = ::testing::TempDir() + "keys_" + std::to_string(::getpid());
+  const ScheduleReader reader = ScheduleReader::Open(WriteLists(s, spec, path + ".sched"));
+  const NextUseIndex narrow = NextUseIndex::Build(reader, 0, {}, {.read_table = true});
+  NextUseIndex::Build(reader, 0, {}, {.read_table = true, .wide_keys = true}).Save(path);
+  const NextUseIndex wide = NextUseIndex::Load(path, reader);
+  ASSERT_TRUE(wide.wide_keys());
+  ASSERT_FALSE(narrow.wide_keys());
+  EXPECT_EQ(narrow.rank_bits(), 2u);
+  for (SampleId x = 0; x < 41; ++x) {
+    EXPECT_EQ(wide.Uses(x), narrow.Uses(x));
+    for (std::uint64_t t = 0; t <= narrow.total_steps(); ++t) {
+      ASSERT_EQ(wide.NextUseAfter(x, t), narrow.NextUseAfter(x, t));
+      ASSERT_EQ(wide.NextUseAtOrAfter(x, t), narrow.NextUseAtOrAfter(x, t));
+    }
+  }
+  for (std::uint64_t p = 0; p < s.Part(1, 3).samples.size(); ++p) {
+    EXPECT_EQ(wide.NextUseOfRead(1, 3, p), narrow.NextUseOfRead(1, 3, p));
+  }
+  std::remove(path.c_str());
+  std::remove((path + ".sched").c_str());
 }
 
 TEST(NextUseIndexTest, AllRanksOfAStepAreKeptAndLockstepEqualsNextUseAfter) {
@@ -362,7 +386,8 @@ TEST(NextUseIndexTest, AllRanksOfAStepAreKeptAndLockstepEqualsNextUseAfter) {
   s.Part(1, 0).step_begin = {0, 1, 2, 3};
   const NextUseIndex index = NextUseIndex::Build(s, 0);
   EXPECT_EQ(index.Uses(5).size(), 3u);  // (0, rank 0), (0, rank 1), (2, rank 0)
-  EXPECT_EQ(index.UseRank(5, 1), 1u);
+  EXPECT_EQ(index.Uses(5)[1], (NodeUse{0, 1}));
+  EXPECT_EQ(index.Uses(5)[2], (NodeUse{2, 0}));
   const std::vector<std::uint64_t> rank0_ahead = {1, 0};
   EXPECT_EQ(index.NextUse(5, rank0_ahead), (NodeUse{0, 1}));  // rank 1 still needs it
   EXPECT_EQ(index.NextUseAfterRead(5, 1, 0, rank0_ahead), (NodeUse{2, 0}));
