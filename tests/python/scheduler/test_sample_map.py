@@ -152,6 +152,7 @@ def test_sampler_yields_global_ids_that_locate_real_rows(tool, tmp_path):
     m = f.header.map
     sampler = ScheduleBatchSampler(f, rank=1)
     sampler.set_epoch(1)
+    assert sampler.sample_map == m and sampler.locate(13) == (2, 1)
     seen = []
     for batch in sampler:
         files, rows = m.locate_many(batch)
