@@ -1,6 +1,7 @@
 #include "scheduler/core/next_use_index.h"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -21,13 +22,14 @@ NodeRanks RanksOf(const WorldLayout& layout, std::uint32_t node) {
   return {first, std::min(layout.ranks, first + layout.ranks_per_node)};
 }
 
-// Calls visit(sample, global_step) for every read on the node in increasing
-// global-step order, skipping repeats of a sample within one step.
+// Calls visit(sample, global_step, local_rank) for every read on the node in
+// increasing (global step, local rank) order, skipping repeats of a sample by
+// one rank within one step.
 template <typename Visit>
 void ForEachNodeUse(const WorldLayout& layout, std::span<const std::uint64_t> epoch_first_step,
                     std::uint32_t node, const NextUseIndex::PartSource& parts,
-                    std::vector<std::uint32_t>& last_step, Visit visit,
-                    const std::function<void(double)>& progress, double progress_base,
+                    std::vector<std::uint32_t>& last_step, std::vector<std::uint16_t>& last_rank,
+                    Visit visit, const std::function<void(double)>& progress, double progress_base,
                     double progress_share) {
   const NodeRanks ranks = RanksOf(layout, node);
   const auto epochs = static_cast<std::uint32_t>(epoch_first_step.size() - 1);
@@ -38,7 +40,8 @@ void ForEachNodeUse(const WorldLayout& layout, std::span<const std::uint64_t> ep
     const std::uint64_t steps = epoch_first_step[e + 1] - epoch_first_step[e];
     for (std::uint64_t s = 0; s < steps; ++s) {
       const auto global = static_cast<std::uint32_t>(epoch_first_step[e] + s);
-      for (const RankEpochView& view : views) {
+      for (std::size_t k = 0; k < views.size(); ++k) {
+        const RankEpochView& view = views[k];
         if (s >= view.steps()) {
           throw std::invalid_argument("NextUseIndex: a rank has fewer steps than its epoch");
         }
@@ -46,9 +49,10 @@ void ForEachNodeUse(const WorldLayout& layout, std::span<const std::uint64_t> ep
           if (sample >= last_step.size()) {
             throw std::invalid_argument("NextUseIndex: sample id out of range");
           }
-          if (last_step[sample] == global) continue;
+          if (last_step[sample] == global && last_rank[sample] == k) continue;
           last_step[sample] = global;
-          visit(sample, global);
+          last_rank[sample] = static_cast<std::uint16_t>(k);
+          visit(sample, global, static_cast<std::uint32_t>(k));
         }
       }
     }
@@ -58,13 +62,27 @@ void ForEachNodeUse(const WorldLayout& layout, std::span<const std::uint64_t> ep
 
 }  // namespace
 
+unsigned NextUseIndex::RankBitsFor(std::uint32_t node_ranks) {
+  return node_ranks <= 1 ? 0 : static_cast<unsigned>(std::bit_width(node_ranks - 1));
+}
+
+bool NextUseIndex::NeedsWideKeys(std::uint64_t total_steps, unsigned rank_bits) {
+  return total_steps > (std::uint64_t{1} << (32 - rank_bits));
+}
+
 struct NextUseIndex::Built {
   std::uint32_t node = 0;
   std::uint32_t first_rank = 0;
   std::uint32_t node_ranks = 0;
   std::uint64_t num_samples = 0;
   HugeArray<std::uint64_t> row_begin;
-  HugeArray<std::uint32_t> steps;
+  unsigned rank_bits = 0;
+  bool wide_keys = false;
+  HugeArray<std::uint32_t> keys32;
+  HugeArray<std::uint64_t> keys64;
+  std::uint64_t StepAt(std::uint64_t i) const {
+    return (wide_keys ? keys64[i] : keys32[i]) >> rank_bits;
+  }
   std::vector<std::uint64_t> epoch_first_step;
   std::vector<std::uint64_t> read_begin;
   HugeArray<std::uint32_t> read_next;
@@ -76,7 +94,10 @@ void NextUseIndex::Adopt(std::shared_ptr<const Built> built) {
   node_ranks_ = built->node_ranks;
   num_samples_ = built->num_samples;
   row_begin_ = built->row_begin.span();
-  steps_ = built->steps.span();
+  rank_bits_ = built->rank_bits;
+  wide_keys_ = built->wide_keys;
+  keys32_ = built->keys32.span();
+  keys64_ = built->keys64.span();
   epoch_first_step_ = built->epoch_first_step;
   read_begin_ = built->read_begin;
   read_next_ = built->read_next.span();
@@ -95,6 +116,9 @@ NextUseIndex NextUseIndex::BuildFromParts(std::uint64_t num_samples, const World
   if (epoch_first_step.empty() || epoch_first_step.back() >= kNoStep) {
     throw std::length_error("NextUseIndex: 2^32 - 1 or more global steps");
   }
+  if (const NodeRanks r = RanksOf(layout, node); r.end - r.first > 65536) {
+    throw std::length_error("NextUseIndex: more than 65,536 ranks on a node");
+  }
   const double share = options.read_table ? 1.0 / 3 : 0.5;
   auto b = std::make_shared<Built>();
   b->node = node;
@@ -104,20 +128,38 @@ NextUseIndex NextUseIndex::BuildFromParts(std::uint64_t num_samples, const World
   b->node_ranks = ranks.end - ranks.first;
   b->epoch_first_step.assign(epoch_first_step.begin(), epoch_first_step.end());
   std::vector<std::uint32_t> last_step(num_samples);
+  std::vector<std::uint16_t> last_rank(num_samples);
 
   // Pass 1: count uses per sample into row_begin[s + 1].
   b->row_begin = HugeArray<std::uint64_t>(num_samples + 1);
   ForEachNodeUse(
-      layout, epoch_first_step, node, parts, last_step,
-      [&](SampleId s, std::uint32_t) { ++b->row_begin[s + 1]; }, progress, 0.0, share);
+      layout, epoch_first_step, node, parts, last_step, last_rank,
+      [&](SampleId s, std::uint32_t, std::uint32_t) { ++b->row_begin[s + 1]; }, progress, 0.0,
+      share);
   for (std::uint64_t s = 0; s < num_samples; ++s) b->row_begin[s + 1] += b->row_begin[s];
 
-  // Pass 2: fill; steps arrive in increasing order, so every row is sorted.
-  b->steps = HugeArray<std::uint32_t>(b->row_begin[num_samples]);
+  // Pass 2: fill; uses arrive in (step, rank) order, so every row is sorted.
+  const std::uint64_t uses = b->row_begin[num_samples];
+  b->rank_bits = RankBitsFor(b->node_ranks);
+  b->wide_keys = options.wide_keys || NeedsWideKeys(epoch_first_step.back(), b->rank_bits);
+  if (b->wide_keys) {
+    b->keys64 = HugeArray<std::uint64_t>(uses);
+  } else {
+    b->keys32 = HugeArray<std::uint32_t>(uses);
+  }
   std::vector<std::uint64_t> cursor(b->row_begin.data(), b->row_begin.data() + num_samples);
   ForEachNodeUse(
-      layout, epoch_first_step, node, parts, last_step,
-      [&](SampleId s, std::uint32_t g) { b->steps[cursor[s]++] = g; }, progress, share, share);
+      layout, epoch_first_step, node, parts, last_step, last_rank,
+      [&](SampleId s, std::uint32_t g, std::uint32_t k) {
+        const std::uint64_t at = cursor[s]++;
+        const std::uint64_t key = std::uint64_t{g} << b->rank_bits | k;
+        if (b->wide_keys) {
+          b->keys64[at] = key;
+        } else {
+          b->keys32[at] = static_cast<std::uint32_t>(key);
+        }
+      },
+      progress, share, share);
   if (options.read_table) BuildReadTable(*b, parts, progress);
   NextUseIndex index;
   index.Adopt(std::move(b));
@@ -153,13 +195,15 @@ void NextUseIndex::BuildReadTable(Built& b, const PartSource& parts,
         for (SampleId sample : view.Step(s)) {
           std::uint64_t c = cursor[sample];
           const std::uint64_t row_end = b.row_begin[sample + 1];
-          while (c < row_end && b.steps[c] < global) ++c;
-          if (c == row_end || b.steps[c] != global) {  // the parts changed between passes
+          while (c < row_end && b.StepAt(c) < global) ++c;
+          if (c == row_end || b.StepAt(c) != global) {  // the parts changed between passes
             throw std::logic_error("NextUseIndex: the schedule changed while building");
           }
           cursor[sample] = c;
-          const std::uint64_t next = c + 1;
-          b.read_next[out++] = next < row_end ? b.steps[next] : kNoStep;
+          std::uint64_t next = c + 1;  // past the other local ranks' uses of this step
+          while (next < row_end && b.StepAt(next) == global) ++next;
+          b.read_next[out++] =
+              next < row_end ? static_cast<std::uint32_t>(b.StepAt(next)) : kNoStep;
         }
       }
     }
@@ -195,25 +239,79 @@ NextUseIndex NextUseIndex::Build(const ScheduleReader& reader, std::uint32_t nod
   return index;
 }
 
-std::span<const std::uint32_t> NextUseIndex::Uses(SampleId sample) const {
-  if (sample >= num_samples_) return {};
-  return steps_.subspan(row_begin_[sample], row_begin_[sample + 1] - row_begin_[sample]);
+std::vector<NodeUse> NextUseIndex::Uses(SampleId sample) const {
+  std::vector<NodeUse> out;
+  if (sample >= num_samples_) return out;
+  const std::uint64_t mask = (std::uint64_t{1} << rank_bits_) - 1;
+  for (std::uint64_t i = row_begin_[sample]; i < row_begin_[sample + 1]; ++i) {
+    const std::uint64_t key = wide_keys_ ? keys64_[i] : keys32_[i];
+    out.push_back({key >> rank_bits_, static_cast<std::uint32_t>(key & mask)});
+  }
+  return out;
+}
+
+// The step of the first use of `sample` at a step >= `step`, or kNever.
+template <typename Key>
+std::uint64_t NextUseIndex::FirstStepFrom(std::span<const Key> keys, SampleId sample,
+                                          std::uint64_t step) const {
+  if (sample >= num_samples_ || step >= kNoStep) return kNever;
+  const std::uint64_t target = step << rank_bits_;
+  if (target > std::numeric_limits<Key>::max()) return kNever;
+  const Key* end = keys.data() + row_begin_[sample + 1];
+  const Key* it = std::lower_bound(keys.data() + row_begin_[sample], end, static_cast<Key>(target));
+  return it == end ? kNever : std::uint64_t{*it} >> rank_bits_;
 }
 
 std::uint64_t NextUseIndex::NextUseAfter(SampleId sample, std::uint64_t global_step) const {
   if (global_step >= kNoStep) return kNever;
-  const std::span<const std::uint32_t> uses = Uses(sample);
-  const auto it =
-      std::upper_bound(uses.begin(), uses.end(), static_cast<std::uint32_t>(global_step));
-  return it == uses.end() ? kNever : *it;
+  return wide_keys_ ? FirstStepFrom(keys64_, sample, global_step + 1)
+                    : FirstStepFrom(keys32_, sample, global_step + 1);
 }
 
 std::uint64_t NextUseIndex::NextUseAtOrAfter(SampleId sample, std::uint64_t global_step) const {
-  if (global_step >= kNoStep) return kNever;
-  const std::span<const std::uint32_t> uses = Uses(sample);
-  const auto it =
-      std::lower_bound(uses.begin(), uses.end(), static_cast<std::uint32_t>(global_step));
-  return it == uses.end() ? kNever : *it;
+  return wide_keys_ ? FirstStepFrom(keys64_, sample, global_step)
+                    : FirstStepFrom(keys32_, sample, global_step);
+}
+
+template <typename Key>
+NodeUse NextUseIndex::Scan(std::span<const Key> keys, SampleId sample,
+                           std::span<const std::uint64_t> progress, std::uint32_t raised_rank,
+                           std::uint64_t raised_to) const {
+  if (sample >= num_samples_ || progress.size() != node_ranks_) return {};
+  // Uses before the slowest rank's step are done for every rank.
+  std::uint64_t slowest = kNever;
+  for (std::uint32_t k = 0; k < node_ranks_; ++k) {
+    slowest = std::min(slowest, k == raised_rank ? std::max(progress[k], raised_to) : progress[k]);
+  }
+  if (slowest >= kNoStep) return {};
+  const std::uint64_t target = slowest << rank_bits_;
+  if (target > std::numeric_limits<Key>::max()) return {};
+  const Key* end = keys.data() + row_begin_[sample + 1];
+  const std::uint64_t mask = (std::uint64_t{1} << rank_bits_) - 1;
+  for (const Key* it =
+           std::lower_bound(keys.data() + row_begin_[sample], end, static_cast<Key>(target));
+       it != end; ++it) {
+    const auto k = static_cast<std::uint32_t>(*it & mask);
+    const std::uint64_t step = std::uint64_t{*it} >> rank_bits_;
+    const std::uint64_t done = k == raised_rank ? std::max(progress[k], raised_to) : progress[k];
+    if (step >= done) return {step, k};
+  }
+  return {};
+}
+
+NodeUse NextUseIndex::NextUse(SampleId sample, std::span<const std::uint64_t> progress) const {
+  const std::uint32_t none = node_ranks_;  // no rank raised
+  return wide_keys_ ? Scan(keys64_, sample, progress, none, 0)
+                    : Scan(keys32_, sample, progress, none, 0);
+}
+
+NodeUse NextUseIndex::NextUseAfterRead(SampleId sample, std::uint32_t local_rank,
+                                       std::uint64_t read_step,
+                                       std::span<const std::uint64_t> progress) const {
+  if (local_rank >= node_ranks_) return {};
+  const std::uint64_t after = read_step == kNever ? kNever : read_step + 1;
+  return wide_keys_ ? Scan(keys64_, sample, progress, local_rank, after)
+                    : Scan(keys32_, sample, progress, local_rank, after);
 }
 
 std::uint64_t NextUseIndex::NextUseOfRead(std::uint32_t rank, std::uint32_t epoch,

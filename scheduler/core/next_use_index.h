@@ -8,10 +8,17 @@
 // [node * ranks_per_node, (node + 1) * ranks_per_node) reads it in step g.
 //
 // Memory: a compressed-row table, 8 bytes per sample for the row starts plus
-// 4 bytes per (sample, step) use on the node. ImageNet-1k (1,281,167 samples,
-// 90 epochs, 16 ranks on 4 nodes) is about 10 MB + 4 * 28.8 M = 125 MB per
-// node. Lookups are a binary search in the sample's uses (~E/nodes entries);
-// a random lookup costs about two cache misses.
+// one sorted key per use (a local rank reading the sample in a step):
+// step << b | local rank, with b = the bits of the node's ranks (2 for 4
+// ranks), in 32 bits when every step fits in 32 - b bits (2^30 steps for 4
+// ranks: always in practice), else in 64 bits. ImageNet-1k (1,281,167
+// samples, 90 epochs, 16 ranks on 4 nodes) is about 10 MB + 4 * 28.8 M =
+// 125 MB per node. Lookups are a binary search in the sample's keys (~E/nodes
+// entries); a random lookup costs about two cache misses.
+//
+// Ranks of a node do not move in lockstep: a sample one rank has already read
+// may still be ahead of a lagging rank. NextUse(sample, progress) answers
+// "who on this node needs it next, and when" given each local rank's progress.
 //
 // The optional read table answers the question the cache asks most: "the
 // sample I am reading now, for rank r at (epoch, position), when is it needed
@@ -46,6 +53,18 @@ namespace prescient::scheduler {
 
 struct NextUseIndexOptions {
   bool read_table = false;  // also build the per-read table (NextUseOfRead)
+  // 64-bit use keys even when 32 bits suffice (tests of that layout; the
+  // builder chooses them by itself when the steps need them).
+  bool wide_keys = false;
+};
+
+// A use of a sample on the node: global step and local rank (rank - the
+// node's first rank).
+struct NodeUse {
+  std::uint64_t step = std::numeric_limits<std::uint64_t>::max();  // kNever: no use
+  std::uint32_t local_rank = 0;
+  bool never() const { return step == std::numeric_limits<std::uint64_t>::max(); }
+  bool operator==(const NodeUse&) const = default;
 };
 
 class NextUseIndex {
@@ -53,7 +72,8 @@ class NextUseIndex {
   static constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
   // REQUIRES: node < layout.nodes(); throws std::out_of_range otherwise and
-  // std::length_error if the schedule has 2^32 - 1 or more global steps.
+  // std::length_error if the schedule has 2^32 - 1 or more global steps or
+  // the node more than 65,536 ranks.
   static NextUseIndex Build(const AccessSchedule& schedule, std::uint32_t node,
                             const NextUseIndexOptions& options = {});
   // Streams the parts from the reader (recipe files are regenerated once per
@@ -85,8 +105,25 @@ class NextUseIndex {
   std::uint64_t NextUseAfter(SampleId sample, std::uint64_t global_step) const;
   // The same with >= (the sample's use in the current step counts).
   std::uint64_t NextUseAtOrAfter(SampleId sample, std::uint64_t global_step) const;
-  // Every global step at which the node reads `sample`, ascending, distinct.
-  std::span<const std::uint32_t> Uses(SampleId sample) const;
+
+  // Per-rank progress: progress[k] is the global step local rank k has
+  // reached (its uses at steps < progress[k] are done; a finished rank can
+  // pass total_steps()). The first use (step g, local rank k) of `sample`
+  // with g >= progress[k], in (step, rank) order; NodeUse{} (never()) if
+  // none. REQUIRES: progress.size() == node_ranks(). A binary search to
+  // min(progress), then a forward scan over the uses between the slowest and
+  // the fastest rank (short: ranks are at most a few steps apart).
+  NodeUse NextUse(SampleId sample, std::span<const std::uint64_t> progress) const;
+  // The same while local rank `local_rank` reads `sample` at `read_step`:
+  // that read is done, so progress[local_rank] counts as at least
+  // read_step + 1 (the other ranks' progress as given).
+  NodeUse NextUseAfterRead(SampleId sample, std::uint32_t local_rank, std::uint64_t read_step,
+                           std::span<const std::uint64_t> progress) const;
+
+  // Every use of `sample` on the node in (step, local rank) order: a step
+  // appears once per local rank that reads the sample in it. A copy (tests,
+  // tools); the queries above do not build it.
+  std::vector<NodeUse> Uses(SampleId sample) const;
 
   // Needs options.read_table. For the read of rank `rank` (on this node) at
   // `position` of `epoch`: the first global step after that read's step at
@@ -106,11 +143,16 @@ class NextUseIndex {
     return epoch_first_step_.empty() ? 0 : epoch_first_step_.back();
   }
   std::uint32_t node() const { return node_; }
+  std::uint32_t first_rank() const { return first_rank_; }
+  std::uint32_t node_ranks() const { return node_ranks_; }
   std::uint64_t num_samples() const { return num_samples_; }
-  std::uint64_t total_uses() const { return steps_.size(); }
+  std::uint64_t total_uses() const { return keys32_.size() + keys64_.size(); }
+  // Bits of the local rank in a use key, and whether keys are 64-bit.
+  unsigned rank_bits() const { return rank_bits_; }
+  bool wide_keys() const { return !keys64_.empty() || wide_keys_; }
   std::size_t MemoryBytes() const {
-    return row_begin_.size_bytes() + steps_.size_bytes() + read_next_.size_bytes() +
-           read_begin_.size_bytes() + epoch_first_step_.size_bytes();
+    return row_begin_.size_bytes() + keys32_.size_bytes() + keys64_.size_bytes() +
+           read_next_.size_bytes() + read_begin_.size_bytes() + epoch_first_step_.size_bytes();
   }
 
   // One rank's epoch, as the builder consumes it.
@@ -128,7 +170,16 @@ class NextUseIndex {
 
   static void BuildReadTable(Built& built, const PartSource& parts,
                              const std::function<void(double)>& progress);
+  template <typename Key>
+  NodeUse Scan(std::span<const Key> keys, SampleId sample, std::span<const std::uint64_t> progress,
+               std::uint32_t raised_rank, std::uint64_t raised_to) const;
+  template <typename Key>
+  std::uint64_t FirstStepFrom(std::span<const Key> keys, SampleId sample, std::uint64_t step) const;
   void Adopt(std::shared_ptr<const Built> built);
+  // Use keys: step << RankBitsFor(node ranks) | local rank, 64-bit when a
+  // step would not fit in the rest of 32 bits.
+  static unsigned RankBitsFor(std::uint32_t node_ranks);
+  static bool NeedsWideKeys(std::uint64_t total_steps, unsigned rank_bits);
 
   std::uint32_t node_ = 0;
   std::uint32_t schedule_checksum_ = 0;
@@ -138,8 +189,13 @@ class NextUseIndex {
   // The tables; `storage_` owns the memory they point into (built tables or
   // tables read from a file).
   std::shared_ptr<const void> storage_;
-  std::span<const std::uint64_t> row_begin_;  // sample s: steps_[row_begin_[s], row_begin_[s+1])
-  std::span<const std::uint32_t> steps_;
+  // Sample s: keys [row_begin_[s], row_begin_[s+1]), strictly increasing;
+  // key = step << rank_bits_ | local rank, in keys32_ or (wide) keys64_.
+  std::span<const std::uint64_t> row_begin_;
+  unsigned rank_bits_ = 0;
+  bool wide_keys_ = false;
+  std::span<const std::uint32_t> keys32_;
+  std::span<const std::uint64_t> keys64_;
   std::span<const std::uint64_t> epoch_first_step_;
   // Read table: reads of (epoch e, rank first_rank_ + k) start at
   // read_begin_[e * node_ranks_ + k] in read_next_.

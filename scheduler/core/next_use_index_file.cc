@@ -5,15 +5,19 @@
 //
 // Layout (little-endian): an 80-byte header, then the tables back to back,
 // 64-bit ones first so every table is naturally aligned:
-//   0  magic "\x89PNUI\r\n\x1a"     8  u32 version (1)     12 u32 node
+//   0  magic "\x89PNUI\r\n\x1a"     8  u32 version (3)     12 u32 node
 //   16 u32 first_rank               20 u32 node_ranks      24 u64 num_samples
 //   32 u64 epochs                   40 u64 total_uses      48 u64 total_reads
-//   56 u32 flags (bit 0: read table) 60 u32 CRC-32 of everything after byte 80
+//   56 u32 flags (bit 0: read table; bit 1: 64-bit use keys)
+//   60 u32 CRC-32 of everything after byte 80
 //   64 u64 file size                72 u32 schedule checksum (ScheduleReader::checksum)
 //   76 u32 CRC-32 of bytes 0..75
 //   80 epoch_first_step[epochs + 1] u64, row_begin[num_samples + 1] u64,
 //      read_begin[epochs * node_ranks + 1] u64 (read table only),
-//      steps[total_uses] u32, read_next[total_reads] u32 (read table only)
+//      keys[total_uses] u64 (flag bit 1 only),
+//      keys[total_uses] u32 (without flag bit 1), read_next[total_reads] u32
+//      (read table only). A use key is step << b | local rank, b = the bits
+//      of node_ranks - 1; 64-bit when a step does not fit in 32 - b bits.
 #include <cstring>
 #include <string>
 
@@ -30,7 +34,8 @@ using Code = ScheduleFileErrorCode;
 
 constexpr unsigned char kIndexMagic[8] = {0x89, 'P', 'N', 'U', 'I', '\r', '\n', 0x1a};
 // 2: bytes 72..75 hold the schedule's checksum (reserved in version 1).
-constexpr std::uint32_t kIndexVersion = 2;
+// 3: uses are (step, local rank) keys, for per-rank progress.
+constexpr std::uint32_t kIndexVersion = 3;
 constexpr std::size_t kIndexHeaderSize = 80;
 constexpr std::uint32_t kNoStep = std::numeric_limits<std::uint32_t>::max();
 
@@ -56,17 +61,19 @@ void NextUseIndex::Save(const std::string& path) const {
   head.U32(node_ranks_);
   head.U64(num_samples_);
   head.U64(epoch_first_step_.empty() ? 0 : epoch_first_step_.size() - 1);
-  head.U64(steps_.size());
+  head.U64(total_uses());
   head.U64(read_next_.size());
-  head.U32(table ? 1 : 0);
+  head.U32((table ? 1u : 0u) | (wide_keys_ ? 2u : 0u));
   std::uint32_t crc = format::Crc32(Bytes(epoch_first_step_));
   crc = format::Crc32(Bytes(row_begin_), crc);
   crc = format::Crc32(Bytes(read_begin_), crc);
-  crc = format::Crc32(Bytes(steps_), crc);
+  crc = format::Crc32(Bytes(keys64_), crc);
+  crc = format::Crc32(Bytes(keys32_), crc);
   crc = format::Crc32(Bytes(read_next_), crc);
   head.U32(crc);
   head.U64(kIndexHeaderSize + epoch_first_step_.size_bytes() + row_begin_.size_bytes() +
-           read_begin_.size_bytes() + steps_.size_bytes() + read_next_.size_bytes());
+           read_begin_.size_bytes() + keys64_.size_bytes() + keys32_.size_bytes() +
+           read_next_.size_bytes());
   head.U32(schedule_checksum_);
   head.U32(format::Crc32(head.bytes()));
 
@@ -75,7 +82,8 @@ void NextUseIndex::Save(const std::string& path) const {
   out.Write(Bytes(epoch_first_step_));
   out.Write(Bytes(row_begin_));
   out.Write(Bytes(read_begin_));
-  out.Write(Bytes(steps_));
+  out.Write(Bytes(keys64_));
+  out.Write(Bytes(keys32_));
   out.Write(Bytes(read_next_));
   out.Commit();
 }
@@ -115,7 +123,9 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReade
   const std::uint64_t epochs = in.U64();
   const std::uint64_t uses = in.U64();
   const std::uint64_t reads = in.U64();
-  const bool table = (in.U32() & 1) != 0;
+  const std::uint32_t flags = in.U32();
+  const bool table = (flags & 1) != 0;
+  index.wide_keys_ = (flags & 2) != 0;
   const std::uint32_t data_crc = in.U32();
   const std::uint64_t file_size = in.U64();
   index.schedule_checksum_ = in.U32();
@@ -136,13 +146,14 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReade
   // Every count is bounded by the file size before any multiplication.
   const std::uint64_t limit = file.size() / 4;
   if (epochs >= limit || index.num_samples_ >= limit || uses > limit || reads > limit ||
-      index.node_ranks_ == 0 || (!table && reads != 0) || epochs >= limit / index.node_ranks_) {
+      index.node_ranks_ == 0 || index.node_ranks_ > 65536 || (!table && reads != 0) ||
+      epochs >= limit / index.node_ranks_) {
     fail(Code::kCorrupt, "impossible table sizes");
   }
   const std::uint64_t read_begin_count = table ? epochs * index.node_ranks_ + 1 : 0;
   const std::uint64_t expected = kIndexHeaderSize +
                                  8 * (epochs + 1 + index.num_samples_ + 1 + read_begin_count) +
-                                 4 * (uses + reads);
+                                 (index.wide_keys_ ? 8 : 4) * uses + 4 * reads;
   if (expected != file_size) fail(Code::kCorrupt, "table sizes do not add up to the file size");
   // The tables, read into 8-byte aligned memory of our own.
   const std::uint64_t table_bytes = file_size - kIndexHeaderSize;
@@ -168,8 +179,10 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReade
   index.epoch_first_step_ = take64(epochs + 1);
   index.row_begin_ = take64(index.num_samples_ + 1);
   index.read_begin_ = take64(read_begin_count);
-  index.steps_ = take32(uses);
+  if (index.wide_keys_) index.keys64_ = take64(uses);
+  if (!index.wide_keys_) index.keys32_ = take32(uses);
   index.read_next_ = take32(reads);
+  index.rank_bits_ = NextUseIndex::RankBitsFor(index.node_ranks_);
 
   // Structure, so that no query can read out of bounds or give a wrong order.
   auto monotone = [](std::span<const std::uint64_t> s, std::uint64_t last) {
@@ -184,10 +197,18 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReade
       !monotone(index.row_begin_, uses) || (table && !monotone(index.read_begin_, reads))) {
     fail(Code::kCorrupt, "tables out of order");
   }
+  if (!index.wide_keys_ && NextUseIndex::NeedsWideKeys(total_steps, index.rank_bits_)) {
+    fail(Code::kCorrupt, "32-bit use keys cannot hold these steps");
+  }
+  // Every row strictly increasing (in (step, local rank)), ranks on the node.
+  const std::uint64_t mask = (std::uint64_t{1} << index.rank_bits_) - 1;
   for (std::uint64_t s = 0; s < index.num_samples_; ++s) {
     for (std::uint64_t i = index.row_begin_[s]; i < index.row_begin_[s + 1]; ++i) {
-      if (index.steps_[i] >= total_steps ||
-          (i > index.row_begin_[s] && index.steps_[i] <= index.steps_[i - 1])) {
+      const std::uint64_t key = index.wide_keys_ ? index.keys64_[i] : index.keys32_[i];
+      const bool ordered = i == index.row_begin_[s] ||
+                           key > (index.wide_keys_ ? index.keys64_[i - 1] : index.keys32_[i - 1]);
+      if ((key >> index.rank_bits_) >= total_steps || (key & mask) >= index.node_ranks_ ||
+          !ordered) {
         fail(Code::kCorrupt, "sample " + std::to_string(s) + ": uses out of order");
       }
     }

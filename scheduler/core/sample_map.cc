@@ -44,9 +44,7 @@ SampleMap::SampleMap(std::vector<MapFile> files, std::vector<MapField> fields) {
   for (std::size_t i = 0; i < t->files.size(); ++i) {
     const MapFile& f = t->files[i];
     if (f.rows == 0) throw std::invalid_argument("sample map: file '" + f.path + "' has no rows");
-    if (f.path.empty() || f.path.front() != '/') {
-      throw std::invalid_argument("sample map: file path '" + f.path + "' is not absolute");
-    }
+    if (f.path.empty()) throw std::invalid_argument("sample map: a file has no path");
     t->first_sample[i + 1] = t->first_sample[i] + f.rows;
     if (t->first_sample[i + 1] > 0xffffffffull) {
       throw std::invalid_argument("sample map: 2^32 or more samples (sample ids are 32-bit)");

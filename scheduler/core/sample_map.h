@@ -36,7 +36,8 @@ namespace prescient::scheduler {
 
 // One file of the map, as it was when the schedule was made.
 struct MapFile {
-  std::string path;           // absolute, symbolic links resolved (realpath)
+  std::string path;           // absolute, symbolic links resolved (realpath); a
+                              // version-1 file's path is as the user gave it
   std::uint64_t rows = 0;     // rows of every field in this file (samples it holds)
   std::uint64_t size = 0;     // st_size
   std::int64_t mtime_ns = 0;  // st_mtim, nanoseconds since the epoch
@@ -65,8 +66,8 @@ class SampleMap {
   static constexpr std::uint64_t kMaxFiles = 0xffffffffull;
 
   SampleMap();  // no files, no fields
-  // Throws std::invalid_argument: a file with no rows or a relative path, the
-  // same path twice, two fields of the same dataset, files without fields, or
+  // Throws std::invalid_argument: a file with no rows or no path, the same
+  // path twice, two fields of the same dataset, files without fields, or
   // 2^32 samples or more (sample ids are 32-bit).
   SampleMap(std::vector<MapFile> files, std::vector<MapField> fields);
 

@@ -1,6 +1,6 @@
 // The schedule file: a versioned, checksummed binary file holding an access
-// schedule (or the recipe that regenerates it) plus the fingerprint of the
-// dataset it was made for. The byte layout is specified in
+// schedule (or the recipe that regenerates it) plus the sample map of the
+// files and datasets it was made for. The byte layout is specified in
 // scheduler/README.md ("Schedule file format").
 //
 // Writers produce the file under a temporary name and rename it into place, so
@@ -12,7 +12,7 @@
 // message that names the file and the problem; it never crashes.
 //
 //   ScheduleReader reader = ScheduleReader::Open("train.sched");
-//   reader.CheckDataset(FingerprintDataset("train.h5", "images", rows, row_bytes));
+//   const SampleMap& map = reader.header().map;   // sample -> (file, row), fields
 //   RankEpochView part = reader.Part(rank, epoch);   // touches only this part
 //   SampleId s = part.sample(position);
 #ifndef PRESCIENT_SCHEDULER_CORE_SCHEDULE_FILE_H_
@@ -26,11 +26,12 @@
 #include <utility>
 
 #include "scheduler/core/access_schedule.h"
+#include "scheduler/core/sample_map.h"
 
 namespace prescient::scheduler {
 
-// What the schedule was made for. Two fingerprints match when every field is
-// equal; CheckDataset reports the first field that differs.
+// One dataset as a reader sees it (the argument of CheckDataset); also the
+// single dataset a version-1 schedule file describes.
 struct DatasetFingerprint {
   std::string file_path;     // as given by the user (not canonicalised)
   std::string dataset_name;  // HDF5 path of the dataset inside the file
@@ -54,7 +55,8 @@ enum class ScheduleStorage : std::uint32_t {
 };
 
 struct ScheduleHeader {
-  DatasetFingerprint dataset;
+  // Which HDF5 rows the sample ids stand for (no files: abstract samples).
+  SampleMap map;
   std::string source;      // e.g. "torch-distributed", "numpy", "plan"
   std::string parameters;  // canonical parameter string of the source
   WorldLayout layout;
@@ -131,7 +133,8 @@ class RankEpochView {
 // Which fields CheckDataset compares. File size and mtime catch an edited
 // file; a copy of the file to another path keeps rows/row_bytes/size.
 struct FingerprintCheck {
-  bool path = false;  // off by default: the same file is often reached by several paths
+  bool path = false;  // off by default for one-file maps: the same file is often reached
+                      // by several paths (several files: always by path)
   bool dataset_name = true;
   bool shape = true;      // rows and row_bytes
   bool file_stat = true;  // file_size and mtime_ns
@@ -151,7 +154,12 @@ class ScheduleReader {
   // so, through the index entries, every part's.
   std::uint32_t checksum() const;
 
-  // Throws kFingerprintMismatch naming the first differing field.
+  // Whether `actual` is a dataset of the schedule's sample map, with the rows
+  // of its file, the field's row size (unless 0 in the map) and the file's
+  // size and mtime. The file is the map's only file, or (several files, or
+  // check.path) the one whose path equals actual.file_path; the field is the
+  // one named actual.dataset_name (or the only one when
+  // !check.dataset_name). Throws kFingerprintMismatch naming what differs.
   void CheckDataset(const DatasetFingerprint& actual, const FingerprintCheck& check = {}) const;
 
   // Steps of epoch `epoch` (the same for every rank) and the global step of

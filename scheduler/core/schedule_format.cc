@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace prescient::scheduler::format {
@@ -55,14 +56,17 @@ Preamble DecodePreamble(std::span<const std::byte, kPreambleSize> bytes) {
   return p;
 }
 
+SampleMap MapOfFingerprint(const DatasetFingerprint& d) {
+  if (d.file_path.empty()) {
+    if (d.row_bytes == 0 && d.dataset_name.empty()) return SampleMap();
+    return SampleMap({}, {{d.dataset_name, d.row_bytes}});  // abstract samples of a known size
+  }
+  return SampleMap({{d.file_path, d.rows, d.file_size, d.mtime_ns}},
+                   {{d.dataset_name, d.row_bytes}});
+}
+
 std::vector<std::byte> EncodeHeader(const ScheduleHeader& h) {
   Encoder out;
-  out.Str(h.dataset.file_path);
-  out.Str(h.dataset.dataset_name);
-  out.U64(h.dataset.rows);
-  out.U64(h.dataset.row_bytes);
-  out.U64(h.dataset.file_size);
-  out.I64(h.dataset.mtime_ns);
   out.Str(h.source);
   out.Str(h.parameters);
   out.Str(h.generator);
@@ -74,17 +78,32 @@ std::vector<std::byte> EncodeHeader(const ScheduleHeader& h) {
   out.U64(h.num_samples);
   out.U64(h.seed);
   out.U32(static_cast<std::uint32_t>(h.storage));
+  const SampleMap& map = h.map;
+  out.U32(static_cast<std::uint32_t>(map.fields().size()));
+  for (const MapField& f : map.fields()) {
+    out.Str(f.dataset);
+    out.U64(f.row_bytes);
+  }
+  out.U32(static_cast<std::uint32_t>(map.files().size()));
+  for (const MapFile& f : map.files()) {
+    out.Str(f.path);
+    out.U64(f.rows);
+    out.U64(f.size);
+    out.I64(f.mtime_ns);
+  }
   return std::move(out.bytes());
 }
 
-bool DecodeHeader(std::span<const std::byte> bytes, ScheduleHeader* h) {
-  Decoder in(bytes);
-  h->dataset.file_path = in.Str();
-  h->dataset.dataset_name = in.Str();
-  h->dataset.rows = in.U64();
-  h->dataset.row_bytes = in.U64();
-  h->dataset.file_size = in.U64();
-  h->dataset.mtime_ns = in.I64();
+namespace {
+
+bool DecodeVersion1(Decoder& in, ScheduleHeader* h) {
+  DatasetFingerprint d;
+  d.file_path = in.Str();
+  d.dataset_name = in.Str();
+  d.rows = in.U64();
+  d.row_bytes = in.U64();
+  d.file_size = in.U64();
+  d.mtime_ns = in.I64();
   h->source = in.Str();
   h->parameters = in.Str();
   h->generator = in.Str();
@@ -96,9 +115,67 @@ bool DecodeHeader(std::span<const std::byte> bytes, ScheduleHeader* h) {
   h->num_samples = in.U64();
   h->seed = in.U64();
   const std::uint32_t storage = in.U32();
-  if (storage > static_cast<std::uint32_t>(ScheduleStorage::kRecipe)) return false;
+  if (!in.ok() || !in.at_end() || storage > static_cast<std::uint32_t>(ScheduleStorage::kRecipe)) {
+    return false;
+  }
   h->storage = static_cast<ScheduleStorage>(storage);
-  return in.ok() && in.at_end();
+  if (!d.file_path.empty() && d.rows == 0) return false;
+  try {
+    h->map = MapOfFingerprint(d);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  return true;
+}
+
+bool DecodeVersion2(Decoder& in, ScheduleHeader* h, std::string* why) {
+  h->source = in.Str();
+  h->parameters = in.Str();
+  h->generator = in.Str();
+  h->layout.ranks = in.U32();
+  h->layout.ranks_per_node = in.U32();
+  h->layout.workers = in.U32();
+  h->layout.batch_size = in.U32();
+  h->epochs = in.U32();
+  h->num_samples = in.U64();
+  h->seed = in.U64();
+  const std::uint32_t storage = in.U32();
+  if (!in.ok() || storage > static_cast<std::uint32_t>(ScheduleStorage::kRecipe)) return false;
+  h->storage = static_cast<ScheduleStorage>(storage);
+  // Counts are bounded by the bytes left (each entry takes at least 12 or 28
+  // bytes) before anything is reserved.
+  const std::uint32_t field_count = in.U32();
+  if (!in.ok() || field_count > in.remaining() / 12) return false;
+  std::vector<MapField> fields(field_count);
+  for (MapField& f : fields) {
+    f.dataset = in.Str();
+    f.row_bytes = in.U64();
+  }
+  const std::uint32_t file_count = in.U32();
+  if (!in.ok() || file_count > in.remaining() / 28) return false;
+  std::vector<MapFile> files(file_count);
+  for (MapFile& f : files) {
+    f.path = in.Str();
+    f.rows = in.U64();
+    f.size = in.U64();
+    f.mtime_ns = in.I64();
+  }
+  if (!in.ok() || !in.at_end()) return false;
+  try {
+    h->map = SampleMap(std::move(files), std::move(fields));
+  } catch (const std::invalid_argument& e) {
+    *why = e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool DecodeHeader(std::span<const std::byte> bytes, std::uint32_t version, ScheduleHeader* h,
+                  std::string* why) {
+  Decoder in(bytes);
+  return version == 1 ? DecodeVersion1(in, h) : DecodeVersion2(in, h, why);
 }
 
 void EncodeIndexEntry(const IndexEntry& e, Encoder* out) {

@@ -21,7 +21,10 @@ static_assert(std::endian::native == std::endian::little,
 
 // PNG-style: a non-ASCII first byte and CR LF / ^Z catch text-mode mangling.
 inline constexpr unsigned char kMagic[8] = {0x89, 'P', 'S', 'C', 'H', '\r', '\n', 0x1a};
-inline constexpr std::uint32_t kFormatVersion = 1;
+// 2: the header carries a sample map (files and fields) instead of version 1's
+// one-dataset fingerprint. Readers read both.
+inline constexpr std::uint32_t kFormatVersion = 2;
+inline constexpr std::uint32_t kOldestFormatVersion = 1;
 
 // Fixed-size preamble at offset 0 (all fields little-endian).
 inline constexpr std::size_t kPreambleSize = 80;
@@ -82,6 +85,7 @@ class Decoder {
  public:
   explicit Decoder(std::span<const std::byte> bytes) : bytes_(bytes) {}
   std::uint32_t U32() { return Fixed<std::uint32_t>(); }
+  std::size_t remaining() const { return bytes_.size() - pos_; }
   std::uint64_t U64() { return Fixed<std::uint64_t>(); }
   std::int64_t I64() { return Fixed<std::int64_t>(); }
   std::string Str() {
@@ -125,9 +129,14 @@ std::vector<std::byte> EncodePreamble(const Preamble& preamble);
 // Magic, version and CRC are checked by the caller; this only decodes.
 Preamble DecodePreamble(std::span<const std::byte, kPreambleSize> bytes);
 
+// Version kFormatVersion.
 std::vector<std::byte> EncodeHeader(const ScheduleHeader& header);
-// False when the bytes do not hold exactly one well-formed header.
-bool DecodeHeader(std::span<const std::byte> bytes, ScheduleHeader* header);
+// False when the bytes do not hold exactly one well-formed header of
+// `version`; *why says what is wrong.
+bool DecodeHeader(std::span<const std::byte> bytes, std::uint32_t version, ScheduleHeader* header,
+                  std::string* why);
+// Version 1's one-dataset fingerprint as a one-file, one-field map.
+SampleMap MapOfFingerprint(const DatasetFingerprint& dataset);
 
 void EncodeIndexEntry(const IndexEntry& entry, Encoder* out);
 IndexEntry DecodeIndexEntry(std::span<const std::byte> bytes);  // kIndexEntrySize bytes

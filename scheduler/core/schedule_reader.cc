@@ -49,7 +49,7 @@ struct ScheduleReader::Impl {
   // OpenBytes); fewer only past the end.
   std::size_t ReadAt(std::uint64_t offset, std::span<std::byte> out) const {
     if (file) return file->ReadAt(offset, out);
-    if (offset >= memory.size()) return 0;
+    if (out.empty() || offset >= memory.size()) return 0;
     const std::size_t n = std::min<std::uint64_t>(out.size(), memory.size() - offset);
     std::memcpy(out.data(), memory.data() + offset, n);
     return n;
@@ -116,9 +116,10 @@ void ScheduleReader::Impl::Parse() {
   }
   const std::span<const std::byte, format::kPreambleSize> preamble_bytes(preamble);
   const format::Preamble pre = format::DecodePreamble(preamble_bytes);
-  if (pre.version != format::kFormatVersion) {
+  if (pre.version < format::kOldestFormatVersion || pre.version > format::kFormatVersion) {
     Fail(Code::kBadVersion, "format version " + std::to_string(pre.version) +
-                                "; this build reads version " +
+                                "; this build reads versions " +
+                                std::to_string(format::kOldestFormatVersion) + " to " +
                                 std::to_string(format::kFormatVersion));
   }
   std::uint32_t stored_crc;
@@ -146,7 +147,10 @@ void ScheduleReader::Impl::Parse() {
   ReadExactly(pre.header_offset, header_bytes, "header");
   if (format::Crc32(header_bytes) != pre.header_crc)
     Fail(Code::kBadChecksum, "header checksum mismatch");
-  if (!format::DecodeHeader(header_bytes, &header)) Fail(Code::kCorrupt, "malformed header");
+  std::string why;
+  if (!format::DecodeHeader(header_bytes, pre.version, &header, &why)) {
+    Fail(Code::kCorrupt, why.empty() ? "malformed header" : "malformed header: " + why);
+  }
   if (static_cast<std::uint32_t>(header.storage) != pre.storage) {
     Fail(Code::kCorrupt, "preamble and header disagree on the storage kind");
   }
@@ -154,6 +158,10 @@ void ScheduleReader::Impl::Parse() {
   if (l.ranks == 0 || l.ranks_per_node == 0 || l.batch_size == 0 || header.epochs == 0 ||
       header.num_samples == 0 || header.num_samples > 0xffffffffULL) {
     Fail(Code::kCorrupt, "header has an empty or impossible shape (ranks, epochs, samples)");
+  }
+  if (header.map.has_files() && header.map.num_samples() != header.num_samples) {
+    Fail(Code::kCorrupt, "the sample map holds " + std::to_string(header.map.num_samples()) +
+                             " samples but the schedule " + std::to_string(header.num_samples));
   }
   std::vector<std::byte> index_bytes(pre.index_size);
   ReadExactly(pre.index_offset, index_bytes, "index");
@@ -316,36 +324,53 @@ std::uint32_t ScheduleReader::checksum() const { return impl_->preamble_crc; }
 
 void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
                                   const FingerprintCheck& check) const {
-  const DatasetFingerprint& want = impl_->header.dataset;
-  auto mismatch = [&](const std::string& field, const std::string& stored,
-                      const std::string& found) {
-    impl_->Fail(Code::kFingerprintMismatch, "made for another dataset: " + field + " is " + found +
-                                                " but the schedule was made for " + stored);
+  const SampleMap& map = impl_->header.map;
+  auto mismatch = [&](const std::string& what) {
+    impl_->Fail(Code::kFingerprintMismatch, "made for another dataset: " + what);
   };
-  if (check.path && want.file_path != actual.file_path) {
-    mismatch("file path", "'" + want.file_path + "'", "'" + actual.file_path + "'");
+  if (!map.has_files()) {
+    mismatch("the schedule names no dataset (it was made without --dataset)");
   }
-  // h5py reports "/images" for a dataset the user named "images".
-  auto bare = [](const std::string& name) {
-    return std::string_view(name).substr(name.find_first_not_of('/') == std::string::npos
-                                             ? name.size()
-                                             : name.find_first_not_of('/'));
+  std::uint32_t file = 0;
+  if (check.path || map.files().size() > 1) {
+    const std::optional<std::uint32_t> found = map.FileIndex(actual.file_path);
+    if (!found) {
+      mismatch("file path is '" + actual.file_path + "' but the schedule's files are '" +
+               map.files().front().path + "'" +
+               (map.files().size() > 1 ? " ... '" + map.files().back().path + "' (" +
+                                             std::to_string(map.files().size()) + " files)"
+                                       : std::string()));
+    }
+    file = *found;
+  }
+  std::uint32_t field = 0;
+  if (check.dataset_name || map.fields().size() > 1) {
+    const std::optional<std::uint32_t> found = map.FieldIndex(actual.dataset_name);
+    if (!found) {
+      std::string names;
+      for (const MapField& f : map.fields())
+        names += (names.empty() ? "'" : ", '") + f.dataset + "'";
+      mismatch("dataset name is '" + actual.dataset_name + "' but the schedule was made for " +
+               names);
+    }
+    field = *found;
+  }
+  const MapFile& f = map.files()[file];
+  const MapField& d = map.fields()[field];
+  auto differs = [&](const std::string& what, const std::string& stored, const std::string& found) {
+    mismatch(what + " is " + found + " but the schedule was made for " + stored);
   };
-  if (check.dataset_name && bare(want.dataset_name) != bare(actual.dataset_name)) {
-    mismatch("dataset name", "'" + want.dataset_name + "'", "'" + actual.dataset_name + "'");
+  if (check.shape && f.rows != actual.rows) {
+    differs("row count", std::to_string(f.rows), std::to_string(actual.rows));
   }
-  if (check.shape && want.rows != actual.rows) {
-    mismatch("row count", std::to_string(want.rows), std::to_string(actual.rows));
+  if (check.shape && d.row_bytes != 0 && d.row_bytes != actual.row_bytes) {
+    differs("row size", std::to_string(d.row_bytes), std::to_string(actual.row_bytes));
   }
-  if (check.shape && want.row_bytes != actual.row_bytes) {
-    mismatch("row size", std::to_string(want.row_bytes), std::to_string(actual.row_bytes));
+  if (check.file_stat && f.size != actual.file_size) {
+    differs("file size", std::to_string(f.size), std::to_string(actual.file_size));
   }
-  if (check.file_stat && want.file_size != actual.file_size) {
-    mismatch("file size", std::to_string(want.file_size), std::to_string(actual.file_size));
-  }
-  if (check.file_stat && want.mtime_ns != actual.mtime_ns) {
-    mismatch("modification time (ns)", std::to_string(want.mtime_ns),
-             std::to_string(actual.mtime_ns));
+  if (check.file_stat && f.mtime_ns != actual.mtime_ns) {
+    differs("modification time (ns)", std::to_string(f.mtime_ns), std::to_string(actual.mtime_ns));
   }
 }
 

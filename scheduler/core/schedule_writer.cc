@@ -66,6 +66,11 @@ void CheckSchedule(const ScheduleHeader& h, const AccessSchedule& s) {
 void WriteFile(const std::string& path, ScheduleHeader header, ScheduleStorage storage,
                const AccessSchedule* schedule) {
   header.storage = storage;
+  if (header.map.has_files() && header.map.num_samples() != header.num_samples) {
+    throw std::invalid_argument("schedule file: the sample map holds " +
+                                std::to_string(header.map.num_samples()) +
+                                " samples, the schedule " + std::to_string(header.num_samples));
+  }
   const std::vector<std::byte> header_bytes = format::EncodeHeader(header);
 
   format::Preamble pre;

@@ -67,13 +67,24 @@ void PrintTable(const SimulationResult& r, std::ostream& out) {
                1)
       << "% of the dataset)";
   if (r.row_bytes) out << ", " << Grouped(r.row_bytes) << " bytes per sample";
+  if (r.slot_bytes && r.slot_bytes != r.row_bytes) {
+    out << " (" << Grouped(r.slot_bytes) << " in cache blocks)";
+  }
   out << "; storage model: " << (r.model_name.empty() ? "none" : r.model_name) << "\n";
+  if (r.fields.size() > 1) {
+    out << "fields: " << r.fields.size() << " (";
+    for (std::size_t i = 0; i < r.fields.size(); ++i) out << (i ? ", " : "") << r.fields[i];
+    out << "); a sample read from storage reads one row of each field, so storage rows = "
+        << r.fields.size() << " x storage reads\n";
+  }
   out << "lower bounds: compulsory per node " << Grouped(r.bounds.compulsory_node)
       << ", compulsory overall " << Grouped(r.bounds.compulsory_global)
       << ", Belady optimum (node caches) " << Grouped(r.bounds.belady) << "\n\n";
 
-  out << std::left << std::setw(10) << "policy" << std::right << std::setw(15) << "storage reads"
-      << std::setw(15) << "local hits" << std::setw(13) << "remote hits";
+  const bool rows = r.fields.size() > 1;
+  out << std::left << std::setw(10) << "policy" << std::right << std::setw(15) << "storage reads";
+  if (rows) out << std::setw(15) << "storage rows";
+  out << std::setw(15) << "local hits" << std::setw(13) << "remote hits";
   if (r.row_bytes) out << std::setw(11) << "GiB read";
   out << std::setw(15) << "slowest rank" << std::setw(15) << "lower bound" << std::setw(9)
       << "x bound" << std::setw(10) << "x Belady";
@@ -82,8 +93,9 @@ void PrintTable(const SimulationResult& r, std::ostream& out) {
   for (const PolicyResult& p : r.policies) {
     const std::uint64_t bound = BoundFor(r, p.policy);
     out << std::left << std::setw(10) << PolicyName(p.policy) << std::right << std::setw(15)
-        << Grouped(p.total.storage) << std::setw(15) << Grouped(p.total.hits) << std::setw(13)
-        << Grouped(p.total.remote);
+        << Grouped(p.total.storage);
+    if (rows) out << std::setw(15) << Grouped(p.total.storage * r.rows_per_sample());
+    out << std::setw(15) << Grouped(p.total.hits) << std::setw(13) << Grouped(p.total.remote);
     if (r.row_bytes) out << std::setw(11) << Fixed(static_cast<double>(p.total.storage) * gib, 1);
     out << std::setw(15) << Grouped(p.slowest_rank_storage) << std::setw(14) << Grouped(bound)
         << (UsesPeers(p.policy) ? "*" : " ") << std::setw(9) << Ratio(p.total.storage, bound)
@@ -143,7 +155,17 @@ void WriteJson(const SimulationResult& r, const std::string& path) {
       << ",\n  \"ranks\": " << r.layout.ranks
       << ",\n  \"ranks_per_node\": " << r.layout.ranks_per_node
       << ",\n  \"nodes\": " << r.layout.nodes() << ",\n  \"cache_samples\": " << r.cache_samples
-      << ",\n  \"row_bytes\": " << r.row_bytes << ",\n  \"model\": \"" << r.model_name
+      << ",\n  \"row_bytes\": " << r.row_bytes << ",\n  \"slot_bytes\": " << r.slot_bytes
+      << ",\n  \"rows_per_sample\": " << r.rows_per_sample() << ",\n  \"fields\": [";
+  for (std::size_t i = 0; i < r.fields.size(); ++i) {
+    out << (i ? ", " : "") << '"';
+    for (const char c : r.fields[i]) {
+      if (c == '"' || c == '\\') out << '\\';
+      out << c;
+    }
+    out << '"';
+  }
+  out << "],\n  \"model\": \"" << r.model_name
       << "\",\n  \"bounds\": {\"compulsory_node\": " << r.bounds.compulsory_node
       << ", \"compulsory_global\": " << r.bounds.compulsory_global
       << ", \"belady\": " << r.bounds.belady << "},\n  \"policies\": [";
@@ -155,7 +177,8 @@ void WriteJson(const SimulationResult& r, const std::string& path) {
     const PolicyResult& p = r.policies[i];
     out << (i ? ",\n" : "\n") << "    {\"policy\": \"" << PolicyName(p.policy) << "\", ";
     counts(p.total);
-    out << ", \"lower_bound\": " << BoundFor(r, p.policy)
+    out << ", \"storage_rows\": " << p.total.storage * r.rows_per_sample()
+        << ", \"lower_bound\": " << BoundFor(r, p.policy)
         << ", \"slowest_rank_storage\": " << p.slowest_rank_storage
         << ", \"model_seconds\": " << p.model_seconds << ", \"io_seconds\": " << p.io_seconds
         << ",\n     \"epochs\": [";

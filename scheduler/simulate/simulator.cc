@@ -207,6 +207,8 @@ SimulationResult Simulate(const plan::ScheduleView& view, const SimulateOptions&
   result.epochs = view.epochs;
   result.cache_samples = options.cache_samples;
   result.row_bytes = options.row_bytes;
+  result.fields = options.fields;
+  result.slot_bytes = options.slot_bytes;
   if (options.model && options.row_bytes > 0) result.model_name = options.model->name;
   result.bounds.compulsory_node = next_use.compulsory_node;
   result.bounds.compulsory_global = next_use.compulsory_global;

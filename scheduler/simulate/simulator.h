@@ -50,7 +50,13 @@ std::vector<Policy> ParsePolicies(std::string_view spec);
 
 struct SimulateOptions {
   std::uint64_t cache_samples = 0;  // per node
-  std::uint64_t row_bytes = 0;      // bytes per sample; 0 = unknown (no bytes, no model)
+  std::uint64_t row_bytes = 0;  // bytes per sample (all fields); 0 = unknown (no bytes, no model)
+  // The fields (datasets) read per sample, from the schedule's sample map:
+  // a sample read from storage reads one row of each, so storage rows =
+  // storage samples x fields. Empty: one unnamed field. For reporting only:
+  // all fields of a sample share its next use and are cached together.
+  std::vector<std::string> fields;
+  std::uint64_t slot_bytes = 0;  // cache bytes a sample occupies (block-rounded), reported
   std::vector<Policy> policies = {Policy::kNone, Policy::kLru, Policy::kBelady, Policy::kNopfs,
                                   Policy::kPrescient};
   std::optional<StorageModel> model;     // modelled times need row_bytes too
@@ -105,7 +111,11 @@ struct SimulationResult {
   std::uint32_t epochs = 0;
   std::uint64_t cache_samples = 0;
   std::uint64_t row_bytes = 0;
+  std::vector<std::string> fields;  // as in SimulateOptions
+  std::uint64_t slot_bytes = 0;
   std::string model_name;  // empty: no storage model
+  // Storage rows per sample read from storage: one per field.
+  std::uint64_t rows_per_sample() const { return fields.empty() ? 1 : fields.size(); }
   LowerBounds bounds;
   std::vector<PolicyResult> policies;  // in the order asked for
 };

@@ -7,7 +7,8 @@
 //
 // Writes a torch-distributed schedule as lists to PATH (and a recipe next to
 // it), then times: Part(r, e).sample(p) for random (r, e, p); sequential
-// reads through a held view; NextUseIndex build and random NextUseAfter.
+// reads through a held view; NextUseIndex build, random NextUseAfter and the
+// per-rank NextUse / NextUseAfterRead.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -76,31 +77,44 @@ int Run(const std::vector<std::string>& args) {
   reader.VerifyAll();
   std::printf("verify every part's CRC:               %8.2f s\n", Seconds(t));
 
+  // First use of a part: pread its lists and check the CRC (the reader keeps
+  // the parts read last, 64 MiB, and any part whose view is held).
+  std::uint64_t sink = 0;
+  const std::uint32_t first_epochs = std::min<std::uint32_t>(epochs, 10);
+  t = Clock::now();
+  for (std::uint32_t e = 0; e < first_epochs; ++e) {
+    for (std::uint32_t r = 0; r < layout.ranks; ++r) sink += reader.Part(r, e).size();
+  }
+  std::printf("Part(r, e) first use (read + CRC):     %8.3f ms/part (%.0f KiB)\n",
+              Seconds(t) * 1e3 / (first_epochs * layout.ranks),
+              static_cast<double>(reader.Part(0, 0).size()) * 4 / 1024);
+
   std::mt19937_64 rng(7);
   const std::uint64_t per_rank = reader.Part(0, 0).size();
   std::vector<std::uint32_t> rs(4096), es(4096);
   std::vector<std::uint64_t> ps(4096);
+  // The parts of the last 2 epochs: they fit the recent parts (64 MiB).
   for (std::size_t i = 0; i < rs.size(); ++i) {
     rs[i] = static_cast<std::uint32_t>(rng() % layout.ranks);
-    es[i] = static_cast<std::uint32_t>(rng() % epochs);
+    es[i] = epochs - 1 - static_cast<std::uint32_t>(rng() % std::min<std::uint32_t>(epochs, 2));
     ps[i] = rng() % per_rank;
   }
-  std::uint64_t sink = 0;
+  for (std::size_t i = 0; i < rs.size(); ++i) sink += reader.Part(rs[i], es[i]).size();
   // Hot: 4096 fixed (r, e, p), so the cost is the API, not memory.
   t = Clock::now();
   for (std::uint64_t q = 0; q < queries; ++q) {
     const std::size_t i = q & 4095;
     sink += reader.Part(rs[i], es[i]).sample(ps[i]);
   }
-  std::printf("Part(r, e).sample(p), cached (r, e, p): %7.1f ns/lookup\n",
+  std::printf("Part(r, e).sample(p), recent part, p fixed: %5.1f ns/lookup\n",
               Seconds(t) * 1e9 / static_cast<double>(queries));
-  // Cold: a new random position in the 460 MB mapping every time (DRAM + TLB).
+  // A new random position in a recent part every time (DRAM + TLB).
   t = Clock::now();
   for (std::uint64_t q = 0; q < queries; ++q) {
     const std::size_t i = q & 4095;
     sink += reader.Part(rs[i], es[i]).sample((ps[i] + q * 7919) % per_rank);
   }
-  std::printf("Part(r, e).sample(p), random in file:  %8.1f ns/lookup\n",
+  std::printf("Part(r, e).sample(p), recent, random p: %7.1f ns/lookup\n",
               Seconds(t) * 1e9 / static_cast<double>(queries));
 
   const RankEpochView view = reader.Part(3, 5);
@@ -176,6 +190,41 @@ int Run(const std::vector<std::string>& args) {
   }
   std::printf("NextUseOfRead(r, e, p), in read order: %8.1f ns/query\n",
               Seconds(t) * 1e9 / static_cast<double>(count));
+  // Per-rank progress (the node's ranks do not move in lockstep): node 1's
+  // four ranks a few steps apart. The common case: the samples a rank reads,
+  // in read order, asking for the next use after the read.
+  const std::uint32_t node_ranks = index.node_ranks();
+  std::vector<std::uint64_t> progress(node_ranks);
+  t = Clock::now();
+  count = 0;
+  while (count < queries) {
+    for (std::size_t s = 0; s < p4.steps() && count < queries; ++s) {
+      const std::uint64_t g = base + s;
+      for (std::uint32_t k = 0; k < node_ranks; ++k) progress[k] = g + k % 3 - (k == 1 ? 2 : 0);
+      for (SampleId id : p4.Step(s)) {
+        sink += index.NextUseAfterRead(id, 0, g, progress).step;
+        ++count;
+      }
+    }
+  }
+  std::printf("NextUseAfterRead on a step's samples:  %8.1f ns/query\n",
+              Seconds(t) * 1e9 / static_cast<double>(count));
+  t = Clock::now();
+  for (std::uint64_t q = 0; q < queries; ++q) {
+    const std::size_t i = q & 4095;
+    for (std::uint32_t k = 0; k < node_ranks; ++k) progress[k] = steps[i] + k;
+    sink += index.NextUse(samples[i], progress).step;
+  }
+  std::printf("NextUse(s, progress), cached s:        %8.1f ns/query\n",
+              Seconds(t) * 1e9 / static_cast<double>(queries));
+  t = Clock::now();
+  for (std::uint64_t q = 0; q < queries; ++q) {
+    const std::size_t i = q & 4095;
+    for (std::uint32_t k = 0; k < node_ranks; ++k) progress[k] = steps[i] + k;
+    sink += index.NextUse(static_cast<SampleId>((samples[i] + q * 7919) % n), progress).step;
+  }
+  std::printf("NextUse(s, progress), random s:        %8.1f ns/query\n",
+              Seconds(t) * 1e9 / static_cast<double>(queries));
   std::printf("peak RSS: %.0f MiB (checksum %llu)\n", PeakRssMiB(),
               static_cast<unsigned long long>(sink % 1000));
   return 0;

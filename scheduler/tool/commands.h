@@ -14,6 +14,7 @@ int RunGenerateCommand(const std::vector<std::string>& args);
 int RunInspectCommand(const std::vector<std::string>& args);
 int RunDumpCommand(const std::vector<std::string>& args);
 int RunIndexCommand(const std::vector<std::string>& args);
+int RunImportCommand(const std::vector<std::string>& args);
 
 }  // namespace prescient::scheduler::tool
 

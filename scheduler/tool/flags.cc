@@ -16,7 +16,7 @@ std::uint64_t ParseUnsigned(const std::string& text, const std::string& what) {
 }
 
 Flags::Flags(const std::vector<std::string>& args, const std::set<std::string>& valued,
-             const std::set<std::string>& booleans) {
+             const std::set<std::string>& booleans, const std::set<std::string>& repeated) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
@@ -29,7 +29,14 @@ Flags::Flags(const std::vector<std::string>& args, const std::set<std::string>& 
       value = name.substr(eq + 1);
       name.resize(eq);
     }
-    if (valued.count(name) != 0) {
+    if (repeated.count(name) != 0) {
+      if (!value) {
+        if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value");
+        value = args[++i];
+      }
+      values_[name] = *value;  // Has() and Get() see the last one
+      repeated_values_[name].push_back(*value);
+    } else if (valued.count(name) != 0) {
       if (!value) {
         if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value");
         value = args[++i];
@@ -48,6 +55,11 @@ std::optional<std::string> Flags::Get(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Flags::GetAll(const std::string& name) const {
+  auto it = repeated_values_.find(name);
+  return it == repeated_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string Flags::Required(const std::string& name) const {

@@ -22,12 +22,15 @@ class UsageError : public std::runtime_error {
 
 class Flags {
  public:
-  // `valued` flags take a value; `booleans` do not. Throws UsageError.
+  // `valued` flags take a value; `booleans` do not; `repeated` flags take a
+  // value and may be given several times (GetAll). Throws UsageError.
   Flags(const std::vector<std::string>& args, const std::set<std::string>& valued,
-        const std::set<std::string>& booleans);
+        const std::set<std::string>& booleans, const std::set<std::string>& repeated = {});
 
   bool Has(const std::string& name) const { return values_.count(name) != 0; }
   std::optional<std::string> Get(const std::string& name) const;
+  // Every value of a repeated flag, in the order given.
+  std::vector<std::string> GetAll(const std::string& name) const;
   std::string Required(const std::string& name) const;
   std::uint64_t U64(const std::string& name, std::uint64_t fallback) const;
   std::uint32_t U32(const std::string& name, std::uint32_t fallback) const;
@@ -38,6 +41,7 @@ class Flags {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_values_;
   std::vector<std::string> positional_;
 };
 

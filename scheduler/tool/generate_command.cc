@@ -1,6 +1,8 @@
 // prescient-schedule generate: loader orders and planned orders to a file.
 #include <chrono>
 #include <cstdio>
+#include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "scheduler/core/schedule_file.h"
 #include "scheduler/tool/commands.h"
 #include "scheduler/tool/flags.h"
+#include "scheduler/tool/map_flags.h"
 #include "scheduler/tool/progress_bar.h"
 #include "scheduler/tool/version.h"
 
@@ -37,7 +40,8 @@ Sources:
   plan               an order Prescient plans (--plan SPEC; see scheduler/plan/README.md)
 
 Options:
-  --samples N            samples in the dataset (default: --rows)
+  --samples N            samples in the dataset (default: the rows the --dataset
+                         files hold)
   --epochs E             epochs (required)
   --ranks R              data-parallel ranks (default 1)
   --ranks-per-node K     ranks sharing a node cache (default 1)
@@ -53,27 +57,20 @@ Options:
   --plan SPEC            plan source: e.g. order=partial:0.3,cache=25%,solar=on
   --store recipe|lists   loader sources: store the recipe (default; readers regenerate)
                          or the explicit lists (needed by the Python sampler)
-  --dataset FILE:NAME    fingerprint the HDF5 file FILE (size, mtime) and dataset NAME
-  --rows N               dataset rows (default: --samples)
-  --row-bytes N          bytes per row (default 0 = unknown)
   --output FILE          the schedule file to write (replaced atomically)
   --quiet                no progress bar
+
 )";
 
-ScheduleHeader MakeHeader(const Flags& flags, std::uint64_t samples, std::uint64_t rows) {
+ScheduleHeader MakeHeader(const Flags& flags) {
   ScheduleHeader header;
-  if (std::optional<std::string> dataset = flags.Get("dataset")) {
-    const std::size_t colon = dataset->rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == dataset->size()) {
-      throw UsageError("--dataset: expected FILE:NAME, got '" + *dataset + "'");
-    }
-    header.dataset = FingerprintDataset(dataset->substr(0, colon), dataset->substr(colon + 1), rows,
-                                        flags.U64("row-bytes", 0));
-  } else {
-    header.dataset.rows = rows;
-    header.dataset.row_bytes = flags.U64("row-bytes", 0);
-  }
-  header.num_samples = samples;
+  std::optional<std::uint64_t> samples;
+  if (flags.Has("samples")) samples = flags.U64("samples", 0);
+  MapFromFlags map = SampleMapFromFlags(flags, samples);
+  if (!map.samples) throw UsageError("--samples is required");
+  if (*map.samples == 0) throw UsageError("--samples must be >= 1");
+  header.map = std::move(map.map);
+  header.num_samples = *map.samples;
   header.epochs = flags.U32("epochs", 0);
   header.layout.ranks = flags.U32("ranks", 1);
   header.layout.ranks_per_node = flags.U32("ranks-per-node", 1);
@@ -182,14 +179,17 @@ void GenerateLoader(const Flags& flags, ScheduleHeader& header, const std::strin
 }  // namespace
 
 int RunGenerateCommand(const std::vector<std::string>& args) {
-  const Flags flags(
-      args,
-      {"source", "samples", "epochs", "ranks", "ranks-per-node", "workers", "batch-size", "seed",
-       "plan", "store", "dataset", "rows", "row-bytes", "output"},
-      {"no-shuffle", "drop-last", "drop-last-batch", "persistent-workers", "reseed-each-epoch",
-       "quiet", "help"});
+  std::set<std::string> valued = {"source",         "samples", "epochs",     "ranks",
+                                  "ranks-per-node", "workers", "batch-size", "seed",
+                                  "plan",           "store",   "output"};
+  valued.insert(std::begin(kMapValuedFlags), std::end(kMapValuedFlags));
+  const Flags flags(args, valued,
+                    {"no-shuffle", "drop-last", "drop-last-batch", "persistent-workers",
+                     "reseed-each-epoch", "quiet", "help"},
+                    {std::begin(kMapRepeatedFlags), std::end(kMapRepeatedFlags)});
   if (flags.Bool("help")) {
     std::fputs(kUsage, stdout);
+    std::fputs(kMapFlagsUsage, stdout);
     return 0;
   }
   if (!flags.positional().empty()) {
@@ -198,14 +198,7 @@ int RunGenerateCommand(const std::vector<std::string>& args) {
   const auto start = std::chrono::steady_clock::now();
   const std::string source = flags.Required("source");
   const std::string output = flags.Required("output");
-  if (!flags.Has("samples") && !flags.Has("rows")) throw UsageError("--samples is required");
-  const std::uint64_t samples = flags.U64("samples", flags.U64("rows", 0));
-  const std::uint64_t rows = flags.U64("rows", samples);
-  if (rows != samples) {
-    throw UsageError("--rows " + std::to_string(rows) + " differs from --samples " +
-                     std::to_string(samples));
-  }
-  ScheduleHeader header = MakeHeader(flags, samples, rows);
+  ScheduleHeader header = MakeHeader(flags);
   const bool quiet = flags.Bool("quiet");
   if (source == "plan") {
     GeneratePlan(flags, header, output, quiet);

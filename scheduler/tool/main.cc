@@ -18,6 +18,7 @@ constexpr const char* kUsage = R"(usage: prescient-schedule COMMAND [options]
 
 Commands:
   generate   write the access schedule of a loader or a planned order to a file
+  import     write a schedule from an explicit order (a .npy or text file)
   inspect    print a summary of a schedule file and check its checksums
   dump       print one rank's epoch (for scripts and tests)
   index      build a node's next-use index file (shared by the node's processes)
@@ -31,6 +32,7 @@ int Dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "generate") return RunGenerateCommand(args);
   if (command == "inspect") return RunInspectCommand(args);
   if (command == "dump") return RunDumpCommand(args);
+  if (command == "import") return RunImportCommand(args);
   if (command == "index") return RunIndexCommand(args);
   if (command == "simulate") {
 #if defined(PRESCIENT_HAVE_SIMULATE)

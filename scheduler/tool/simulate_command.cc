@@ -1,5 +1,6 @@
 #include "scheduler/tool/simulate_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,9 +27,14 @@ to them; then the storage reads per epoch.
 
 Options:
   --cache SIZE           cache per node: N samples, P% of the dataset, or bytes
-                         with a unit (KB, MB, GB, KiB, MiB, GiB; needs a row size)
-  --row-bytes B          bytes per sample (default: from the schedule's dataset
-                         fingerprint; needed for bytes and the storage model)
+                         with a unit (KB, MB, GB, KiB, MiB, GiB; needs the row
+                         sizes): all fields of a sample are cached together, so
+                         capacity = bytes / sum over fields of
+                         ceil(row_bytes / B) x B, as the cache allocates blocks
+  --row-bytes B          bytes per sample (default: the sum of the fields' row
+                         sizes in the schedule's sample map; needed for bytes and
+                         the storage model); overrides the map as one field
+  --block-bytes B        the cache's block size B above (default 4096)
   --ranks-per-node K     override the schedule's ranks per node
   --policy LIST          all (default) or a comma list of: none, lru, belady,
                          nopfs, prescient
@@ -48,7 +54,7 @@ See scheduler/simulate/README.md.
 )";
 
 std::uint64_t ParseCache(const std::string& text, std::uint64_t num_samples,
-                         std::uint64_t row_bytes) {
+                         std::uint64_t slot_bytes) {
   if (!text.empty() && text.back() == '%') {
     const double percent = std::stod(text.substr(0, text.size() - 1));
     if (!(percent >= 0 && percent <= 100)) throw UsageError("--cache: percent outside 0..100");
@@ -60,10 +66,14 @@ std::uint64_t ParseCache(const std::string& text, std::uint64_t num_samples,
   for (const auto& [unit, scale] : kUnits) {
     const std::string u(unit);
     if (text.size() > u.size() && text.ends_with(u)) {
-      if (row_bytes == 0) throw UsageError("--cache " + text + ": bytes need --row-bytes");
+      if (slot_bytes == 0) {
+        throw UsageError("--cache " + text +
+                         ": bytes need the row sizes (--row-bytes, or --row-bytes when the "
+                         "schedule was made)");
+      }
       const double bytes = std::stod(text.substr(0, text.size() - u.size())) * scale;
       if (!(bytes >= 0)) throw UsageError("--cache: negative size");
-      return static_cast<std::uint64_t>(bytes / static_cast<double>(row_bytes));
+      return static_cast<std::uint64_t>(bytes / static_cast<double>(slot_bytes));
     }
   }
   return ParseUnsigned(text, "--cache");
@@ -89,10 +99,10 @@ plan::ScheduleView ViewOfFile(std::shared_ptr<const ScheduleReader> reader,
 }  // namespace
 
 int RunSimulateCommand(const std::vector<std::string>& args) {
-  const Flags flags(
-      args,
-      {"cache", "row-bytes", "ranks-per-node", "policy", "model", "csv", "json", "plot", "threads"},
-      {"quiet", "help"});
+  const Flags flags(args,
+                    {"cache", "row-bytes", "block-bytes", "ranks-per-node", "policy", "model",
+                     "csv", "json", "plot", "threads"},
+                    {"quiet", "help"});
   if (flags.Bool("help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -103,10 +113,29 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   const ScheduleHeader& header = reader->header();
 
   simulate::SimulateOptions options;
-  options.row_bytes = flags.U64("row-bytes", header.dataset.row_bytes);
+  // Row sizes: --row-bytes (one field), else the map's fields (all known, or
+  // the sample's size is unknown).
+  std::vector<std::uint64_t> rows;
+  if (flags.Has("row-bytes")) {
+    rows.push_back(flags.U64("row-bytes", 0));
+  } else {
+    for (const MapField& f : header.map.fields()) rows.push_back(f.row_bytes);
+  }
+  const bool known = !rows.empty() && std::find(rows.begin(), rows.end(), 0u) == rows.end();
+  const std::uint64_t block = flags.U64("block-bytes", 4096);
+  if (block == 0) throw UsageError("--block-bytes must be >= 1");
+  if (known) {
+    for (const std::uint64_t r : rows) {
+      options.row_bytes += r;
+      options.slot_bytes += (r + block - 1) / block * block;
+    }
+  }
+  if (header.map.has_files() && !flags.Has("row-bytes")) {
+    for (const MapField& f : header.map.fields()) options.fields.push_back(f.dataset);
+  }
   try {
     options.cache_samples =
-        ParseCache(flags.Required("cache"), header.num_samples, options.row_bytes);
+        ParseCache(flags.Required("cache"), header.num_samples, options.slot_bytes);
     options.policies = simulate::ParsePolicies(flags.Get("policy").value_or("all"));
     const std::string model = flags.Get("model").value_or(options.row_bytes ? "lassen" : "none");
     if (model != "none") {

@@ -21,15 +21,6 @@ std::string Canonical(const std::string& path) {
   return ::getcwd(cwd, sizeof cwd) != nullptr ? std::string(cwd) + "/" + path : path;
 }
 
-// The schedule's sample map. A version-1 schedule names one dataset of one
-// file: a map of one file and one field.
-scheduler::SampleMap MapOf(const scheduler::ScheduleHeader& h) {
-  if (h.dataset.file_path.empty()) return {};
-  return scheduler::SampleMap(
-      {{Canonical(h.dataset.file_path), h.dataset.rows, h.dataset.file_size, h.dataset.mtime_ns}},
-      {{h.dataset.dataset_name, h.dataset.row_bytes}});
-}
-
 }  // namespace
 
 std::shared_ptr<ScheduleBinding> ScheduleBinding::Open(
@@ -58,7 +49,7 @@ ScheduleBinding::ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t
                                  const std::string& path,
                                  const std::function<void(const std::string&)>& on_rebuild)
     : reader_(std::move(reader)),
-      map_(MapOf(reader_.header())),
+      map_(reader_.header().map),
       rank_(rank),
       node_(reader_.header().layout.NodeOf(rank)),
       first_local_rank_(node_ * reader_.header().layout.ranks_per_node) {
@@ -160,12 +151,9 @@ std::variant<FieldRef, std::string> ScheduleBinding::BindField(const DatasetFact
 
 std::uint64_t ScheduleBinding::NextUse(std::uint64_t sample,
                                        std::span<const std::uint64_t> progress) const {
-  if (sample >= index_.num_samples()) return scheduler::NextUseIndex::kNever;
-  std::uint64_t slowest = progress.empty() ? 0 : progress[0];
-  for (std::uint64_t p : progress) slowest = std::min(slowest, p);
-  // Uses at or after the slowest local rank's step are still to come.
-  return slowest == 0 ? index_.NextUseAtOrAfter(static_cast<scheduler::SampleId>(sample), 0)
-                      : index_.NextUseAfter(static_cast<scheduler::SampleId>(sample), slowest - 1);
+  if (sample >= index_.num_samples() || progress.size() != index_.node_ranks())
+    return scheduler::NextUseIndex::kNever;
+  return index_.NextUse(static_cast<scheduler::SampleId>(sample), progress).step;
 }
 
 std::pair<std::uint32_t, std::uint64_t> ScheduleBinding::EpochAndStep(

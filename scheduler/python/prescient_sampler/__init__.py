@@ -10,6 +10,7 @@ See scheduler/README.md ("Python sampler").
 
 from ._format import (DatasetFingerprint, DatasetMismatchError, Header, Layout, ScheduleFile,
                       ScheduleFileError, fingerprint_dataset, fingerprint_h5py)
+from ._sample_map import MapField, MapFile, SampleLocation, SampleMap
 from .samplers import ScheduleBatchSampler, ScheduleSampler
 
 __all__ = [
@@ -17,6 +18,10 @@ __all__ = [
     "DatasetMismatchError",
     "Header",
     "Layout",
+    "MapField",
+    "MapFile",
+    "SampleLocation",
+    "SampleMap",
     "ScheduleBatchSampler",
     "ScheduleFile",
     "ScheduleFileError",

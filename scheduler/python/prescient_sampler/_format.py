@@ -1,4 +1,4 @@
-"""Reader for Prescient schedule files (format version 1), in pure Python + NumPy.
+"""Reader for Prescient schedule files (format versions 1 and 2), in pure Python + NumPy.
 
 The byte layout is specified in scheduler/README.md ("Schedule file format");
 this module and scheduler/core/schedule_reader.cc implement the same checks.
@@ -19,8 +19,11 @@ from typing import Dict, Tuple
 
 import numpy as np
 
+from ._sample_map import MapField, MapFile, SampleMap
+
 MAGIC = b"\x89PSCH\r\n\x1a"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2          # written by this version of prescient-schedule
+OLDEST_FORMAT_VERSION = 1   # version 1: one dataset fingerprint instead of a map
 PREAMBLE_SIZE = 80
 INDEX_ENTRY_SIZE = 40
 _PREAMBLE = struct.Struct("<8sIIQQQQQQIIII")
@@ -68,6 +71,9 @@ class Layout:
 
 @dataclasses.dataclass(frozen=True)
 class Header:
+    map: SampleMap
+    # The map's single file and field (rows = num_samples otherwise), as in
+    # version 1.
     dataset: DatasetFingerprint
     source: str
     parameters: str
@@ -101,17 +107,47 @@ class _Decoder:
         return s
 
 
-def _decode_header(data: bytes) -> Header:
+def _map_of_fingerprint(d: DatasetFingerprint) -> SampleMap:
+    if not d.file_path:
+        if not d.row_bytes and not d.dataset_name:
+            return SampleMap()
+        return SampleMap((), (MapField(d.dataset_name, d.row_bytes),))
+    return SampleMap((MapFile(d.file_path, d.rows, d.file_size, d.mtime_ns),),
+                     (MapField(d.dataset_name, d.row_bytes),))
+
+
+def _fingerprint_of_map(m: SampleMap, num_samples: int) -> DatasetFingerprint:
+    if len(m.files) == 1 and len(m.fields) == 1:
+        f, d = m.files[0], m.fields[0]
+        return DatasetFingerprint(f.path, d.dataset, f.rows, d.row_bytes, f.size, f.mtime_ns)
+    return DatasetFingerprint("", "", num_samples, m.bytes_per_sample, 0, 0)
+
+
+def _decode_header(data: bytes, version: int) -> Header:
     d = _Decoder(data)
-    dataset = DatasetFingerprint(d.string(), d.string(), d.take("<Q"), d.take("<Q"),
-                                 d.take("<Q"), d.take("<q"))
+    if version == 1:
+        dataset = DatasetFingerprint(d.string(), d.string(), d.take("<Q"), d.take("<Q"),
+                                     d.take("<Q"), d.take("<q"))
     source, parameters, generator = d.string(), d.string(), d.string()
     layout = Layout(d.take("<I"), d.take("<I"), d.take("<I"), d.take("<I"))
     epochs, num_samples, seed, storage = d.take("<I"), d.take("<Q"), d.take("<Q"), d.take("<I")
+    if version == 1:
+        sample_map = _map_of_fingerprint(dataset)
+    else:
+        field_count = d.take("<I")
+        if field_count > (len(data) - d.pos) // 12:
+            raise ValueError("impossible field count")
+        fields = [MapField(d.string(), d.take("<Q")) for _ in range(field_count)]
+        file_count = d.take("<I")
+        if file_count > (len(data) - d.pos) // 28:
+            raise ValueError("impossible file count")
+        files = [MapFile(d.string(), d.take("<Q"), d.take("<Q"), d.take("<q"))
+                 for _ in range(file_count)]
+        sample_map = SampleMap(files, fields)
     if d.pos != len(data) or storage not in (STORAGE_LISTS, STORAGE_RECIPE):
         raise ValueError("trailing bytes or unknown storage")
-    return Header(dataset, source, parameters, generator, layout, epochs, num_samples, seed,
-                  storage)
+    return Header(sample_map, _fingerprint_of_map(sample_map, num_samples), source, parameters,
+                  generator, layout, epochs, num_samples, seed, storage)
 
 
 class ScheduleFile:
@@ -134,15 +170,18 @@ class ScheduleFile:
         if zlib.crc32(header_bytes) != self._header_crc:
             self._fail("bad-checksum", "header checksum mismatch")
         try:
-            self.header = _decode_header(header_bytes)
-        except (ValueError, struct.error):
-            self._fail("corrupt", "malformed header")
+            self.header = _decode_header(header_bytes, self._version)
+        except (ValueError, struct.error) as e:
+            self._fail("corrupt", f"malformed header: {e}")
         if self.header.storage != self._storage:
             self._fail("corrupt", "preamble and header disagree on the storage kind")
         h = self.header
         if (h.layout.ranks == 0 or h.layout.ranks_per_node == 0 or h.layout.batch_size == 0
                 or h.epochs == 0 or h.num_samples == 0 or h.num_samples > 0xFFFFFFFF):
             self._fail("corrupt", "header has an empty or impossible shape")
+        if h.map.has_files and h.map.num_samples != h.num_samples:
+            self._fail("corrupt", f"the sample map holds {h.map.num_samples} samples but the "
+                       f"schedule {h.num_samples}")
         if zlib.crc32(index_bytes) != self._index_crc:
             self._fail("bad-checksum", "index checksum mismatch")
         self._entries = []
@@ -213,9 +252,10 @@ class ScheduleFile:
             self._fail("truncated", f"truncated: {size} bytes, shorter than the preamble")
         (_, version, storage, file_size, header_offset, header_size, index_offset, index_size,
          data_offset, header_crc, index_crc, _, preamble_crc) = _PREAMBLE.unpack(preamble)
-        if version != FORMAT_VERSION:
-            self._fail("bad-version",
-                       f"format version {version}; this reader reads version {FORMAT_VERSION}")
+        if not OLDEST_FORMAT_VERSION <= version <= FORMAT_VERSION:
+            self._fail("bad-version", f"format version {version}; this reader reads versions "
+                       f"{OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}")
+        self._version = version
         if zlib.crc32(preamble[:PREAMBLE_SIZE - 4]) != preamble_crc:
             self._fail("bad-checksum", "preamble checksum mismatch")
         if file_size > size:
@@ -305,26 +345,51 @@ class ScheduleFile:
     def check_dataset(self, actual: DatasetFingerprint, *, path: bool = False,
                       dataset_name: bool = True, shape: bool = True,
                       file_stat: bool = True) -> None:
-        """Raises DatasetMismatchError naming the first field that differs."""
-        want = self.header.dataset
+        """Raises DatasetMismatchError unless `actual` is a dataset of the
+        schedule's sample map: the map's only file (or, with several files or
+        path=True, the file whose path equals actual.file_path, resolved with
+        os.path.realpath), the field named actual.dataset_name, with the
+        file's rows, the field's row size (unless 0 in the map), and the
+        file's size and mtime."""
+        m = self.header.map
 
-        def mismatch(field, stored, found):
+        def mismatch(what):
             raise DatasetMismatchError(
-                f"schedule file '{self.path}' was made for another dataset: {field} is {found} "
-                f"but the schedule was made for {stored}")
+                f"schedule file '{self.path}' was made for another dataset: {what}")
 
-        if path and want.file_path != actual.file_path:
-            mismatch("file path", repr(want.file_path), repr(actual.file_path))
-        if dataset_name and want.dataset_name.lstrip("/") != actual.dataset_name.lstrip("/"):
-            mismatch("dataset name", repr(want.dataset_name), repr(actual.dataset_name))
-        if shape and want.rows != actual.rows:
-            mismatch("row count", want.rows, actual.rows)
-        if shape and want.row_bytes != actual.row_bytes:
-            mismatch("row size", want.row_bytes, actual.row_bytes)
-        if file_stat and want.file_size != actual.file_size:
-            mismatch("file size", want.file_size, actual.file_size)
-        if file_stat and want.mtime_ns != actual.mtime_ns:
-            mismatch("modification time (ns)", want.mtime_ns, actual.mtime_ns)
+        if not m.has_files:
+            mismatch("the schedule names no dataset (it was made without --dataset)")
+        file = 0
+        if path or len(m.files) > 1:
+            found = m.file_index(actual.file_path)
+            if found is None and actual.file_path:
+                found = m.file_index(os.path.realpath(actual.file_path))
+            if found is None:
+                mismatch(f"file path is {actual.file_path!r} but the schedule's files are "
+                         f"{m.files[0].path!r}" + (f" ... {m.files[-1].path!r} "
+                                                   f"({len(m.files)} files)"
+                                                   if len(m.files) > 1 else ""))
+            file = found
+        field = 0
+        if dataset_name or len(m.fields) > 1:
+            found = m.field_index(actual.dataset_name)
+            if found is None:
+                mismatch(f"dataset name is {actual.dataset_name!r} but the schedule was made "
+                         f"for {', '.join(repr(f.dataset) for f in m.fields)}")
+            field = found
+        f, d = m.files[file], m.fields[field]
+
+        def differs(what, stored, found):
+            mismatch(f"{what} is {found} but the schedule was made for {stored}")
+
+        if shape and f.rows != actual.rows:
+            differs("row count", f.rows, actual.rows)
+        if shape and d.row_bytes and d.row_bytes != actual.row_bytes:
+            differs("row size", d.row_bytes, actual.row_bytes)
+        if file_stat and f.size != actual.file_size:
+            differs("file size", f.size, actual.file_size)
+        if file_stat and f.mtime_ns != actual.mtime_ns:
+            differs("modification time (ns)", f.mtime_ns, actual.mtime_ns)
 
 
 def fingerprint_dataset(file_path: str, dataset_name: str, rows: int,

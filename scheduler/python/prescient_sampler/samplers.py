@@ -65,6 +65,17 @@ class _ScheduleView:
     def part(self):
         return self.schedule.part(self.rank, self.epoch)
 
+    @property
+    def sample_map(self):
+        """The schedule's SampleMap: the ids this sampler yields are global
+        sample ids over its files; sample_map.locate(i) -> (file, row)."""
+        return self.schedule.header.map
+
+    def locate(self, sample: int):
+        """(file index, row) of a yielded sample id; the file's path is
+        sample_map.files[file].path."""
+        return self.schedule.header.map.locate(sample)
+
 
 class ScheduleSampler(_ScheduleView):
     """Per-sample indices of one rank, like DistributedSampler.

@@ -1,5 +1,7 @@
-// libFuzzer target: ScheduleReader on arbitrary bytes must either throw
-// ScheduleFileError or give a schedule whose every lookup stays in bounds.
+// libFuzzer target: ScheduleReader on arbitrary bytes (format versions 1 and
+// 2) must either throw ScheduleFileError or give a schedule whose every
+// lookup stays in bounds: parts, the sample map (Locate, FileIndex,
+// FieldIndex, Mismatch) and the node's next-use index with per-rank progress.
 //
 // Random bytes rarely get past the CRC-32s, so each input is tried twice: as
 // is, and with every checksum recomputed (preamble, header, index, and each
@@ -7,8 +9,10 @@
 // fuzzer reach the structural checks behind the checksums.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -70,11 +74,26 @@ void Exercise(const std::vector<std::uint8_t>& bytes) {
     const ScheduleReader reader = ScheduleReader::OpenBytes(
         std::as_bytes(std::span(bytes.data(), bytes.size())), "fuzz-input");
     const auto& h = reader.header();
+    std::uint64_t sink = reader.checksum();
+    // The sample map: its queries stay in bounds for every sample.
+    const auto& map = h.map;
+    if (map.has_files()) {
+      const std::uint64_t step = std::max<std::uint64_t>(1, map.num_samples() / 64);
+      for (std::uint64_t s = 0; s < map.num_samples(); s += step) {
+        const auto at = map.Locate(static_cast<prescient::scheduler::SampleId>(s));
+        if (at.file >= map.files().size() || at.row >= map.files()[at.file].rows) std::abort();
+        if (map.FirstSample(at.file) + at.row != s) std::abort();
+      }
+      const auto& last = map.files().back();
+      if (map.FileIndex(last.path) != map.files().size() - 1) std::abort();
+      sink += map.Mismatch(0, 0, last.rows, 0, last.size, last.mtime_ns).size();
+      if (!map.FieldIndex(map.fields().front().dataset)) std::abort();
+    }
+    sink += map.bytes_per_sample();
     // Recipes regenerate num_samples-sized orders: keep them small here.
     if (h.storage == ScheduleStorage::kRecipe && h.num_samples > 4096) return;
     const std::uint64_t parts = static_cast<std::uint64_t>(h.epochs) * h.layout.ranks;
     if (parts > 64) return;
-    std::uint64_t sink = 0;
     for (std::uint32_t e = 0; e < h.epochs; ++e) {
       sink += reader.StepsInEpoch(e) + reader.EpochFirstStep(e);
       for (std::uint32_t r = 0; r < h.layout.ranks; ++r) {
@@ -85,9 +104,14 @@ void Exercise(const std::vector<std::uint8_t>& bytes) {
         if (view.size() > 0) sink += view.At(view.size() - 1);
       }
     }
-    if (h.num_samples <= 4096 && h.layout.nodes() > 0) {
+    // Build's documented limits (std::length_error) are not findings.
+    const std::uint32_t node0_ranks = std::min(h.layout.ranks, h.layout.ranks_per_node);
+    if (h.num_samples <= 4096 && h.layout.nodes() > 0 && node0_ranks <= 65536) {
       const NextUseIndex index = NextUseIndex::Build(reader, 0);
       sink += index.NextUseAfter(0, 0);
+      std::vector<std::uint64_t> progress(index.node_ranks());
+      for (std::size_t k = 0; k < progress.size(); ++k) progress[k] = k % 3;
+      sink += index.NextUse(0, progress).step + index.NextUseAfterRead(0, 0, 1, progress).step;
     }
     if (sink == 0xdeadbeef) std::abort();  // keeps the reads
   } catch (const ScheduleFileError&) {

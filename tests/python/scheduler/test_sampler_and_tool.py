@@ -167,7 +167,9 @@ def test_index_file(tool, sched, tmp_path):
 def test_inspect_summary(tool, sched, data_file):
     out = run_tool(tool, "inspect", sched).stdout
     for needle in ["torch-distributed", "seed=9", "4 ranks", "batch 8", "epochs:      3",
-                   "checksums:   ok", f"{data_file} : images", "100 rows x 40 bytes",
+                   "checksums:   ok", "map:         1 file, 100 rows per file, 100 samples",
+                   f"first:     '{os.path.realpath(data_file)}': 100 rows, 4000 B",
+                   "fields:      images (40 bytes per row); 40 bytes per sample",
                    "rank 0, epoch 0, first 16:"]:
         assert needle in out, needle
     assert run_tool(tool, "inspect", sched, "--check-dataset", data_file).returncode == 0
@@ -176,7 +178,7 @@ def test_inspect_summary(tool, sched, data_file):
     assert bad.returncode == 1 and "MISMATCH" in bad.stdout
 
 
-@pytest.mark.parametrize("command", ["generate", "inspect", "dump", "index", "simulate"])
+@pytest.mark.parametrize("command", ["generate", "import", "inspect", "dump", "index", "simulate"])
 def test_help(tool, command):
     result = run_tool(tool, command, "--help", check=False)
     assert result.returncode == 0

@@ -281,3 +281,153 @@ TEST(NextUseIndexTest, AnIndexOfAnotherScheduleIsRefused) {
 
 }  // namespace
 }  // namespace prescient::scheduler
+
+namespace prescient::scheduler {
+namespace {
+
+// The first (step, local rank) read of `sample` on the node with
+// step >= progress[local rank], by brute force over the schedule.
+NodeUse BruteNextUse(const AccessSchedule& s, std::uint32_t node, SampleId sample,
+                     const std::vector<std::uint64_t>& progress) {
+  const WorldLayout& l = s.layout();
+  std::uint64_t base = 0;
+  for (std::uint32_t e = 0; e < s.epochs(); ++e) {
+    const std::size_t steps = s.Part(0, e).steps();
+    for (std::size_t st = 0; st < steps; ++st) {
+      for (std::uint32_t k = 0; k < progress.size(); ++k) {
+        const std::uint32_t r = node * l.ranks_per_node + k;
+        if (base + st < progress[k]) continue;
+        for (SampleId x : s.Part(r, e).Step(st)) {
+          if (x == sample) return {base + st, k};
+        }
+      }
+    }
+    base += steps;
+  }
+  return {};
+}
+
+void ExpectPerRankQueriesMatchBruteForce(const AccessSchedule& s, std::uint32_t node,
+                                         std::uint32_t node_ranks, int trials,
+                                         bool wide_keys = false) {
+  const NextUseIndex index = NextUseIndex::Build(s, node, {.wide_keys = wide_keys});
+  ASSERT_EQ(index.wide_keys(), wide_keys);
+  ASSERT_EQ(index.node_ranks(), node_ranks);
+  std::mt19937 rng(5);
+  const std::uint64_t total = index.total_steps();
+  for (int trial = 0; trial < trials; ++trial) {
+    // Ranks a few steps apart around a random step; sometimes one far behind
+    // or finished.
+    const std::uint64_t around = rng() % (total + 2);
+    std::vector<std::uint64_t> progress(node_ranks);
+    for (std::uint64_t& p : progress) {
+      const std::uint64_t lag = rng() % 4;
+      p = around > lag ? around - lag : 0;
+      if (rng() % 16 == 0) p = rng() % (total + 1);
+      if (rng() % 32 == 0) p = total + 3;  // finished
+    }
+    const auto sample = static_cast<SampleId>(rng() % (s.num_samples() + 1));
+    ASSERT_EQ(index.NextUse(sample, progress), BruteNextUse(s, node, sample, progress))
+        << "trial " << trial;
+    const auto k = static_cast<std::uint32_t>(rng() % node_ranks);
+    const std::uint64_t read_step = progress[k] + rng() % 3;
+    std::vector<std::uint64_t> raised = progress;
+    raised[k] = std::max(raised[k], read_step + 1);
+    ASSERT_EQ(index.NextUseAfterRead(sample, k, read_step, progress),
+              BruteNextUse(s, node, sample, raised))
+        << "trial " << trial;
+  }
+}
+
+TEST(NextUseIndexTest, PerRankProgressMatchesBruteForce) {
+  WorldLayout l;
+  l.ranks = 7;  // node 2 has one rank
+  l.ranks_per_node = 3;
+  l.batch_size = 3;
+  LoaderSpec spec;
+  spec.seed = 11;
+  const AccessSchedule s = GenerateLoaderSchedule(spec, 40, l, 5);  // padding: repeats in a step
+  ExpectPerRankQueriesMatchBruteForce(s, 0, 3, 4000);
+  ExpectPerRankQueriesMatchBruteForce(s, 2, 1, 1000);
+  ExpectPerRankQueriesMatchBruteForce(s, 0, 3, 2000, /*wide_keys=*/true);
+  // And through a file, both key widths: the same answers.
+  const std::string path = ::testing::TempDir() + "keys_" + std::to_string(::getpid());
+  const ScheduleReader reader = ScheduleReader::Open(WriteLists(s, spec, path + ".sched"));
+  const NextUseIndex narrow = NextUseIndex::Build(reader, 0, {}, {.read_table = true});
+  NextUseIndex::Build(reader, 0, {}, {.read_table = true, .wide_keys = true}).Save(path);
+  const NextUseIndex wide = NextUseIndex::Load(path, reader);
+  ASSERT_TRUE(wide.wide_keys());
+  ASSERT_FALSE(narrow.wide_keys());
+  EXPECT_EQ(narrow.rank_bits(), 2u);
+  for (SampleId x = 0; x < 41; ++x) {
+    EXPECT_EQ(wide.Uses(x), narrow.Uses(x));
+    for (std::uint64_t t = 0; t <= narrow.total_steps(); ++t) {
+      ASSERT_EQ(wide.NextUseAfter(x, t), narrow.NextUseAfter(x, t));
+      ASSERT_EQ(wide.NextUseAtOrAfter(x, t), narrow.NextUseAtOrAfter(x, t));
+    }
+  }
+  for (std::uint64_t p = 0; p < s.Part(1, 3).samples.size(); ++p) {
+    EXPECT_EQ(wide.NextUseOfRead(1, 3, p), narrow.NextUseOfRead(1, 3, p));
+  }
+  std::remove(path.c_str());
+  std::remove((path + ".sched").c_str());
+}
+
+TEST(NextUseIndexTest, AllRanksOfAStepAreKeptAndLockstepEqualsNextUseAfter) {
+  // Two ranks of a node read sample 5 in the same step: both uses are kept,
+  // so a rank that already read it does not hide the other's need.
+  WorldLayout l;
+  l.ranks = 2;
+  l.ranks_per_node = 2;
+  AccessSchedule s(8, l, 1);
+  s.Part(0, 0).samples = {5, 1, 5};
+  s.Part(0, 0).step_begin = {0, 1, 2, 3};
+  s.Part(1, 0).samples = {5, 2, 3};
+  s.Part(1, 0).step_begin = {0, 1, 2, 3};
+  const NextUseIndex index = NextUseIndex::Build(s, 0);
+  EXPECT_EQ(index.Uses(5).size(), 3u);  // (0, rank 0), (0, rank 1), (2, rank 0)
+  EXPECT_EQ(index.Uses(5)[1], (NodeUse{0, 1}));
+  EXPECT_EQ(index.Uses(5)[2], (NodeUse{2, 0}));
+  const std::vector<std::uint64_t> rank0_ahead = {1, 0};
+  EXPECT_EQ(index.NextUse(5, rank0_ahead), (NodeUse{0, 1}));  // rank 1 still needs it
+  EXPECT_EQ(index.NextUseAfterRead(5, 1, 0, rank0_ahead), (NodeUse{2, 0}));
+  EXPECT_TRUE(index.NextUseAfterRead(5, 0, 2, std::vector<std::uint64_t>{2, 1}).never());
+  EXPECT_TRUE(index.NextUse(7, rank0_ahead).never());    // never read
+  EXPECT_TRUE(index.NextUse(100, rank0_ahead).never());  // not a sample
+  // In lockstep, NextUse(s, {g, g, ...}) is NextUseAtOrAfter(s, g).
+  for (SampleId x = 0; x < 8; ++x) {
+    for (std::uint64_t g = 0; g <= 3; ++g) {
+      const std::vector<std::uint64_t> lockstep = {g, g};
+      EXPECT_EQ(index.NextUse(x, lockstep).step, index.NextUseAtOrAfter(x, g));
+    }
+  }
+}
+
+TEST(NextUseIndexTest, NodesOfMoreThan256RanksKeepWideRanks) {
+  WorldLayout l;
+  l.ranks = 300;
+  l.ranks_per_node = 300;
+  l.batch_size = 1;
+  LoaderSpec spec;
+  spec.seed = 2;
+  const AccessSchedule s = GenerateLoaderSchedule(spec, 1000, l, 3);
+  ExpectPerRankQueriesMatchBruteForce(s, 0, 300, 300);
+  // And through a file.
+  const std::string path = ::testing::TempDir() + "wide_" + std::to_string(::getpid());
+  const ScheduleReader reader = ScheduleReader::Open(WriteLists(s, spec, path + ".sched"));
+  const NextUseIndex built = NextUseIndex::Build(reader, 0);
+  built.Save(path);
+  const NextUseIndex loaded = NextUseIndex::Load(path, reader);
+  std::vector<std::uint64_t> progress(300);
+  for (std::uint32_t k = 0; k < 300; ++k) progress[k] = (k * 7) % 5;
+  for (SampleId x = 0; x < 1000; ++x) {
+    ASSERT_EQ(loaded.NextUse(x, progress), built.NextUse(x, progress));
+    ASSERT_EQ(loaded.NextUseAfterRead(x, 299, 3, progress),
+              built.NextUseAfterRead(x, 299, 3, progress));
+  }
+  std::remove(path.c_str());
+  std::remove((path + ".sched").c_str());
+}
+
+}  // namespace
+}  // namespace prescient::scheduler

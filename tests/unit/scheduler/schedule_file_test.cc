@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "scheduler/core/loader_orders.h"
+#include "scheduler/core/schedule_format.h"
 
 namespace prescient::scheduler {
 namespace {
@@ -32,7 +33,9 @@ class ScheduleFileTest : public ::testing::Test {
     layout_.batch_size = 5;
     spec_.seed = 42;
     schedule_ = GenerateLoaderSchedule(spec_, 97, layout_, 3);
-    header_.dataset = {"/data/train.h5", "images", 97, 3 * 224 * 224, 123456789, 1700000000123};
+    dataset_ = {"/data/train.h5", "images", 97, 3 * 224 * 224, 123456789, 1700000000123};
+    header_.map = SampleMap({{dataset_.file_path, 97, 123456789, 1700000000123}},
+                            {{"images", 3 * 224 * 224}});
     header_.source = "torch-distributed";
     header_.parameters = CanonicalLoaderParameters(spec_);
     header_.layout = layout_;
@@ -84,12 +87,13 @@ class ScheduleFileTest : public ::testing::Test {
   LoaderSpec spec_;
   AccessSchedule schedule_;
   ScheduleHeader header_;
+  DatasetFingerprint dataset_;  // the map's one dataset as a reader sees it
 };
 
 TEST_F(ScheduleFileTest, ListsRoundTrip) {
   WriteScheduleFile(Path("a.sched"), header_, schedule_);
   ScheduleReader reader = ScheduleReader::Open(Path("a.sched"));
-  EXPECT_EQ(reader.header().dataset, header_.dataset);
+  EXPECT_EQ(reader.header().map, header_.map);
   EXPECT_EQ(reader.header().source, header_.source);
   EXPECT_EQ(reader.header().parameters, header_.parameters);
   EXPECT_EQ(reader.header().generator, "unit test");
@@ -171,7 +175,7 @@ TEST_F(ScheduleFileTest, BadMagic) {
 TEST_F(ScheduleFileTest, BadVersionEvenWithAValidChecksum) {
   WriteScheduleFile(Path("a.sched"), header_, schedule_);
   Bytes bytes = Read(Path("a.sched"));
-  const std::uint32_t version = 2;
+  const std::uint32_t version = 3;
   std::memcpy(bytes.data() + 8, &version, 4);
   const auto crc =
       static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), 76));
@@ -179,10 +183,10 @@ TEST_F(ScheduleFileTest, BadVersionEvenWithAValidChecksum) {
   Write(Path("v.sched"), bytes);
   try {
     ScheduleReader::Open(Path("v.sched"));
-    FAIL() << "opened a version-2 file";
+    FAIL() << "opened a version-3 file";
   } catch (const ScheduleFileError& e) {
     EXPECT_EQ(e.code(), ScheduleFileErrorCode::kBadVersion);
-    EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos) << e.what();
   }
 }
 
@@ -221,14 +225,14 @@ TEST_F(ScheduleFileTest, ListChecksumIsCheckedOnFirstUseOfThePart) {
 TEST_F(ScheduleFileTest, FingerprintMismatchNamesTheField) {
   WriteScheduleFile(Path("a.sched"), header_, schedule_);
   ScheduleReader reader = ScheduleReader::Open(Path("a.sched"));
-  EXPECT_NO_THROW(reader.CheckDataset(header_.dataset));
-  DatasetFingerprint other = header_.dataset;
+  EXPECT_NO_THROW(reader.CheckDataset(dataset_));
+  DatasetFingerprint other = dataset_;
   other.file_path = "/elsewhere/train.h5";  // paths are not compared by default
   EXPECT_NO_THROW(reader.CheckDataset(other));
   FingerprintCheck strict;
   strict.path = true;
   EXPECT_THROW(reader.CheckDataset(other, strict), ScheduleFileError);
-  other = header_.dataset;
+  other = dataset_;
   other.rows = 98;
   try {
     reader.CheckDataset(other);
@@ -237,7 +241,7 @@ TEST_F(ScheduleFileTest, FingerprintMismatchNamesTheField) {
     EXPECT_EQ(e.code(), ScheduleFileErrorCode::kFingerprintMismatch);
     EXPECT_NE(std::string(e.what()).find("row count is 98"), std::string::npos) << e.what();
   }
-  other = header_.dataset;
+  other = dataset_;
   other.mtime_ns += 1;
   EXPECT_THROW(reader.CheckDataset(other), ScheduleFileError);
   FingerprintCheck shape_only;
@@ -292,7 +296,7 @@ TEST_F(ScheduleFileTest, EverySingleByteFlipIsCaughtOrHarmless) {
   small.layout = l;
   small.num_samples = 9;
   small.epochs = 2;
-  small.dataset.file_path = "f";
+  small.map = SampleMap({{"/f", 9, 1, 2}}, {{"x", 4}});
   const AccessSchedule s = GenerateLoaderSchedule(spec_, 9, l, 2);
   WriteScheduleFile(Path("s.sched"), small, s);
   const Bytes full = Read(Path("s.sched"));
@@ -310,6 +314,114 @@ TEST_F(ScheduleFileTest, EverySingleByteFlipIsCaughtOrHarmless) {
     }
   }
   EXPECT_GT(caught, static_cast<int>(full.size()) * 3 / 4);
+}
+
+// Version 2: the header carries the sample map; a multi-file, multi-field
+// map round-trips and the reader binds datasets of it by path and name.
+TEST_F(ScheduleFileTest, SampleMapRoundTripsAndChecksDatasets) {
+  std::vector<MapFile> files;
+  for (int i = 0; i < 8; ++i) {
+    files.push_back({"/data/univ_" + std::to_string(i) + ".h5", i < 7 ? 13u : 6u,
+                     1000u + static_cast<unsigned>(i), 5 + i});
+  }
+  ScheduleHeader h = header_;
+  h.map = SampleMap(files, {{"full", 4 << 20}, {"unitPar", 16}});
+  WriteScheduleFile(Path("m.sched"), h, schedule_);
+  WriteRecipeFile(Path("m.recipe"), h);
+  for (const char* name : {"m.sched", "m.recipe"}) {
+    const ScheduleReader reader = ScheduleReader::Open(Path(name));
+    EXPECT_EQ(reader.header().map, h.map);
+    EXPECT_EQ(reader.header().map.Locate(96), (SampleLocation{7, 5}));
+    // The dataset 'unitPar' of file 3, as a reader sees it.
+    DatasetFingerprint fp{"/data/univ_3.h5", "/unitPar", 13, 16, 1003, 8};
+    EXPECT_NO_THROW(reader.CheckDataset(fp));
+    fp.dataset_name = "labels";
+    EXPECT_THROW(reader.CheckDataset(fp), ScheduleFileError);
+    fp = {"/data/univ_3.h5", "full", 13, 4 << 20, 1003, 9};  // changed since
+    EXPECT_THROW(reader.CheckDataset(fp), ScheduleFileError);
+    fp = {"/data/univ_9.h5", "full", 13, 4 << 20, 1003, 8};  // not in the map
+    try {
+      reader.CheckDataset(fp);
+      FAIL();
+    } catch (const ScheduleFileError& e) {
+      EXPECT_EQ(e.code(), ScheduleFileErrorCode::kFingerprintMismatch);
+      EXPECT_NE(std::string(e.what()).find("8 files"), std::string::npos) << e.what();
+    }
+  }
+  // A map that does not cover the samples is refused by the writer.
+  h.map = SampleMap({files[0]}, {{"full", 0}});
+  EXPECT_THROW(WriteScheduleFile(Path("x.sched"), h, schedule_), std::invalid_argument);
+}
+
+TEST_F(ScheduleFileTest, AHundredThousandFiles) {
+  // One sample per file: the header is several MB; string caps are per
+  // string, not per header.
+  std::vector<MapFile> files;
+  for (std::uint32_t i = 0; i < 100000; ++i) {
+    files.push_back({"/scratch/project/dataset/train/sample_" + std::to_string(1000000 + i) + ".h5",
+                     1, 4096, 1700000000000000000 + i});
+  }
+  ScheduleHeader h;
+  h.source = "sequential";
+  h.parameters = CanonicalLoaderParameters(ParseLoaderSpec("sequential", ""));
+  h.layout = {.ranks = 2, .ranks_per_node = 2, .workers = 0, .batch_size = 8};
+  h.epochs = 2;
+  h.num_samples = 100000;
+  h.map = SampleMap(files, {{"x", 4096}});
+  WriteRecipeFile(Path("big.sched"), h);
+  const ScheduleReader reader = ScheduleReader::Open(Path("big.sched"));
+  EXPECT_EQ(reader.header().map.files().size(), 100000u);
+  EXPECT_EQ(reader.header().map.FileIndex(files[77777].path), 77777u);
+  EXPECT_EQ(reader.header().map, h.map);
+}
+
+// Version-1 files (one dataset fingerprint in the header) are still read, as
+// a one-file, one-field map.
+TEST_F(ScheduleFileTest, VersionOneFilesAreReadAsAOneFileMap) {
+  ScheduleHeader h = header_;
+  format::Encoder head;
+  head.Str("data/train.h5");  // version 1 kept the path as given
+  head.Str("images");
+  head.U64(97);
+  head.U64(3 * 224 * 224);
+  head.U64(123456789);
+  head.I64(1700000000123);
+  head.Str(h.source);
+  head.Str(h.parameters);
+  head.Str("old tool");
+  head.U32(h.layout.ranks);
+  head.U32(h.layout.ranks_per_node);
+  head.U32(h.layout.workers);
+  head.U32(h.layout.batch_size);
+  head.U32(h.epochs);
+  head.U64(h.num_samples);
+  head.U64(h.seed);
+  head.U32(static_cast<std::uint32_t>(ScheduleStorage::kRecipe));
+  format::Preamble pre;
+  pre.version = 1;
+  pre.storage = static_cast<std::uint32_t>(ScheduleStorage::kRecipe);
+  pre.header_offset = format::kPreambleSize;
+  pre.header_size = head.bytes().size();
+  pre.index_offset = (pre.header_offset + pre.header_size + 7) / 8 * 8;
+  pre.data_offset = pre.index_offset;
+  pre.file_size = pre.index_offset;
+  pre.header_crc = format::Crc32(head.bytes());
+  pre.index_crc = format::Crc32({});
+  std::vector<std::byte> bytes = format::EncodePreamble(pre);
+  bytes.insert(bytes.end(), head.bytes().begin(), head.bytes().end());
+  bytes.resize(pre.file_size);
+  Write(Path("v1.sched"), Bytes(reinterpret_cast<const char*>(bytes.data()),
+                                reinterpret_cast<const char*>(bytes.data()) + bytes.size()));
+  const ScheduleReader reader = ScheduleReader::Open(Path("v1.sched"));
+  const SampleMap& map = reader.header().map;
+  ASSERT_EQ(map.files().size(), 1u);
+  EXPECT_EQ(map.files()[0], (MapFile{"data/train.h5", 97, 123456789, 1700000000123}));
+  ASSERT_EQ(map.fields().size(), 1u);
+  EXPECT_EQ(map.fields()[0], (MapField{"images", 3 * 224 * 224}));
+  EXPECT_EQ(reader.header().generator, "old tool");
+  ExpectSameSchedule(reader.Materialize(), schedule_);
+  EXPECT_NO_THROW(reader.CheckDataset(
+      {"elsewhere.h5", "/images", 97, 3 * 224 * 224, 123456789, 1700000000123}));
 }
 
 }  // namespace

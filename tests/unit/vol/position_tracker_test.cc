@@ -28,7 +28,7 @@ class PositionTrackerTest : public ::testing::Test {
   void SetUp() override {
     path_ = ::testing::TempDir() + "/tracker." + std::to_string(::getpid()) + ".sched";
     scheduler::ScheduleHeader header;
-    header.dataset = {"x.h5", "x", kSamples, 64, 1000, 1};
+    header.map = scheduler::SampleMap({{"/x.h5", kSamples, 1000, 1}}, {{"x", 64}});
     header.source = "torch-distributed";
     scheduler::LoaderSpec spec;
     spec.seed = 7;
