@@ -60,8 +60,8 @@ std::string_view Trim(std::string_view s) {
 Result<std::uint64_t> ParseByteSize(std::string_view text) {
   const std::string_view trimmed = Trim(text);
   auto fail = [&](std::string_view why) {
-    return Status::Error("invalid byte size '" + std::string(text) + "': " + std::string(why) +
-                         "; expected " + std::string(kAcceptedForms));
+    return Status::InvalidArgument("invalid byte size '" + std::string(text) + "': " +
+                                   std::string(why) + "; expected " + std::string(kAcceptedForms));
   };
   if (trimmed.empty()) return fail("empty");
   // Digits with at most one decimal point, then the unit.

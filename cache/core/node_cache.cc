@@ -35,13 +35,13 @@ Status LockSegment(SegmentTables t, std::chrono::milliseconds timeout) {
       detail::MarkConsistent(&h.lock);
       return Status::Ok();
     case detail::LockOutcome::kTimedOut:
-      return Status::Error("cache: segment lock not acquired within " +
-                           std::to_string(timeout.count()) +
-                           " ms (a process holding it is stopped or hung)");
+      return Status::Unavailable("cache: segment lock not acquired within " +
+                                 std::to_string(timeout.count()) +
+                                 " ms (a process holding it is stopped or hung)");
     case detail::LockOutcome::kFailed:
       break;
   }
-  return Status::Error("cache: segment lock unusable");
+  return Status::Corruption("cache: segment lock unusable");
 }
 
 bool SameGeometry(const SegmentHeader& h, const detail::LayoutPlan& plan) {
@@ -55,8 +55,8 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
   const std::uint64_t capacity =
       options.capacity_bytes != 0 ? options.capacity_bytes : DefaultCapacityBytes(options.shm_dir);
   if (capacity == 0) {
-    return Status::Error("cache: cannot determine a default size from " + options.shm_dir +
-                         "; set the cache size explicitly");
+    return Status::InvalidArgument("cache: cannot determine a default size from " +
+                                   options.shm_dir + "; set the cache size explicitly");
   }
   auto plan =
       detail::PlanLayout(capacity, options.block_bytes, options.max_datasets, options.max_rows);
@@ -66,10 +66,10 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
 
   for (int attempt = 0; attempt < 16; ++attempt) {
     detail::MappedSegment segment;
-    std::string error;
+    Status error;
     switch (detail::OpenSegment(path, &segment, &error)) {
       case detail::OpenOutcome::kFailed:
-        return Status::Error(error);
+        return error;
       case detail::OpenOutcome::kNotFound: {
         switch (detail::CreateSegment(path, plan.value(), options.keep_after_exit, self, &segment,
                                       &error)) {
@@ -79,7 +79,7 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
           case detail::CreateOutcome::kExists:
             continue;  // another process created it first: open theirs
           case detail::CreateOutcome::kFailed:
-            return Status::Error(error);
+            return error;
         }
         continue;
       }
@@ -117,9 +117,9 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
     return std::unique_ptr<NodeCache>(
         new NodeCache(options, path, std::move(segment), self, slot.value()));
   }
-  return Status::Error("cache: segment " + path + " kept changing while opening it");
+  return Status::Unavailable("cache: segment " + path + " kept changing while opening it");
 } catch (const std::bad_alloc&) {
-  return Status::Error("cache: out of memory while opening the segment");
+  return Status::ResourceExhausted("cache: out of memory while opening the segment");
 }
 
 NodeCache::NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
@@ -194,7 +194,7 @@ Result<DatasetSlot> NodeCache::RegisterDataset(const DatasetKey& key, std::uint6
   Unlock();
   return result;
 } catch (const std::bad_alloc&) {
-  return Status::Error("cache: out of memory");
+  return Status::ResourceExhausted("cache: out of memory");
 }
 
 bool NodeCache::TryBecomeLeader() noexcept {

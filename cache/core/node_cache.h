@@ -33,11 +33,11 @@
 #include <string>
 #include <vector>
 
+#include "cache/base/status.h"
 #include "cache/core/cache_options.h"
 #include "cache/core/dataset_key.h"
 #include "cache/core/next_use_oracle.h"
 #include "cache/core/process_identity.h"
-#include "cache/core/result.h"
 #include "cache/core/segment_file.h"
 #include "cache/core/segment_tables.h"
 

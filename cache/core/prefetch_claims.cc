@@ -41,7 +41,7 @@ Result<std::vector<std::uint64_t>> NodeCache::Claim(DatasetSlot ds,
                                                     const NextUseOracle* oracle) noexcept try {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::Error("cache: dataset slot not registered");
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
   SegmentTables t = tables();
   const std::uint64_t num_rows = t.dataset(ds).num_rows;
   const std::uint32_t blocks = t.dataset(ds).blocks_per_row;
@@ -49,7 +49,8 @@ Result<std::vector<std::uint64_t>> NodeCache::Claim(DatasetSlot ds,
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   if (!distinct.empty() && distinct.back() >= num_rows) {
-    return Status::Error("cache: row " + std::to_string(distinct.back()) + " out of range");
+    return Status::InvalidArgument("cache: row " + std::to_string(distinct.back()) +
+                                   " out of range");
   }
   std::vector<std::uint64_t> keys;
   if (oracle != nullptr) {
@@ -68,14 +69,14 @@ Result<std::vector<std::uint64_t>> NodeCache::Claim(DatasetSlot ds,
   Unlock();
   return out;
 } catch (const std::bad_alloc&) {
-  return Status::Error("cache: out of memory in Claim");
+  return Status::ResourceExhausted("cache: out of memory in Claim");
 }
 
 Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, const std::byte* data,
                                           const NextUseOracle* oracle) noexcept {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::Error("cache: dataset slot not registered");
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
   SegmentTables t = tables();
   SegmentHeader& h = t.header();
   const std::uint64_t scheduled =
@@ -114,7 +115,7 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
 Status NodeCache::Abandon(DatasetSlot ds, std::uint64_t row) noexcept {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::Error("cache: dataset slot not registered");
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
   if (Status s = Lock(); !s.ok()) return s;
   SegmentTables t = tables();
   const std::uint32_t e = t.Find(ds, row);
@@ -122,7 +123,8 @@ Status NodeCache::Abandon(DatasetSlot ds, std::uint64_t row) noexcept {
       e != kNone && t.entry(e).state == detail::kEntryLoading && t.entry(e).owner == slot.value();
   if (owned) t.Release(e);
   Unlock();
-  return owned ? Status::Ok() : Status::Error("cache: Abandon of a row this process did not claim");
+  return owned ? Status::Ok()
+               : Status::InvalidArgument("cache: Abandon of a row this process did not claim");
 }
 
 }  // namespace prescient::cache

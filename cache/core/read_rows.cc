@@ -41,9 +41,9 @@ Status CallLoader(const LoaderFn& loader, std::span<const std::uint64_t> rows,
   try {
     return loader(rows, dest);
   } catch (const std::exception& e) {
-    return Status::Error(std::string("cache: row loader threw: ") + e.what());
+    return Status::Internal(std::string("cache: row loader threw: ") + e.what());
   } catch (...) {
-    return Status::Error("cache: row loader threw");
+    return Status::Internal("cache: row loader threw");
   }
 }
 
@@ -153,17 +153,17 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
   auto attached = EnsureAttached();
   if (!attached.ok()) return attached.status();
   const std::uint16_t slot = attached.value();
-  if (!ValidSlot(ds)) return Status::Error("cache: dataset slot not registered");
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
   SegmentTables t = tables();
   SegmentHeader& h = t.header();
   const std::uint64_t row_bytes = t.dataset(ds).row_bytes;
   const std::uint64_t num_rows = t.dataset(ds).num_rows;
   if (rows.empty()) return Status::Ok();
-  if (rows.size() >= kNone) return Status::Error("cache: too many rows in one read");
+  if (rows.size() >= kNone) return Status::InvalidArgument("cache: too many rows in one read");
   for (std::uint64_t r : rows) {
     if (r >= num_rows) {
-      return Status::Error("cache: row " + std::to_string(r) + " out of range (" +
-                           std::to_string(num_rows) + " rows)");
+      return Status::InvalidArgument("cache: row " + std::to_string(r) + " out of range (" +
+                                     std::to_string(num_rows) + " rows)");
     }
   }
 
@@ -338,7 +338,7 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
   }
   return Status::Ok();
 } catch (const std::bad_alloc&) {
-  return Status::Error("cache: out of memory in ReadRows");
+  return Status::ResourceExhausted("cache: out of memory in ReadRows");
 }
 
 }  // namespace prescient::cache

@@ -23,8 +23,8 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
   const std::uint64_t block = h.block_bytes;
   const std::uint64_t blocks_per_row = (row_bytes + block - 1) / block;
   if (row_bytes == 0 || blocks_per_row > h.num_blocks) {
-    return Status::Error("cache: row size " + std::to_string(row_bytes) +
-                         " bytes is zero or larger than the whole cache");
+    return Status::InvalidArgument("cache: row size " + std::to_string(row_bytes) +
+                                   " bytes is zero or larger than the whole cache");
   }
   const std::uint32_t n = h.max_datasets;
   std::uint32_t i = static_cast<std::uint32_t>(Mix(key.hi ^ Mix(key.lo)) % n);
@@ -41,16 +41,16 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
     }
     if (d.state == 1 && d.key == key) {
       if (d.row_bytes != row_bytes || d.num_rows != num_rows) {
-        return Status::Error("cache: dataset key registered with " + std::to_string(d.row_bytes) +
-                             "-byte rows x " + std::to_string(d.num_rows) + ", now asked for " +
-                             std::to_string(row_bytes) + " x " + std::to_string(num_rows) +
-                             " (key collision or inconsistent caller)");
+        return Status::InvalidArgument(
+            "cache: dataset key registered with " + std::to_string(d.row_bytes) + "-byte rows x " +
+            std::to_string(d.num_rows) + ", now asked for " + std::to_string(row_bytes) + " x " +
+            std::to_string(num_rows) + " (key collision or inconsistent caller)");
       }
       return DatasetSlot{i};
     }
   }
-  return Status::Error("cache: dataset table full (" + std::to_string(n) +
-                       " datasets); raise CacheOptions::max_datasets");
+  return Status::ResourceExhausted("cache: dataset table full (" + std::to_string(n) +
+                                   " datasets); raise CacheOptions::max_datasets");
 }
 
 std::uint64_t SegmentTables::Bucket(std::uint32_t ds, std::uint64_t row) const {

@@ -23,8 +23,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cache/base/status.h"
 #include "cache/core/process_identity.h"
-#include "cache/core/result.h"
 #include "cache/core/segment_layout.h"
 
 namespace prescient::cache::detail {
@@ -45,13 +45,13 @@ struct MappedSegment {
 enum class OpenOutcome { kOpened, kNotFound, kFailed };
 
 // Maps an existing segment after checking owner, mode 0600, size and header.
-OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, std::string* error);
+OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* error);
 
 enum class CreateOutcome { kCreated, kExists, kFailed };
 
 // Creates the segment at `path`, attached by `self` in attach slot 0.
 CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, bool keep_after_exit,
-                            const ProcessIdentity& self, MappedSegment* out, std::string* error);
+                            const ProcessIdentity& self, MappedSegment* out, Status* error);
 
 // Unlinks `path` if it still names this segment's file (not a newer one).
 void UnlinkIfSame(const std::string& path, const MappedSegment& segment);

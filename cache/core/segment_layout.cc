@@ -50,11 +50,11 @@ void Place(LayoutPlan* p, std::uint64_t num_blocks, std::uint64_t max_rows) {
 Result<LayoutPlan> PlanLayout(std::uint64_t segment_bytes, std::uint32_t block_bytes,
                               std::uint32_t max_datasets, std::uint64_t max_rows) {
   if (block_bytes < 256 || block_bytes > (1u << 20) || (block_bytes & (block_bytes - 1)) != 0) {
-    return Status::Error("cache block size " + std::to_string(block_bytes) +
-                         " is not a power of two in [256, 1 MiB]");
+    return Status::InvalidArgument("cache block size " + std::to_string(block_bytes) +
+                                   " is not a power of two in [256, 1 MiB]");
   }
   if (max_datasets == 0 || max_datasets > (1u << 20)) {
-    return Status::Error("cache max_datasets must be in [1, 1048576]");
+    return Status::InvalidArgument("cache max_datasets must be in [1, 1048576]");
   }
   LayoutPlan plan;
   plan.block_bytes = block_bytes;
@@ -73,13 +73,14 @@ Result<LayoutPlan> PlanLayout(std::uint64_t segment_bytes, std::uint32_t block_b
   }
   constexpr std::uint64_t kMinBlocks = 16;
   if (lo < kMinBlocks || (max_rows != 0 && max_rows >= kNone)) {
-    return Status::Error("cache capacity " + std::to_string(segment_bytes) +
-                         " bytes is too small for the segment metadata plus " +
-                         std::to_string(kMinBlocks) + " blocks of " + std::to_string(block_bytes) +
-                         " bytes");
+    return Status::InvalidArgument("cache capacity " + std::to_string(segment_bytes) +
+                                   " bytes is too small for the segment metadata plus " +
+                                   std::to_string(kMinBlocks) + " blocks of " +
+                                   std::to_string(block_bytes) + " bytes");
   }
   Place(&plan, lo, max_rows);
-  if (plan.num_entries >= kNone) return Status::Error("cache: too many rows for 32-bit indices");
+  if (plan.num_entries >= kNone)
+    return Status::InvalidArgument("cache: too many rows for 32-bit indices");
   return plan;
 }
 

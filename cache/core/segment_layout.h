@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "cache/base/status.h"
 #include "cache/core/dataset_key.h"
-#include "cache/core/result.h"
 
 namespace prescient::cache::detail {
 

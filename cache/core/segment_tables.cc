@@ -153,8 +153,8 @@ Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
     }
     ReapDead();
   }
-  return Status::Error("cache: more than " + std::to_string(kMaxAttach) +
-                       " live processes attached to the segment");
+  return Status::ResourceExhausted("cache: more than " + std::to_string(kMaxAttach) +
+                                   " live processes attached to the segment");
 }
 
 void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {

@@ -13,9 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cache/base/status.h"
 #include "cache/core/dataset_key.h"
 #include "cache/core/process_identity.h"
-#include "cache/core/result.h"
 #include "cache/core/segment_layout.h"
 
 namespace prescient::cache::detail {

@@ -54,7 +54,7 @@ Status LoadContiguousTask(const ContiguousLayout& layout, const RandomAccessSour
     if (end > at) pieces.push_back({nullptr, static_cast<std::size_t>(end - at)});
     const bool wanted = std::any_of(pieces.begin(), pieces.end(),
                                     [](const ScatterPiece& p) { return p.data != nullptr; });
-    if (wanted) PRESCIENT_IO_RETURN_IF_ERROR(source.ReadScattered(read.file_offset, pieces));
+    if (wanted) PRESCIENT_RETURN_IF_ERROR(source.ReadScattered(read.file_offset, pieces));
   }
   return Status();
 }
@@ -91,7 +91,7 @@ Status LoadChunkedTask(const ChunkedLayout& layout, const RandomAccessSource& so
   }
   for (const FileRead& read : task.reads) {
     const std::span<std::byte> buffer = scratch.ReadBuffer(read.length);
-    PRESCIENT_IO_RETURN_IF_ERROR(source.ReadExact(read.file_offset, buffer));
+    PRESCIENT_RETURN_IF_ERROR(source.ReadExact(read.file_offset, buffer));
     for (const ChunkSpan& span : read.chunks) {
       const ChunkLocation& location = *layout.chunk(span.chunk_index);
       auto decoded = DecodeChunk(buffer.subspan(span.offset_in_read, span.stored_size),

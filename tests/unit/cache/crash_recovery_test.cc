@@ -42,7 +42,7 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
   const std::string path = name.path();
   const pid_t child = ForkChild([&] {
     detail::MappedSegment seg;
-    std::string error;
+    Status error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
     detail::SegmentTables t(seg.base());
     if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
@@ -74,8 +74,9 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
 
   // Nothing leaked: resident blocks + free blocks = all blocks.
   detail::MappedSegment seg;
-  std::string error;
-  ASSERT_EQ(detail::OpenSegment(path, &seg, &error), detail::OpenOutcome::kOpened) << error;
+  Status error;
+  ASSERT_EQ(detail::OpenSegment(path, &seg, &error), detail::OpenOutcome::kOpened)
+      << error.message();
   detail::SegmentTables t(seg.base());
   EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().num_blocks);
   EXPECT_EQ(t.header().heap_size, 7u);
@@ -197,7 +198,7 @@ TEST(CrashRecovery, LockHeldByALiveProcessTimesOutThenRecoversAfterItsDeath) {
   const std::string path = name.path();
   const pid_t child = ForkChild([&] {
     detail::MappedSegment seg;
-    std::string error;
+    Status error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
     detail::SegmentTables t(seg.base());
     if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=

@@ -248,7 +248,7 @@ TEST(Segment, FullShmIsReportedAtOpenNotAsSigbusLater) {
   name.options().capacity_bytes = 512 << 10;    // fits: works
   auto small = NodeCache::Open(name.options());
   EXPECT_TRUE(small.ok()) << small.status().message();
-  small = Status::Error("closed");
+  small = Status::Unavailable("closed");
   umount(dir.c_str());
   std::filesystem::remove(dir);
 }
