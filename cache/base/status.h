@@ -70,8 +70,6 @@ class Status {
   static Status Internal(std::string message) {
     return Status(Code::kInternal, std::move(message));
   }
-  // Transitional (vol/ still calls it; removed once it uses the coded forms).
-  static Status Error(std::string message) { return Internal(std::move(message)); }
   // `context` followed by ": " and strerror(err). The code follows errno:
   // ENOSPC, EDQUOT, ENOMEM, EMFILE, ENFILE -> kResourceExhausted; EAGAIN,
   // ETIMEDOUT, EBUSY -> kUnavailable; EINVAL -> kInvalidArgument; the rest
