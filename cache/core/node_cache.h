@@ -148,23 +148,22 @@ class NodeCache {
  private:
   NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
             const ProcessIdentity& self, std::uint16_t slot);
-  detail::SegmentTables tables() const { return detail::SegmentTables(segment_.base()); }
-  // This process's attach slot; attaches after a fork. Lock must NOT be held.
-  Result<std::uint16_t> EnsureAttached() noexcept;
-  // The segment lock, repairing the segment if its last owner died.
-  Status Lock() const noexcept;
-  void Unlock() const noexcept;
+  // This process's attach slot; attaches after a fork.
+  Result<std::uint16_t> EnsureAttached() noexcept EXCLUDES(tables_);
   bool ValidSlot(DatasetSlot ds) const noexcept;
   // Loads claimed rows (entries `claimed`, rows ascending) through `loader`
   // into their first destinations, then publishes them (read_rows.cc).
   Status LoadAndPublish(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
                         std::span<const std::uint32_t> entries, std::span<std::byte* const> dest,
                         const LoaderFn& loader, std::span<const std::uint64_t> keys,
-                        ReadRowsStats* stats) noexcept;
+                        ReadRowsStats* stats) noexcept EXCLUDES(tables_);
 
   CacheOptions options_;
   std::string path_;
   detail::MappedSegment segment_;
+  // The segment's tables; also the capability "segment lock" that guards them
+  // (taken with detail::SegmentLock).
+  mutable detail::SegmentTables tables_;
   // This process's attachment, packed as pid << 16 | slot so a forked child
   // sees a foreign pid (and attaches itself) in one atomic read.
   std::atomic<std::uint64_t> attachment_{0};

@@ -11,13 +11,14 @@ namespace prescient::cache {
 using detail::Entry;
 using detail::kNone;
 using detail::SegmentHeader;
+using detail::SegmentLock;
 using detail::SegmentTables;
 
 namespace {
 
 // Could a row with `key` needing `blocks` be admitted right now? (A snapshot:
 // the prefetcher uses it to skip loads that would be thrown away.)
-bool WouldAdmit(SegmentTables& t, std::uint32_t blocks, std::uint64_t key) {
+bool WouldAdmit(SegmentTables& t, std::uint32_t blocks, std::uint64_t key) REQUIRES(t) {
   const SegmentHeader& h = t.header();
   if (h.free_blocks >= blocks) return true;
   // Cheap test against the best victim only; MakeRoom decides for real.
@@ -25,15 +26,18 @@ bool WouldAdmit(SegmentTables& t, std::uint32_t blocks, std::uint64_t key) {
   return top != kNone && t.entry(top).key > key;
 }
 
+bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
+  return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
+}
+
 }  // namespace
 
 bool NodeCache::Contains(DatasetSlot ds, std::uint64_t row) noexcept {
-  if (!ValidSlot(ds) || !EnsureAttached().ok() || !Lock().ok()) return false;
-  SegmentTables t = tables();
-  const std::uint32_t e = t.Find(ds, row);
-  const bool ready = e != kNone && t.entry(e).state == detail::kEntryReady;
-  Unlock();
-  return ready;
+  if (!ValidSlot(ds) || !EnsureAttached().ok()) return false;
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return false;
+  const std::uint32_t e = tables_.Find(ds, row);
+  return e != kNone && tables_.entry(e).state == detail::kEntryReady;
 }
 
 Result<std::vector<std::uint64_t>> NodeCache::Claim(DatasetSlot ds,
@@ -42,9 +46,9 @@ Result<std::vector<std::uint64_t>> NodeCache::Claim(DatasetSlot ds,
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
   if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
-  SegmentTables t = tables();
-  const std::uint64_t num_rows = t.dataset(ds).num_rows;
-  const std::uint32_t blocks = t.dataset(ds).blocks_per_row;
+  const detail::DatasetRecord& record = *tables_.PublishedDataset(ds);
+  const std::uint64_t num_rows = record.num_rows;
+  const std::uint32_t blocks = record.blocks_per_row;
   std::vector<std::uint64_t> distinct(rows.begin(), rows.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -59,14 +63,14 @@ Result<std::vector<std::uint64_t>> NodeCache::Claim(DatasetSlot ds,
       keys.push_back(detail::ScheduledKey(oracle->NextUse(ds, r, now)));
   }
   std::vector<std::uint64_t> out;
-  if (Status s = Lock(); !s.ok()) return s;
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
   for (std::size_t i = 0; i < distinct.size(); ++i) {
-    if (t.Find(ds, distinct[i]) != kNone) continue;  // resident or in flight
-    if (oracle != nullptr && !WouldAdmit(t, blocks, keys[i])) continue;
-    if (t.Claim(ds, distinct[i], slot.value()) == kNone) break;  // descriptors exhausted
+    if (tables_.Find(ds, distinct[i]) != kNone) continue;  // resident or in flight
+    if (oracle != nullptr && !WouldAdmit(tables_, blocks, keys[i])) continue;
+    if (tables_.Claim(ds, distinct[i], slot.value()) == kNone) break;  // descriptors exhausted
     out.push_back(distinct[i]);
   }
-  Unlock();
   return out;
 } catch (const std::bad_alloc&) {
   return Status::ResourceExhausted("cache: out of memory in Claim");
@@ -77,52 +81,43 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
   if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
-  SegmentTables t = tables();
-  SegmentHeader& h = t.header();
   const std::uint64_t scheduled =
       oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, NodeStep())) : 0;
-  auto owned = [&](std::uint32_t e) {
-    return e != kNone && t.entry(e).state == detail::kEntryLoading &&
-           t.entry(e).owner == slot.value();
-  };
-  if (Status s = Lock(); !s.ok()) return s;
-  const std::uint32_t e = t.Find(ds, row);
-  if (!owned(e)) {
-    Unlock();
+  const std::uint16_t self = slot.value();
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  SegmentHeader& h = tables_.header();
+  const std::uint32_t e = tables_.Find(ds, row);
+  if (e == kNone || !OwnedClaim(tables_.entry(e), ds, row, self))
     return PublishOutcome::kNotClaimed;
-  }
-  t.SweepStale(NodeStep(), 4);
+  tables_.SweepStale(NodeStep(), 4);
   const std::uint64_t key = oracle != nullptr ? scheduled : detail::LruKey(++h.lru_tick);
-  const std::uint32_t blocks = t.dataset(ds).blocks_per_row;
-  if (!t.MakeRoom(blocks, key)) {
-    t.Release(e);
+  const std::uint32_t blocks = tables_.dataset(ds).blocks_per_row;
+  if (!tables_.MakeRoom(blocks, key)) {
+    tables_.Release(e);
     SegmentTables::Add(h.counters.rejections, 1);
-    Unlock();
     return PublishOutcome::kNotAdmitted;
   }
-  t.entry(e).first_block = t.AllocChain(blocks);
-  t.entry(e).key = key;
-  Unlock();
+  tables_.entry(e).first_block = tables_.AllocChain(blocks);
+  tables_.entry(e).key = key;
+  lock.Unlock();
   // Still Loading to everyone else, and only we release our claims.
-  t.CopyIn(e, data);
-  if (Status s = Lock(); !s.ok()) return s;
-  const bool still_owned = owned(e) && t.entry(e).row == row && t.entry(e).dataset == ds;
-  if (still_owned) t.MarkReady(e, key);
-  Unlock();
-  return still_owned ? PublishOutcome::kStored : PublishOutcome::kNotClaimed;
+  tables_.CopyInOwned(e, data);
+  if (Status s = lock.Relock(); !s.ok()) return s;
+  if (!OwnedClaim(tables_.entry(e), ds, row, self)) return PublishOutcome::kNotClaimed;
+  tables_.MarkReady(e, key);
+  return PublishOutcome::kStored;
 }
 
 Status NodeCache::Abandon(DatasetSlot ds, std::uint64_t row) noexcept {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
   if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
-  if (Status s = Lock(); !s.ok()) return s;
-  SegmentTables t = tables();
-  const std::uint32_t e = t.Find(ds, row);
-  const bool owned =
-      e != kNone && t.entry(e).state == detail::kEntryLoading && t.entry(e).owner == slot.value();
-  if (owned) t.Release(e);
-  Unlock();
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  const std::uint32_t e = tables_.Find(ds, row);
+  const bool owned = e != kNone && OwnedClaim(tables_.entry(e), ds, row, slot.value());
+  if (owned) tables_.Release(e);
   return owned ? Status::Ok()
                : Status::InvalidArgument("cache: Abandon of a row this process did not claim");
 }

@@ -1,4 +1,5 @@
 // The dataset table and the (dataset, row) -> entry index of SegmentTables.
+#include <atomic>
 #include <string>
 
 #include "cache/core/segment_tables.h"
@@ -35,7 +36,8 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
       d.row_bytes = row_bytes;
       d.num_rows = num_rows;
       d.blocks_per_row = static_cast<std::uint32_t>(blocks_per_row);
-      d.state = 1;  // last: Repair() trusts only complete records
+      // Last, with release: Repair() and lock-free readers trust only complete records.
+      std::atomic_ref<std::uint32_t>(d.state).store(1, std::memory_order_release);
       h.num_datasets++;
       return DatasetSlot{i};
     }
@@ -54,7 +56,7 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
 }
 
 std::uint64_t SegmentTables::Bucket(std::uint32_t ds, std::uint64_t row) const {
-  return Mix(row * 0x9e3779b97f4a7c15ull + ds) & (header().hash_buckets - 1);
+  return Mix(row * 0x9e3779b97f4a7c15ull + ds) & (raw_header().hash_buckets - 1);
 }
 
 std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {

@@ -161,6 +161,7 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
     return fail(Status::FromErrno(init, "cannot initialise the segment mutex"));
   }
   SegmentTables tables(mapped.base());
+  tables.AssumeExclusive();  // not yet visible to any other process
   if (!tables.Attach(self).ok()) return fail(Status::Internal("cannot attach to a fresh segment"));
   if (link(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;

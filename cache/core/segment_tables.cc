@@ -8,6 +8,35 @@
 
 namespace prescient::cache::detail {
 
+Status SegmentTables::AcquireLock(std::chrono::milliseconds timeout) {
+  SegmentHeader& h = raw_header();
+  switch (LockRobust(&h.lock, timeout)) {
+    case LockOutcome::kLocked:
+      return Status::Ok();
+    case LockOutcome::kRecovered:
+      Repair();
+      Add(h.counters.recoveries, 1);
+      MarkConsistent(&h.lock);
+      return Status::Ok();
+    case LockOutcome::kTimedOut:
+      return Status::Unavailable("cache: segment lock not acquired within " +
+                                 std::to_string(timeout.count()) +
+                                 " ms (a process holding it is stopped or hung)");
+    case LockOutcome::kFailed:
+      break;
+  }
+  return Status::Corruption("cache: segment lock unusable");
+}
+
+void SegmentTables::ReleaseLock() { UnlockRobust(&raw_header().lock); }
+
+const DatasetRecord* SegmentTables::PublishedDataset(std::uint32_t ds) const {
+  if (ds >= raw_header().max_datasets) return nullptr;
+  DatasetRecord& d = dataset_unlocked(ds);
+  return std::atomic_ref<std::uint32_t>(d.state).load(std::memory_order_acquire) == 1 ? &d
+                                                                                      : nullptr;
+}
+
 void SegmentTables::BumpAndWake(std::uint32_t e) {
   Entry& x = entry(e);
   std::atomic_ref<std::uint32_t>(x.seq).fetch_add(1, std::memory_order_release);
@@ -92,11 +121,11 @@ void SegmentTables::FreeChain(std::uint32_t head, std::uint32_t count) {
   h.free_blocks += count;
 }
 
-void SegmentTables::CopyOut(std::uint32_t e, std::byte* dest) const {
-  const Entry& x = entry(e);
-  std::uint64_t left = dataset(x.dataset).row_bytes;
-  const std::uint64_t block = header().block_bytes;
-  for (std::uint32_t b = x.first_block; left > 0; b = block_next()[b]) {
+void SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest) const {
+  const Entry& x = entry_unlocked(e);
+  std::uint64_t left = dataset_unlocked(x.dataset).row_bytes;
+  const std::uint64_t block = raw_header().block_bytes;
+  for (std::uint32_t b = x.first_block; left > 0; b = block_next_unlocked()[b]) {
     const std::uint64_t n = left < block ? left : block;
     std::memcpy(dest, block_data(b), n);
     dest += n;
@@ -104,11 +133,11 @@ void SegmentTables::CopyOut(std::uint32_t e, std::byte* dest) const {
   }
 }
 
-void SegmentTables::CopyIn(std::uint32_t e, const std::byte* source) const {
-  const Entry& x = entry(e);
-  std::uint64_t left = dataset(x.dataset).row_bytes;
-  const std::uint64_t block = header().block_bytes;
-  for (std::uint32_t b = x.first_block; left > 0; b = block_next()[b]) {
+void SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source) const {
+  const Entry& x = entry_unlocked(e);
+  std::uint64_t left = dataset_unlocked(x.dataset).row_bytes;
+  const std::uint64_t block = raw_header().block_bytes;
+  for (std::uint32_t b = x.first_block; left > 0; b = block_next_unlocked()[b]) {
     const std::uint64_t n = left < block ? left : block;
     std::memcpy(block_data(b), source, n);
     source += n;

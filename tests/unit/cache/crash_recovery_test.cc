@@ -45,10 +45,11 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
     Status error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
     detail::SegmentTables t(seg.base());
-    if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
+    if (detail::LockRobust(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
       return 2;
     }
+    t.AssumeExclusive();  // locked above, and never released: this process dies holding it
     // Half-done work: blocks popped but never owned, the heap cut short, a
     // row's index slot lost.
     t.AllocChain(7);
@@ -78,6 +79,7 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
   ASSERT_EQ(detail::OpenSegment(path, &seg, &error), detail::OpenOutcome::kOpened)
       << error.message();
   detail::SegmentTables t(seg.base());
+  t.AssumeExclusive();  // everyone else is idle: a snapshot for the check
   EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().num_blocks);
   EXPECT_EQ(t.header().heap_size, 7u);
   detail::UnmapSegment(&seg);
@@ -201,10 +203,11 @@ TEST(CrashRecovery, LockHeldByALiveProcessTimesOutThenRecoversAfterItsDeath) {
     Status error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
     detail::SegmentTables t(seg.base());
-    if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
+    if (detail::LockRobust(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
       return 2;
     }
+    t.AssumeExclusive();  // locked above, and never released: this process dies holding it
     state->store(1);
     for (;;) pause();
   });
