@@ -233,6 +233,7 @@ CacheStats NodeCache::Stats() const noexcept {
   s.rejections = SegmentTables::Load(c.rejections);
   s.recoveries = SegmentTables::Load(c.recoveries);
   s.takeovers = SegmentTables::Load(c.takeovers);
+  s.prefetch_declined = SegmentTables::Load(c.prefetch_declined);
   s.bytes_resident = SegmentTables::Load(c.bytes_resident);
   s.rows_resident = SegmentTables::Load(c.rows_resident);
   s.capacity_bytes = h.num_blocks * h.block_bytes;

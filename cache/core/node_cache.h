@@ -62,12 +62,20 @@ struct ReadRowsStats {
 // Node-wide counters (all processes), read without locking.
 struct CacheStats {
   std::uint64_t hits = 0, misses = 0, waits = 0, evictions = 0, rejections = 0;
-  std::uint64_t recoveries = 0;  // lock-owner deaths repaired
-  std::uint64_t takeovers = 0;   // claims of dead loaders released for reloading
+  std::uint64_t recoveries = 0;         // lock-owner deaths repaired
+  std::uint64_t takeovers = 0;          // claims of dead loaders released for reloading
+  std::uint64_t prefetch_declined = 0;  // rows ClaimForPrefetch left out (no-admit rule)
   std::uint64_t bytes_resident = 0, rows_resident = 0;
   std::uint64_t capacity_bytes = 0;  // data blocks only (segment minus metadata)
   std::uint64_t segment_bytes = 0;
   std::uint64_t node_step = 0;
+};
+
+// A row for the prefetcher and its eviction key: the node step of its next
+// use (NextUseOracle::kNever if none), computed by the caller outside the lock.
+struct RowWithKey {
+  std::uint64_t row = 0;
+  std::uint64_t next_use = NextUseOracle::kNever;
 };
 
 enum class PublishOutcome {
@@ -117,17 +125,32 @@ class NodeCache {
   // True if the row is resident (a snapshot).
   bool Contains(DatasetSlot ds, std::uint64_t row) noexcept;
 
-  // For the prefetcher: claims the rows nobody has or loads (duplicates and
-  // resident rows are skipped) and returns them. With an oracle, rows that
-  // would not be admitted now are not claimed. Every claimed row must later
-  // be Published or Abandoned by this process (a dead process's claims are
-  // released by the others).
+  // For the prefetcher: claims rows to load ahead of need. `rows` come in
+  // order of need, each with its eviction key. A row is claimed only if it is
+  // neither resident nor in flight and is admissible now by Belady's no-admit
+  // rule: free blocks exist, or the resident rows it displaces are all needed
+  // later than it ("do no harm"). Its blocks are reserved at claim time
+  // (evicting those rows now), so a row in flight counts against capacity,
+  // is never evicted, and its Publish never declines it. Returns the claimed
+  // rows in the order given. Every claimed row must later be Published or
+  // Abandoned by this process (a dead process's claims are released by the
+  // others; a stuck process's are taken over).
+  Result<std::vector<std::uint64_t>> ClaimForPrefetch(DatasetSlot ds,
+                                                      std::span<const RowWithKey> rows) noexcept;
+  // ClaimForPrefetch with keys from `oracle` (LRU keys without one); rows in
+  // any order, repeats allowed; returns the claimed rows ascending.
   Result<std::vector<std::uint64_t>> Claim(DatasetSlot ds, std::span<const std::uint64_t> rows,
                                            const NextUseOracle* oracle) noexcept;
-  // `data` holds row_bytes bytes of a row this process claimed.
+  // `data` holds row_bytes bytes of a row this process claimed. A claim made
+  // by ClaimForPrefetch/Claim is always stored (its blocks are reserved); the
+  // key is the oracle's answer now, or the one given at claim time when
+  // `oracle` is null.
   Result<PublishOutcome> Publish(DatasetSlot ds, std::uint64_t row, const std::byte* data,
                                  const NextUseOracle* oracle) noexcept;
   Status Abandon(DatasetSlot ds, std::uint64_t row) noexcept;
+  // Sets the eviction key of resident (or in-flight) rows, e.g. a row just
+  // read gets its following use. Rows not present are skipped.
+  Status UpdateKeys(DatasetSlot ds, std::span<const RowWithKey> rows) noexcept;
 
   // Prefetch leadership: at most one live process per segment. A forked child
   // is never leader by inheritance. When the leader exits (resigns) or dies,
@@ -151,6 +174,9 @@ class NodeCache {
   // This process's attach slot; attaches after a fork.
   Result<std::uint16_t> EnsureAttached() noexcept EXCLUDES(tables_);
   bool ValidSlot(DatasetSlot ds) const noexcept;
+  // ClaimForPrefetch; `lru`: ignore next_use, key rows by recency instead.
+  Result<std::vector<std::uint64_t>> ClaimReserved(DatasetSlot ds, std::span<const RowWithKey> rows,
+                                                   bool lru) noexcept EXCLUDES(tables_);
   // Loads claimed rows (entries `claimed`, rows ascending) through `loader`
   // into their first destinations, then publishes them (read_rows.cc).
   Status LoadAndPublish(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,

@@ -1,4 +1,5 @@
-// NodeCache's prefetcher interface: Contains, Claim, Publish, Abandon.
+// NodeCache's prefetcher interface: Contains, ClaimForPrefetch (and Claim, its
+// oracle-driven form), Publish, Abandon, UpdateKeys.
 #include <algorithm>
 #include <new>
 #include <vector>
@@ -16,16 +17,6 @@ using detail::SegmentTables;
 
 namespace {
 
-// Could a row with `key` needing `blocks` be admitted right now? (A snapshot:
-// the prefetcher uses it to skip loads that would be thrown away.)
-bool WouldAdmit(SegmentTables& t, std::uint32_t blocks, std::uint64_t key) REQUIRES(t) {
-  const SegmentHeader& h = t.header();
-  if (h.free_blocks >= blocks) return true;
-  // Cheap test against the best victim only; MakeRoom decides for real.
-  const std::uint32_t top = t.HeapTop();
-  return top != kNone && t.entry(top).key > key;
-}
-
 bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
   return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
 }
@@ -40,38 +31,64 @@ bool NodeCache::Contains(DatasetSlot ds, std::uint64_t row) noexcept {
   return e != kNone && tables_.entry(e).state == detail::kEntryReady;
 }
 
+Result<std::vector<std::uint64_t>> NodeCache::ClaimReserved(DatasetSlot ds,
+                                                            std::span<const RowWithKey> rows,
+                                                            bool lru) noexcept try {
+  auto slot = EnsureAttached();
+  if (!slot.ok()) return slot.status();
+  const detail::DatasetRecord* record = tables_.PublishedDataset(ds);
+  if (record == nullptr) return Status::InvalidArgument("cache: dataset slot not registered");
+  for (const RowWithKey& r : rows) {
+    if (r.row >= record->num_rows) {
+      return Status::InvalidArgument("cache: row " + std::to_string(r.row) + " out of range (" +
+                                     std::to_string(record->num_rows) + " rows)");
+    }
+  }
+  const std::uint32_t blocks = record->blocks_per_row;
+  std::vector<std::uint64_t> out;
+  out.reserve(rows.size());
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  SegmentHeader& h = tables_.header();
+  for (const RowWithKey& r : rows) {
+    if (tables_.Find(ds, r.row) != kNone) continue;  // resident or in flight (also a repeat)
+    const std::uint64_t key = lru ? detail::LruKey(++h.lru_tick) : detail::ScheduledKey(r.next_use);
+    // Do no harm: blocks come from free space or from rows needed later than
+    // this one, evicted now; otherwise the row is not worth prefetching.
+    if (!tables_.MakeRoom(blocks, key)) {
+      SegmentTables::Add(h.counters.prefetch_declined, 1);
+      continue;
+    }
+    const std::uint32_t e = tables_.Claim(ds, r.row, slot.value());
+    if (e == kNone) break;  // descriptors exhausted
+    Entry& x = tables_.entry(e);
+    x.first_block = tables_.AllocChain(blocks);  // MakeRoom made them free
+    x.key = key;
+    out.push_back(r.row);
+  }
+  return out;
+} catch (const std::bad_alloc&) {
+  return Status::ResourceExhausted("cache: out of memory in ClaimForPrefetch");
+}
+
+Result<std::vector<std::uint64_t>> NodeCache::ClaimForPrefetch(
+    DatasetSlot ds, std::span<const RowWithKey> rows) noexcept {
+  return ClaimReserved(ds, rows, /*lru=*/false);
+}
+
 Result<std::vector<std::uint64_t>> NodeCache::Claim(DatasetSlot ds,
                                                     std::span<const std::uint64_t> rows,
                                                     const NextUseOracle* oracle) noexcept try {
-  auto slot = EnsureAttached();
-  if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
-  const detail::DatasetRecord& record = *tables_.PublishedDataset(ds);
-  const std::uint64_t num_rows = record.num_rows;
-  const std::uint32_t blocks = record.blocks_per_row;
   std::vector<std::uint64_t> distinct(rows.begin(), rows.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  if (!distinct.empty() && distinct.back() >= num_rows) {
-    return Status::InvalidArgument("cache: row " + std::to_string(distinct.back()) +
-                                   " out of range");
-  }
-  std::vector<std::uint64_t> keys;
-  if (oracle != nullptr) {
-    const std::uint64_t now = NodeStep();
-    for (std::uint64_t r : distinct)
-      keys.push_back(detail::ScheduledKey(oracle->NextUse(ds, r, now)));
-  }
-  std::vector<std::uint64_t> out;
-  SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return lock.status();
+  std::vector<RowWithKey> keyed(distinct.size());
+  const std::uint64_t now = NodeStep();
   for (std::size_t i = 0; i < distinct.size(); ++i) {
-    if (tables_.Find(ds, distinct[i]) != kNone) continue;  // resident or in flight
-    if (oracle != nullptr && !WouldAdmit(tables_, blocks, keys[i])) continue;
-    if (tables_.Claim(ds, distinct[i], slot.value()) == kNone) break;  // descriptors exhausted
-    out.push_back(distinct[i]);
+    keyed[i] = {distinct[i],
+                oracle != nullptr ? oracle->NextUse(ds, distinct[i], now) : NextUseOracle::kNever};
   }
-  return out;
+  return ClaimReserved(ds, keyed, /*lru=*/oracle == nullptr);
 } catch (const std::bad_alloc&) {
   return Status::ResourceExhausted("cache: out of memory in Claim");
 }
@@ -81,8 +98,9 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
   if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
-  const std::uint64_t scheduled =
-      oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, NodeStep())) : 0;
+  const std::uint64_t now = NodeStep();
+  const std::uint64_t fresh =
+      oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, now)) : 0;
   const std::uint16_t self = slot.value();
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();
@@ -90,22 +108,27 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   const std::uint32_t e = tables_.Find(ds, row);
   if (e == kNone || !OwnedClaim(tables_.entry(e), ds, row, self))
     return PublishOutcome::kNotClaimed;
-  tables_.SweepStale(NodeStep(), 4);
-  const std::uint64_t key = oracle != nullptr ? scheduled : detail::LruKey(++h.lru_tick);
-  const std::uint32_t blocks = tables_.dataset(ds).blocks_per_row;
-  if (!tables_.MakeRoom(blocks, key)) {
-    tables_.Release(e);
-    SegmentTables::Add(h.counters.rejections, 1);
-    return PublishOutcome::kNotAdmitted;
+  tables_.SweepStale(now, 4);
+  Entry& x = tables_.entry(e);
+  if (oracle != nullptr) x.key = fresh;  // else the key given at claim time
+  if (x.first_block == kNone) {
+    // A claim that reserved nothing (made by ReadRows): admit now or decline.
+    const std::uint64_t key = oracle != nullptr ? fresh : detail::LruKey(++h.lru_tick);
+    const std::uint32_t blocks = tables_.dataset(ds).blocks_per_row;
+    if (!tables_.MakeRoom(blocks, key)) {
+      tables_.Release(e);
+      SegmentTables::Add(h.counters.rejections, 1);
+      return PublishOutcome::kNotAdmitted;
+    }
+    x.first_block = tables_.AllocChain(blocks);
+    x.key = key;
   }
-  tables_.entry(e).first_block = tables_.AllocChain(blocks);
-  tables_.entry(e).key = key;
   lock.Unlock();
   // Still Loading to everyone else, and only we release our claims.
   tables_.CopyInOwned(e, data);
   if (Status s = lock.Relock(); !s.ok()) return s;
   if (!OwnedClaim(tables_.entry(e), ds, row, self)) return PublishOutcome::kNotClaimed;
-  tables_.MarkReady(e, key);
+  tables_.MarkReady(e, tables_.entry(e).key);
   return PublishOutcome::kStored;
 }
 
@@ -120,6 +143,24 @@ Status NodeCache::Abandon(DatasetSlot ds, std::uint64_t row) noexcept {
   if (owned) tables_.Release(e);
   return owned ? Status::Ok()
                : Status::InvalidArgument("cache: Abandon of a row this process did not claim");
+}
+
+Status NodeCache::UpdateKeys(DatasetSlot ds, std::span<const RowWithKey> rows) noexcept {
+  if (auto slot = EnsureAttached(); !slot.ok()) return slot.status();
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  for (const RowWithKey& r : rows) {
+    const std::uint32_t e = tables_.Find(ds, r.row);
+    if (e == kNone) continue;
+    const std::uint64_t key = detail::ScheduledKey(r.next_use);
+    if (tables_.entry(e).state == detail::kEntryReady) {
+      tables_.SetKey(e, key);
+    } else {
+      tables_.entry(e).key = key;  // in flight: the key it gets when published
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace prescient::cache

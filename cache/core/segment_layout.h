@@ -22,7 +22,7 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 2;
+inline constexpr std::uint32_t kLayoutVersion = 3;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -82,6 +82,7 @@ struct SegmentCounters {
   std::uint64_t takeovers;   // rows reclaimed from a dead loader
   std::uint64_t bytes_resident;
   std::uint64_t rows_resident;
+  std::uint64_t prefetch_declined;  // rows ClaimForPrefetch left out (no-admit rule)
 };
 
 struct alignas(64) SegmentHeader {
