@@ -210,18 +210,6 @@ void NodeCache::ResignLeader() noexcept {
   }
 }
 
-void NodeCache::AdvanceNodeStep(std::uint64_t step) noexcept {
-  std::atomic_ref<std::uint64_t> now(tables_.raw_header().node_step);
-  std::uint64_t seen = now.load(std::memory_order_relaxed);
-  while (seen < step && !now.compare_exchange_weak(seen, step, std::memory_order_relaxed)) {
-  }
-}
-
-std::uint64_t NodeCache::NodeStep() const noexcept {
-  return std::atomic_ref<std::uint64_t>(tables_.raw_header().node_step)
-      .load(std::memory_order_relaxed);
-}
-
 CacheStats NodeCache::Stats() const noexcept {
   SegmentHeader& h = tables_.raw_header();
   auto& c = h.counters;

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -160,7 +161,37 @@ class NodeCache {
   bool IsLeader() const noexcept;
   void ResignLeader() noexcept;
 
-  // The node step (see NextUseOracle): only ever increases.
+  // --- progress (participants.cc) ---
+  // Participants are the schedule's ranks on this node (at most 256 at once).
+  // Each reports the step it has reached: the quantity AdvanceNodeStep would
+  // get for that rank alone (the step it reads, minus one). `owner_pid` is the
+  // rank's long-lived process; a DataLoader worker reports its parent's pid,
+  // so the participant lives as long as the rank, not the worker. The step
+  // only increases (atomic max) while the owner stays the same; a new owner
+  // (a restarted rank) starts afresh. Lock-free after the first report.
+  Status ReportProgress(std::uint32_t participant, std::uint64_t step,
+                        std::int32_t owner_pid) noexcept;
+  // The rank read its last step: it no longer holds the node step back.
+  Status FinishParticipant(std::uint32_t participant) noexcept;
+  // The participant's step, lock-free; nullopt if it never reported.
+  std::optional<std::uint64_t> ParticipantStep(std::uint32_t participant) const noexcept;
+  struct ParticipantProgress {
+    std::uint32_t participant = 0;
+    std::uint64_t step = 0;
+    std::int32_t owner_pid = 0;
+    bool finished = false;
+    bool owner_alive = true;  // as of the last liveness check (at most ~250 ms old)
+  };
+  std::vector<ParticipantProgress> Participants() const;
+
+  // The node step (see NextUseOracle): the minimum step of the live,
+  // unfinished participants; it only ever increases. A participant whose
+  // owner died or finished stops holding it back (owners' liveness is checked
+  // at most every 250 ms, by whichever caller comes first, so this stays a
+  // few atomic loads). When every participant has finished or died it is the
+  // furthest step any reached. With no participant at all it is the largest
+  // value given to AdvanceNodeStep (once a participant reports, that value is
+  // no longer consulted).
   void AdvanceNodeStep(std::uint64_t step) noexcept;
   std::uint64_t NodeStep() const noexcept;
 
@@ -174,6 +205,10 @@ class NodeCache {
   // This process's attach slot; attaches after a fork.
   Result<std::uint16_t> EnsureAttached() noexcept EXCLUDES(tables_);
   bool ValidSlot(DatasetSlot ds) const noexcept;
+  // Index of `participant`'s record, or kMaxParticipants (lock-free).
+  std::uint32_t FindParticipant(std::uint32_t participant) const noexcept;
+  // Marks participants whose owner died, at most every 250 ms node-wide.
+  void CheckParticipantsLiveness() const noexcept;
   // ClaimForPrefetch; `lru`: ignore next_use, key rows by recency instead.
   Result<std::vector<std::uint64_t>> ClaimReserved(DatasetSlot ds, std::span<const RowWithKey> rows,
                                                    bool lru) noexcept EXCLUDES(tables_);

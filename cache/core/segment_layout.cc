@@ -31,6 +31,8 @@ void Place(LayoutPlan* p, std::uint64_t num_blocks, std::uint64_t max_rows) {
   at = AlignUp(at + std::uint64_t{p->max_datasets} * sizeof(DatasetRecord), 64);
   p->off_attach = at;
   at = AlignUp(at + std::uint64_t{kMaxAttach} * sizeof(AttachRecord), 64);
+  p->off_participants = at;
+  at = AlignUp(at + std::uint64_t{kMaxParticipants} * sizeof(ParticipantRecord), 64);
   p->off_entries = at;
   at = AlignUp(at + p->num_entries * sizeof(Entry), 64);
   p->off_buckets = at;
@@ -97,6 +99,7 @@ int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) 
   h->hash_buckets = plan.hash_buckets;
   h->off_datasets = plan.off_datasets;
   h->off_attach = plan.off_attach;
+  h->off_participants = plan.off_participants;
   h->off_entries = plan.off_entries;
   h->off_buckets = plan.off_buckets;
   h->off_heap = plan.off_heap;

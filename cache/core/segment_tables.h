@@ -50,6 +50,10 @@ class CAPABILITY("segment lock") SegmentTables {
     return reinterpret_cast<AttachRecord*>(base_ + raw_header().off_attach)[i];
   }
   Entry& entry(std::uint32_t i) const REQUIRES(this) { return entry_unlocked(i); }
+  // Lock-free (every field through std::atomic_ref; written under the lock).
+  ParticipantRecord& participant(std::uint32_t i) const {
+    return reinterpret_cast<ParticipantRecord*>(base_ + raw_header().off_participants)[i];
+  }
   std::byte* block_data(std::uint32_t b) const {
     return reinterpret_cast<std::byte*>(base_ + raw_header().off_data +
                                         std::uint64_t{b} * raw_header().block_bytes);
