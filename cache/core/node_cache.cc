@@ -109,7 +109,8 @@ NodeCache::NodeCache(const CacheOptions& options, std::string path, detail::Mapp
     : options_(options),
       path_(std::move(path)),
       segment_(std::move(segment)),
-      tables_(segment_.base()) {
+      backing_(path_, segment_),
+      tables_(segment_.base(), &backing_) {
   attachment_.store(Pack(self.pid, slot));
   self_start_time_.store(self.start_time);
 }
@@ -225,6 +226,8 @@ CacheStats NodeCache::Stats() const noexcept {
   s.bytes_resident = SegmentTables::Load(c.bytes_resident);
   s.rows_resident = SegmentTables::Load(c.rows_resident);
   s.capacity_bytes = h.num_blocks * h.block_bytes;
+  s.backed_bytes = h.off_data + SegmentTables::Load(h.backed_blocks) * h.block_bytes;
+  s.backing_failures = SegmentTables::Load(c.backing_failures);
   s.segment_bytes = h.segment_bytes;
   s.node_step = NodeStep();
   return s;

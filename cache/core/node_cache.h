@@ -66,9 +66,13 @@ struct CacheStats {
   std::uint64_t recoveries = 0;         // lock-owner deaths repaired
   std::uint64_t takeovers = 0;          // claims of dead loaders released for reloading
   std::uint64_t prefetch_declined = 0;  // rows ClaimForPrefetch left out (no-admit rule)
-  std::uint64_t bytes_resident = 0, rows_resident = 0;
-  std::uint64_t capacity_bytes = 0;  // data blocks only (segment minus metadata)
-  std::uint64_t segment_bytes = 0;
+  std::uint64_t bytes_resident = 0, rows_resident = 0;  // rows' own bytes
+  std::uint64_t capacity_bytes = 0;                     // data blocks only (segment minus metadata)
+  std::uint64_t segment_bytes = 0;                      // address space reserved
+  // Memory the segment holds in its filesystem: the metadata plus the data
+  // extents backed so far (the data area is backed as it fills, low first).
+  std::uint64_t backed_bytes = 0;
+  std::uint64_t backing_failures = 0;  // extents the filesystem could not back (full)
   std::uint64_t node_step = 0;
 };
 
@@ -222,6 +226,7 @@ class NodeCache {
   CacheOptions options_;
   std::string path_;
   detail::MappedSegment segment_;
+  detail::FileBacking backing_;  // puts memory behind the data area as it fills
   // The segment's tables; also the capability "segment lock" that guards them
   // (taken with detail::SegmentLock).
   mutable detail::SegmentTables tables_;

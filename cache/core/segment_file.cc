@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -142,17 +143,19 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
     return CreateOutcome::kFailed;
   };
   struct stat st{};
-  const bool made = fchmod(fd, 0600) == 0 && fstat(fd, &st) == 0;
+  const bool made = fchmod(fd, 0600) == 0 && fstat(fd, &st) == 0 &&
+                    ftruncate(fd, static_cast<off_t>(plan.segment_bytes)) == 0;
   const int chmod_errno = errno;
-  // Reserve every page now: on tmpfs, ftruncate alone succeeds and a full
-  // filesystem shows up later as SIGBUS on first touch.
-  const int rc = made ? posix_fallocate(fd, 0, static_cast<off_t>(plan.segment_bytes)) : 0;
+  // The file is sparse: only the metadata is backed now (on tmpfs an unbacked
+  // page touched on a full filesystem is a SIGBUS, so it is reserved first);
+  // the data area is backed extent by extent as blocks are handed out.
+  const int rc = made ? posix_fallocate(fd, 0, static_cast<off_t>(plan.off_data)) : 0;
   close(fd);
   if (!made) return fail(Status::FromErrno(chmod_errno, "cannot set up cache segment " + temp));
   if (rc != 0) {
     const Status reserve =
-        Status::FromErrno(rc, "cannot reserve " + std::to_string(plan.segment_bytes >> 20) +
-                                  " MiB for the cache segment " + path);
+        Status::FromErrno(rc, "cannot reserve " + std::to_string(plan.off_data >> 20) +
+                                  " MiB of metadata for the cache segment " + path);
     return fail(Status::ResourceExhausted(reserve.message() + FreeSpaceNote(path) +
                                           "; lower the cache size"));
   }
@@ -174,6 +177,32 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
   unlink(temp.c_str());
   *out = std::move(mapped);
   return CreateOutcome::kCreated;
+}
+
+Status FileBacking::Back(std::uint64_t offset, std::uint64_t length) const noexcept {
+  const int fd = open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    struct stat st{};
+    int rc = fstat(fd, &st) != 0 ? errno : 0;
+    if (rc == 0 && (st.st_dev != device_ || st.st_ino != inode_)) rc = ESTALE;
+    if (rc == 0) rc = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(length));
+    close(fd);
+    if (rc == 0) return Status::Ok();
+    if (rc != EOPNOTSUPP && rc != EINVAL && rc != ESTALE) {
+      return Status::FromErrno(
+          rc, "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment " + path_);
+    }
+  }
+  // No usable path (replaced, unlinked) or no fallocate: fault the pages in
+  // through the mapping; the kernel reports what would have been a SIGBUS.
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(base_ + offset, length, MADV_POPULATE_WRITE) == 0) return Status::Ok();
+  return Status::FromErrno(
+      errno == EFAULT ? ENOSPC : errno,
+      "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment " + path_);
+#else
+  return Status::ResourceExhausted("cannot back the cache segment " + path_);
+#endif
 }
 
 void UnlinkIfSame(const std::string& path, const MappedSegment& segment) {

@@ -22,10 +22,12 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "cache/base/status.h"
 #include "cache/core/process_identity.h"
 #include "cache/core/segment_layout.h"
+#include "cache/core/segment_tables.h"
 
 namespace prescient::cache::detail {
 
@@ -40,6 +42,26 @@ struct MappedSegment {
 
   void* base() const { return region.get_address(); }
   std::uint64_t size() const { return region.get_size(); }
+};
+
+// Backs extents of a mapped segment's data area: fallocate through a
+// short-lived descriptor reopened by path (checked to be the mapped file), or
+// MADV_POPULATE_WRITE where the filesystem cannot fallocate. Either returns
+// an error on a full filesystem where a plain write would raise SIGBUS.
+class FileBacking final : public SegmentBacking {
+ public:
+  FileBacking(std::string path, const MappedSegment& segment)
+      : path_(std::move(path)),
+        base_(static_cast<unsigned char*>(segment.base())),
+        device_(segment.device),
+        inode_(segment.inode) {}
+  Status Back(std::uint64_t offset, std::uint64_t length) const noexcept override;
+
+ private:
+  std::string path_;
+  unsigned char* base_;
+  dev_t device_;
+  ino_t inode_;
 };
 
 enum class OpenOutcome { kOpened, kNotFound, kFailed };

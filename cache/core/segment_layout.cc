@@ -109,13 +109,11 @@ int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) 
   h->keep_after_exit = keep_after_exit ? 1 : 0;
   if (int rc = InitRobustMutex(&h->lock); rc != 0) return rc;
 
-  // Every block free, chained in address order; every entry free.
-  auto* next = reinterpret_cast<std::uint32_t*>(bytes + plan.off_block_next);
-  for (std::uint64_t b = 0; b < plan.num_blocks; ++b) {
-    next[b] = b + 1 < plan.num_blocks ? static_cast<std::uint32_t>(b + 1) : kNone;
-  }
-  h->free_block_head = 0;
-  h->free_blocks = plan.num_blocks;
+  // No block is backed yet (the data area is a hole): blocks join the free
+  // list as extents are backed (SegmentTables::Grow). Every entry free.
+  h->free_block_head = kNone;
+  h->free_blocks = 0;
+  h->backed_blocks = 0;
   auto* entries = reinterpret_cast<Entry*>(bytes + plan.off_entries);
   for (std::uint64_t e = 0; e < plan.num_entries; ++e) {
     entries[e].state = kEntryFree;

@@ -22,7 +22,7 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 4;
+inline constexpr std::uint32_t kLayoutVersion = 5;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -99,6 +99,7 @@ struct SegmentCounters {
   std::uint64_t bytes_resident;
   std::uint64_t rows_resident;
   std::uint64_t prefetch_declined;  // rows ClaimForPrefetch left out (no-admit rule)
+  std::uint64_t backing_failures;   // data extents the filesystem could not back (full)
 };
 
 struct alignas(64) SegmentHeader {
@@ -118,7 +119,11 @@ struct alignas(64) SegmentHeader {
   // Guarded by lock.
   std::uint32_t free_block_head;
   std::uint32_t free_entry_head;
-  std::uint64_t free_blocks;
+  std::uint64_t free_blocks;  // on the free list: backed, unused
+  // Blocks [0, backed_blocks) have memory behind them; the rest of the data
+  // area is a hole until handed out (written under the lock, read lock-free).
+  std::uint64_t backed_blocks;
+  std::uint64_t backing_retry_ns;  // CLOCK_MONOTONIC before which backing is not retried
   std::uint64_t used_entries;
   std::uint64_t heap_size;
   std::uint64_t lru_tick;

@@ -1,6 +1,9 @@
 // Entries, blocks, pins and attach records of SegmentTables.
 #include "cache/core/segment_tables.h"
 
+#include <time.h>
+
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -99,9 +102,66 @@ void SegmentTables::MarkReady(std::uint32_t e, std::uint64_t key) {
   BumpAndWake(e);
 }
 
+namespace {
+
+constexpr std::uint64_t kPageBytes = 4096;
+constexpr std::uint64_t kExtentBytes = 2 << 20;  // backed at once: a fallocate of ~1 ms
+constexpr std::uint64_t kBackingRetryNs = 1'000'000'000;
+
+std::uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+bool SegmentTables::Grow(std::uint64_t blocks) {
+  SegmentHeader& h = header();
+  const std::uint64_t block = h.block_bytes;
+  const std::uint64_t left = h.num_blocks - std::min(h.backed_blocks, h.num_blocks);
+  if (blocks == 0 || left < blocks) return false;
+  if (backing_ != nullptr && h.backing_retry_ns != 0 && MonotonicNs() < h.backing_retry_ns) {
+    return false;
+  }
+  // Whole pages: blocks smaller than a page are backed a page at a time.
+  const std::uint64_t per_page = block >= kPageBytes ? 1 : kPageBytes / block;
+  auto round = [&](std::uint64_t n) {
+    return std::min(left, (n + per_page - 1) / per_page * per_page);
+  };
+  std::uint64_t extent = round(std::max(blocks, kExtentBytes / block));
+  if (backing_ != nullptr) {
+    const std::uint64_t offset = h.off_data + h.backed_blocks * block;
+    bool backed = backing_->Back(offset, extent * block).ok();
+    if (!backed && extent > round(blocks)) {  // nearly full: just what is needed
+      extent = round(blocks);
+      backed = backing_->Back(offset, extent * block).ok();
+    }
+    if (!backed) {
+      Add(h.counters.backing_failures, 1);
+      h.backing_retry_ns = MonotonicNs() + kBackingRetryNs;
+      return false;
+    }
+    h.backing_retry_ns = 0;
+  }
+  // Chain the new blocks in address order in front of the free list, so the
+  // lowest are handed out first.
+  const std::uint64_t first = h.backed_blocks;
+  for (std::uint64_t b = first; b < first + extent; ++b) {
+    block_next()[b] =
+        b + 1 < first + extent ? static_cast<std::uint32_t>(b + 1) : h.free_block_head;
+  }
+  h.free_block_head = static_cast<std::uint32_t>(first);
+  h.free_blocks += extent;
+  std::atomic_ref<std::uint64_t>(h.backed_blocks).store(first + extent, std::memory_order_relaxed);
+  return true;
+}
+
 std::uint32_t SegmentTables::AllocChain(std::uint32_t count) {
   SegmentHeader& h = header();
-  if (count == 0 || h.free_blocks < count) return kNone;
+  if (count == 0) return kNone;
+  if (h.free_blocks < count && !Grow(count - h.free_blocks)) return kNone;
   // The free list is itself a chain: cut its first `count` blocks off.
   const std::uint32_t head = h.free_block_head;
   std::uint32_t last = head;

@@ -27,9 +27,21 @@
 
 namespace prescient::cache::detail {
 
+// Puts memory behind a range of the segment file before blocks there are
+// handed out (the data area starts as a hole). An error means the filesystem
+// is full: the cache then behaves as full (evicts or declines).
+class SegmentBacking {
+ public:
+  virtual ~SegmentBacking() = default;
+  // `offset` and `length` are in bytes from the segment start, page aligned.
+  virtual Status Back(std::uint64_t offset, std::uint64_t length) const noexcept = 0;
+};
+
 class CAPABILITY("segment lock") SegmentTables {
  public:
-  explicit SegmentTables(void* base) : base_(static_cast<unsigned char*>(base)) {}
+  // `backing` may be null: the whole segment is already memory (tests).
+  explicit SegmentTables(void* base, const SegmentBacking* backing = nullptr)
+      : base_(static_cast<unsigned char*>(base)), backing_(backing) {}
 
   // --- the lock (use SegmentLock; these are its primitives) ---
   // Acquires the robust mutex; after an owner's death, repairs the tables and
@@ -106,7 +118,13 @@ class CAPABILITY("segment lock") SegmentTables {
   std::uint32_t HeapTop() REQUIRES(this);
 
   // --- blocks ---
-  std::uint32_t AllocChain(std::uint32_t count) REQUIRES(this);  // kNone if fewer free
+  // Pops `count` blocks off the free list, backing a new extent first if the
+  // list is short; kNone if that is not possible.
+  std::uint32_t AllocChain(std::uint32_t count) REQUIRES(this);
+  // Backs at least `blocks` more blocks (an extent of ~2 MiB, low blocks
+  // first) and puts them on the free list. False when the data area is all
+  // backed or the filesystem is full (counted; not retried for a second).
+  bool Grow(std::uint64_t blocks) REQUIRES(this);
   void FreeChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
   void CopyOut(std::uint32_t e, std::byte* dest) const REQUIRES(this) { CopyOutPinned(e, dest); }
   void CopyIn(std::uint32_t e, const std::byte* source) const REQUIRES(this) {
@@ -177,6 +195,7 @@ class CAPABILITY("segment lock") SegmentTables {
   bool ValidChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);  // marks the bitmap
 
   unsigned char* base_;
+  const SegmentBacking* backing_;
 };
 
 // Holds the segment lock of `tables` for a scope (clang: the capability

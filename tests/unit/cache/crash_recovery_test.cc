@@ -80,7 +80,7 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
       << error.message();
   detail::SegmentTables t(seg.base());
   t.AssumeExclusive();  // everyone else is idle: a snapshot for the check
-  EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().num_blocks);
+  EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().backed_blocks);
   EXPECT_EQ(t.header().heap_size, 7u);
   detail::UnmapSegment(&seg);
 }
