@@ -60,8 +60,8 @@ std::string_view Trim(std::string_view s) {
 Result<std::uint64_t> ParseByteSize(std::string_view text) {
   const std::string_view trimmed = Trim(text);
   auto fail = [&](std::string_view why) {
-    return Status::Error("invalid byte size '" + std::string(text) + "': " + std::string(why) +
-                         "; expected " + std::string(kAcceptedForms));
+    return Status::InvalidArgument("invalid byte size '" + std::string(text) + "': " +
+                                   std::string(why) + "; expected " + std::string(kAcceptedForms));
   };
   if (trimmed.empty()) return fail("empty");
   // Digits with at most one decimal point, then the unit.
@@ -108,8 +108,8 @@ std::uint64_t DefaultCapacityBytes(const std::string& shm_dir) {
   const long page_size = sysconf(_SC_PAGESIZE);
   const std::uint64_t ram =
       pages > 0 && page_size > 0 ? static_cast<std::uint64_t>(pages) * page_size : 0;
-  // The whole segment is reserved (posix_fallocate) at creation, so it is
-  // memory the training job cannot use: a quarter of RAM at most.
+  // The segment is backed as it fills, but a full cache is memory the
+  // training job cannot use: a quarter of RAM at most.
   std::uint64_t capacity = shm_free / 2;
   if (ram != 0 && (capacity == 0 || ram / 4 < capacity)) capacity = ram / 4;
   constexpr std::uint64_t kMiB = 1 << 20;

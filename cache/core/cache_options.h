@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "cache/core/result.h"
+#include "cache/base/status.h"
 
 namespace prescient::cache {
 

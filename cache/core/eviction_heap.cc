@@ -84,6 +84,8 @@ bool SegmentTables::MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) {
   std::uint32_t skipped[kMaxSkipped];
   int num_skipped = 0;
   bool ok = true;
+  // Unbacked space first: growing costs no row.
+  if (h.free_blocks < blocks) Grow(blocks - h.free_blocks);
   while (h.free_blocks < blocks) {
     const std::uint32_t victim = HeapTop();
     if (victim == kNone) {  // everything left is pinned or loading

@@ -8,11 +8,10 @@
 #include <string>
 #include <utility>
 
-#include "cache/core/shm_sync.h"
-
 namespace prescient::cache {
 
 using detail::SegmentHeader;
+using detail::SegmentLock;
 using detail::SegmentTables;
 
 namespace {
@@ -22,27 +21,6 @@ std::uint64_t Pack(std::int32_t pid, std::uint16_t slot) {
 }
 std::int32_t PackedPid(std::uint64_t packed) { return static_cast<std::int32_t>(packed >> 16); }
 std::uint16_t PackedSlot(std::uint64_t packed) { return static_cast<std::uint16_t>(packed); }
-
-// Locks a segment that is not (yet) wrapped in a NodeCache.
-Status LockSegment(SegmentTables t, std::chrono::milliseconds timeout) {
-  SegmentHeader& h = t.header();
-  switch (detail::LockRobust(&h.lock, timeout)) {
-    case detail::LockOutcome::kLocked:
-      return Status::Ok();
-    case detail::LockOutcome::kRecovered:
-      t.Repair();
-      SegmentTables::Add(h.counters.recoveries, 1);
-      detail::MarkConsistent(&h.lock);
-      return Status::Ok();
-    case detail::LockOutcome::kTimedOut:
-      return Status::Error("cache: segment lock not acquired within " +
-                           std::to_string(timeout.count()) +
-                           " ms (a process holding it is stopped or hung)");
-    case detail::LockOutcome::kFailed:
-      break;
-  }
-  return Status::Error("cache: segment lock unusable");
-}
 
 bool SameGeometry(const SegmentHeader& h, const detail::LayoutPlan& plan) {
   return h.segment_bytes == plan.segment_bytes && h.block_bytes == plan.block_bytes &&
@@ -55,8 +33,8 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
   const std::uint64_t capacity =
       options.capacity_bytes != 0 ? options.capacity_bytes : DefaultCapacityBytes(options.shm_dir);
   if (capacity == 0) {
-    return Status::Error("cache: cannot determine a default size from " + options.shm_dir +
-                         "; set the cache size explicitly");
+    return Status::InvalidArgument("cache: cannot determine a default size from " +
+                                   options.shm_dir + "; set the cache size explicitly");
   }
   auto plan =
       detail::PlanLayout(capacity, options.block_bytes, options.max_datasets, options.max_rows);
@@ -66,10 +44,10 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
 
   for (int attempt = 0; attempt < 16; ++attempt) {
     detail::MappedSegment segment;
-    std::string error;
+    Status error;
     switch (detail::OpenSegment(path, &segment, &error)) {
       case detail::OpenOutcome::kFailed:
-        return Status::Error(error);
+        return error;
       case detail::OpenOutcome::kNotFound: {
         switch (detail::CreateSegment(path, plan.value(), options.keep_after_exit, self, &segment,
                                       &error)) {
@@ -79,7 +57,7 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
           case detail::CreateOutcome::kExists:
             continue;  // another process created it first: open theirs
           case detail::CreateOutcome::kFailed:
-            return Status::Error(error);
+            return error;
         }
         continue;
       }
@@ -87,29 +65,33 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
         break;
     }
     SegmentTables t(segment.base());
-    SegmentHeader& h = t.header();
-    if (Status s = LockSegment(t, options.lock_timeout); !s.ok()) {
-      detail::UnmapSegment(&segment);
-      return s;
+    Result<std::uint16_t> slot = Status::Unavailable("retry");
+    bool retry = false;
+    {
+      SegmentLock lock(t, options.lock_timeout);
+      if (!lock.ok()) {
+        detail::UnmapSegment(&segment);
+        return lock.status();
+      }
+      SegmentHeader& h = t.header();
+      if (h.state == detail::kSegmentRetired) {  // its last user is unlinking it
+        retry = true;
+      } else if (t.ReapDead() == 0) {
+        // A stale segment: everyone attached died (or it was kept on purpose).
+        if (h.keep_after_exit == 0 || !SameGeometry(h, plan.value())) {
+          h.state = detail::kSegmentRetired;
+          detail::UnlinkIfSame(path, segment);
+          retry = true;
+        } else {
+          t.Repair();  // reuse the kept rows; validate everything first
+        }
+      }
+      if (!retry) slot = t.Attach(self);
     }
-    if (h.state == detail::kSegmentRetired) {  // its last user is unlinking it
-      detail::UnlockRobust(&h.lock);
+    if (retry) {
       detail::UnmapSegment(&segment);
       continue;
     }
-    if (t.ReapDead() == 0) {
-      // A stale segment: everyone attached died (or it was kept on purpose).
-      if (h.keep_after_exit == 0 || !SameGeometry(h, plan.value())) {
-        h.state = detail::kSegmentRetired;
-        detail::UnlinkIfSame(path, segment);
-        detail::UnlockRobust(&h.lock);
-        detail::UnmapSegment(&segment);
-        continue;
-      }
-      t.Repair();  // reuse the kept rows; validate everything first
-    }
-    auto slot = t.Attach(self);
-    detail::UnlockRobust(&h.lock);
     if (!slot.ok()) {
       detail::UnmapSegment(&segment);
       return slot.status();
@@ -117,45 +99,46 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
     return std::unique_ptr<NodeCache>(
         new NodeCache(options, path, std::move(segment), self, slot.value()));
   }
-  return Status::Error("cache: segment " + path + " kept changing while opening it");
+  return Status::Unavailable("cache: segment " + path + " kept changing while opening it");
 } catch (const std::bad_alloc&) {
-  return Status::Error("cache: out of memory while opening the segment");
+  return Status::ResourceExhausted("cache: out of memory while opening the segment");
 }
 
 NodeCache::NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
                      const ProcessIdentity& self, std::uint16_t slot)
-    : options_(options), path_(std::move(path)), segment_(std::move(segment)) {
+    : options_(options),
+      path_(std::move(path)),
+      segment_(std::move(segment)),
+      backing_(path_, segment_),
+      tables_(segment_.base(), &backing_) {
   attachment_.store(Pack(self.pid, slot));
   self_start_time_.store(self.start_time);
 }
 
 NodeCache::~NodeCache() {
   const std::uint64_t packed = attachment_.load();
-  if (PackedPid(packed) == CurrentPid() && Lock().ok()) {
-    SegmentTables t = tables();
-    SegmentHeader& h = t.header();
-    const std::uint16_t slot = PackedSlot(packed);
-    if (std::atomic_ref<std::int32_t>(h.leader_pid).load() == PackedPid(packed)) {
-      std::atomic_ref<std::int32_t>(h.leader_pid).store(0);
-    }
-    t.ReleaseAttachment(slot, /*died=*/false);
-    if (t.ReapDead() == 0) {
-      if (options_.keep_after_exit) {
-        h.keep_after_exit = 1;
-      } else {
-        h.state = detail::kSegmentRetired;
-        detail::UnlinkIfSame(path_, segment_);
+  if (PackedPid(packed) == CurrentPid()) {
+    SegmentLock lock(tables_, options_.lock_timeout);
+    if (lock.ok()) {
+      SegmentHeader& h = tables_.header();
+      const std::uint16_t slot = PackedSlot(packed);
+      if (std::atomic_ref<std::int32_t>(h.leader_pid).load() == PackedPid(packed)) {
+        std::atomic_ref<std::int32_t>(h.leader_pid).store(0);
+      }
+      tables_.ReleaseAttachment(slot, /*died=*/false);
+      if (tables_.ReapDead() == 0) {
+        if (options_.keep_after_exit) {
+          h.keep_after_exit = 1;
+        } else {
+          h.state = detail::kSegmentRetired;
+          detail::UnlinkIfSame(path_, segment_);
+        }
       }
     }
-    Unlock();
   }
   // A forked child that never attached only drops its inherited mapping.
   detail::UnmapSegment(&segment_);
 }
-
-Status NodeCache::Lock() const noexcept { return LockSegment(tables(), options_.lock_timeout); }
-
-void NodeCache::Unlock() const noexcept { detail::UnlockRobust(&tables().header().lock); }
 
 Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
   const auto pid = CurrentPid();
@@ -163,15 +146,12 @@ Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
   if (PackedPid(packed) == pid) return PackedSlot(packed);
   // First call in a forked child: the inherited slot is the parent's.
   const ProcessIdentity self = SelfIdentity();
-  if (Status s = Lock(); !s.ok()) return s;
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
   // Another thread of this child may have attached meanwhile.
   const std::uint64_t again = attachment_.load(std::memory_order_acquire);
-  if (PackedPid(again) == pid) {
-    Unlock();
-    return PackedSlot(again);
-  }
-  auto slot = tables().Attach(self);
-  Unlock();
+  if (PackedPid(again) == pid) return PackedSlot(again);
+  auto slot = tables_.Attach(self);
   if (!slot.ok()) return slot.status();
   self_start_time_.store(self.start_time);
   attachment_.store(Pack(pid, slot.value()), std::memory_order_release);
@@ -179,29 +159,30 @@ Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
 }
 
 bool NodeCache::ValidSlot(DatasetSlot ds) const noexcept {
-  return ds < tables().header().max_datasets && tables().dataset(ds).state == 1;
+  return tables_.PublishedDataset(ds) != nullptr;
 }
 
 std::uint64_t NodeCache::RowBytes(DatasetSlot ds) const noexcept {
-  return ValidSlot(ds) ? tables().dataset(ds).row_bytes : 0;
+  const detail::DatasetRecord* d = tables_.PublishedDataset(ds);
+  return d != nullptr ? d->row_bytes : 0;
 }
 
 Result<DatasetSlot> NodeCache::RegisterDataset(const DatasetKey& key, std::uint64_t row_bytes,
                                                std::uint64_t num_rows) noexcept try {
   if (auto slot = EnsureAttached(); !slot.ok()) return slot.status();
-  if (Status s = Lock(); !s.ok()) return s;
-  auto result = tables().FindOrAddDataset(key, row_bytes, num_rows);
-  Unlock();
-  return result;
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  return tables_.FindOrAddDataset(key, row_bytes, num_rows);
 } catch (const std::bad_alloc&) {
-  return Status::Error("cache: out of memory");
+  return Status::ResourceExhausted("cache: out of memory");
 }
 
 bool NodeCache::TryBecomeLeader() noexcept {
   if (!EnsureAttached().ok()) return false;
   const ProcessIdentity self{CurrentPid(), self_start_time_.load()};
-  if (!Lock().ok()) return false;
-  SegmentHeader& h = tables().header();
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return false;
+  SegmentHeader& h = tables_.header();
   std::atomic_ref<std::int32_t> leader_pid(h.leader_pid);
   std::atomic_ref<std::uint64_t> leader_start(h.leader_start_time);
   const ProcessIdentity current{leader_pid.load(), leader_start.load()};
@@ -211,12 +192,11 @@ bool NodeCache::TryBecomeLeader() noexcept {
     leader_start.store(self.start_time);
     leader_pid.store(self.pid);
   }
-  Unlock();
   return take;
 }
 
 bool NodeCache::IsLeader() const noexcept {
-  SegmentHeader& h = tables().header();
+  SegmentHeader& h = tables_.raw_header();
   const auto pid = CurrentPid();
   if (PackedPid(attachment_.load()) != pid) return false;  // forked, not attached yet
   return std::atomic_ref<std::int32_t>(h.leader_pid).load() == pid &&
@@ -224,25 +204,15 @@ bool NodeCache::IsLeader() const noexcept {
 }
 
 void NodeCache::ResignLeader() noexcept {
-  if (!IsLeader() || !Lock().ok()) return;
-  if (IsLeader()) std::atomic_ref<std::int32_t>(tables().header().leader_pid).store(0);
-  Unlock();
-}
-
-void NodeCache::AdvanceNodeStep(std::uint64_t step) noexcept {
-  std::atomic_ref<std::uint64_t> now(tables().header().node_step);
-  std::uint64_t seen = now.load(std::memory_order_relaxed);
-  while (seen < step && !now.compare_exchange_weak(seen, step, std::memory_order_relaxed)) {
+  if (!IsLeader()) return;
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (lock.ok() && IsLeader()) {
+    std::atomic_ref<std::int32_t>(tables_.header().leader_pid).store(0);
   }
 }
 
-std::uint64_t NodeCache::NodeStep() const noexcept {
-  return std::atomic_ref<std::uint64_t>(tables().header().node_step)
-      .load(std::memory_order_relaxed);
-}
-
 CacheStats NodeCache::Stats() const noexcept {
-  SegmentHeader& h = tables().header();
+  SegmentHeader& h = tables_.raw_header();
   auto& c = h.counters;
   CacheStats s;
   s.hits = SegmentTables::Load(c.hits);
@@ -252,9 +222,12 @@ CacheStats NodeCache::Stats() const noexcept {
   s.rejections = SegmentTables::Load(c.rejections);
   s.recoveries = SegmentTables::Load(c.recoveries);
   s.takeovers = SegmentTables::Load(c.takeovers);
+  s.prefetch_declined = SegmentTables::Load(c.prefetch_declined);
   s.bytes_resident = SegmentTables::Load(c.bytes_resident);
   s.rows_resident = SegmentTables::Load(c.rows_resident);
   s.capacity_bytes = h.num_blocks * h.block_bytes;
+  s.backed_bytes = h.off_data + SegmentTables::Load(h.backed_blocks) * h.block_bytes;
+  s.backing_failures = SegmentTables::Load(c.backing_failures);
   s.segment_bytes = h.segment_bytes;
   s.node_step = NodeStep();
   return s;

@@ -29,15 +29,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "cache/base/status.h"
 #include "cache/core/cache_options.h"
 #include "cache/core/dataset_key.h"
 #include "cache/core/next_use_oracle.h"
 #include "cache/core/process_identity.h"
-#include "cache/core/result.h"
 #include "cache/core/segment_file.h"
 #include "cache/core/segment_tables.h"
 
@@ -62,12 +63,24 @@ struct ReadRowsStats {
 // Node-wide counters (all processes), read without locking.
 struct CacheStats {
   std::uint64_t hits = 0, misses = 0, waits = 0, evictions = 0, rejections = 0;
-  std::uint64_t recoveries = 0;  // lock-owner deaths repaired
-  std::uint64_t takeovers = 0;   // claims of dead loaders released for reloading
-  std::uint64_t bytes_resident = 0, rows_resident = 0;
-  std::uint64_t capacity_bytes = 0;  // data blocks only (segment minus metadata)
-  std::uint64_t segment_bytes = 0;
+  std::uint64_t recoveries = 0;         // lock-owner deaths repaired
+  std::uint64_t takeovers = 0;          // claims of dead loaders released for reloading
+  std::uint64_t prefetch_declined = 0;  // rows ClaimForPrefetch left out (no-admit rule)
+  std::uint64_t bytes_resident = 0, rows_resident = 0;  // rows' own bytes
+  std::uint64_t capacity_bytes = 0;                     // data blocks only (segment minus metadata)
+  std::uint64_t segment_bytes = 0;                      // address space reserved
+  // Memory the segment holds in its filesystem: the metadata plus the data
+  // extents backed so far (the data area is backed as it fills, low first).
+  std::uint64_t backed_bytes = 0;
+  std::uint64_t backing_failures = 0;  // extents the filesystem could not back (full)
   std::uint64_t node_step = 0;
+};
+
+// A row for the prefetcher and its eviction key: the node step of its next
+// use (NextUseOracle::kNever if none), computed by the caller outside the lock.
+struct RowWithKey {
+  std::uint64_t row = 0;
+  std::uint64_t next_use = NextUseOracle::kNever;
 };
 
 enum class PublishOutcome {
@@ -117,17 +130,32 @@ class NodeCache {
   // True if the row is resident (a snapshot).
   bool Contains(DatasetSlot ds, std::uint64_t row) noexcept;
 
-  // For the prefetcher: claims the rows nobody has or loads (duplicates and
-  // resident rows are skipped) and returns them. With an oracle, rows that
-  // would not be admitted now are not claimed. Every claimed row must later
-  // be Published or Abandoned by this process (a dead process's claims are
-  // released by the others).
+  // For the prefetcher: claims rows to load ahead of need. `rows` come in
+  // order of need, each with its eviction key. A row is claimed only if it is
+  // neither resident nor in flight and is admissible now by Belady's no-admit
+  // rule: free blocks exist, or the resident rows it displaces are all needed
+  // later than it ("do no harm"). Its blocks are reserved at claim time
+  // (evicting those rows now), so a row in flight counts against capacity,
+  // is never evicted, and its Publish never declines it. Returns the claimed
+  // rows in the order given. Every claimed row must later be Published or
+  // Abandoned by this process (a dead process's claims are released by the
+  // others; a stuck process's are taken over).
+  Result<std::vector<std::uint64_t>> ClaimForPrefetch(DatasetSlot ds,
+                                                      std::span<const RowWithKey> rows) noexcept;
+  // ClaimForPrefetch with keys from `oracle` (LRU keys without one); rows in
+  // any order, repeats allowed; returns the claimed rows ascending.
   Result<std::vector<std::uint64_t>> Claim(DatasetSlot ds, std::span<const std::uint64_t> rows,
                                            const NextUseOracle* oracle) noexcept;
-  // `data` holds row_bytes bytes of a row this process claimed.
+  // `data` holds row_bytes bytes of a row this process claimed. A claim made
+  // by ClaimForPrefetch/Claim is always stored (its blocks are reserved); the
+  // key is the oracle's answer now, or the one given at claim time when
+  // `oracle` is null.
   Result<PublishOutcome> Publish(DatasetSlot ds, std::uint64_t row, const std::byte* data,
                                  const NextUseOracle* oracle) noexcept;
   Status Abandon(DatasetSlot ds, std::uint64_t row) noexcept;
+  // Sets the eviction key of resident (or in-flight) rows, e.g. a row just
+  // read gets its following use. Rows not present are skipped.
+  Status UpdateKeys(DatasetSlot ds, std::span<const RowWithKey> rows) noexcept;
 
   // Prefetch leadership: at most one live process per segment. A forked child
   // is never leader by inheritance. When the leader exits (resigns) or dies,
@@ -137,7 +165,37 @@ class NodeCache {
   bool IsLeader() const noexcept;
   void ResignLeader() noexcept;
 
-  // The node step (see NextUseOracle): only ever increases.
+  // --- progress (participants.cc) ---
+  // Participants are the schedule's ranks on this node (at most 256 at once).
+  // Each reports the step it has reached: the quantity AdvanceNodeStep would
+  // get for that rank alone (the step it reads, minus one). `owner_pid` is the
+  // rank's long-lived process; a DataLoader worker reports its parent's pid,
+  // so the participant lives as long as the rank, not the worker. The step
+  // only increases (atomic max) while the owner stays the same; a new owner
+  // (a restarted rank) starts afresh. Lock-free after the first report.
+  Status ReportProgress(std::uint32_t participant, std::uint64_t step,
+                        std::int32_t owner_pid) noexcept;
+  // The rank read its last step: it no longer holds the node step back.
+  Status FinishParticipant(std::uint32_t participant) noexcept;
+  // The participant's step, lock-free; nullopt if it never reported.
+  std::optional<std::uint64_t> ParticipantStep(std::uint32_t participant) const noexcept;
+  struct ParticipantProgress {
+    std::uint32_t participant = 0;
+    std::uint64_t step = 0;
+    std::int32_t owner_pid = 0;
+    bool finished = false;
+    bool owner_alive = true;  // as of the last liveness check (at most ~250 ms old)
+  };
+  std::vector<ParticipantProgress> Participants() const;
+
+  // The node step (see NextUseOracle): the minimum step of the live,
+  // unfinished participants; it only ever increases. A participant whose
+  // owner died or finished stops holding it back (owners' liveness is checked
+  // at most every 250 ms, by whichever caller comes first, so this stays a
+  // few atomic loads). When every participant has finished or died it is the
+  // furthest step any reached. With no participant at all it is the largest
+  // value given to AdvanceNodeStep (once a participant reports, that value is
+  // no longer consulted).
   void AdvanceNodeStep(std::uint64_t step) noexcept;
   std::uint64_t NodeStep() const noexcept;
 
@@ -148,23 +206,30 @@ class NodeCache {
  private:
   NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
             const ProcessIdentity& self, std::uint16_t slot);
-  detail::SegmentTables tables() const { return detail::SegmentTables(segment_.base()); }
-  // This process's attach slot; attaches after a fork. Lock must NOT be held.
-  Result<std::uint16_t> EnsureAttached() noexcept;
-  // The segment lock, repairing the segment if its last owner died.
-  Status Lock() const noexcept;
-  void Unlock() const noexcept;
+  // This process's attach slot; attaches after a fork.
+  Result<std::uint16_t> EnsureAttached() noexcept EXCLUDES(tables_);
   bool ValidSlot(DatasetSlot ds) const noexcept;
+  // Index of `participant`'s record, or kMaxParticipants (lock-free).
+  std::uint32_t FindParticipant(std::uint32_t participant) const noexcept;
+  // Marks participants whose owner died, at most every 250 ms node-wide.
+  void CheckParticipantsLiveness() const noexcept;
+  // ClaimForPrefetch; `lru`: ignore next_use, key rows by recency instead.
+  Result<std::vector<std::uint64_t>> ClaimReserved(DatasetSlot ds, std::span<const RowWithKey> rows,
+                                                   bool lru) noexcept EXCLUDES(tables_);
   // Loads claimed rows (entries `claimed`, rows ascending) through `loader`
   // into their first destinations, then publishes them (read_rows.cc).
   Status LoadAndPublish(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
                         std::span<const std::uint32_t> entries, std::span<std::byte* const> dest,
                         const LoaderFn& loader, std::span<const std::uint64_t> keys,
-                        ReadRowsStats* stats) noexcept;
+                        ReadRowsStats* stats) noexcept EXCLUDES(tables_);
 
   CacheOptions options_;
   std::string path_;
   detail::MappedSegment segment_;
+  detail::FileBacking backing_;  // puts memory behind the data area as it fills
+  // The segment's tables; also the capability "segment lock" that guards them
+  // (taken with detail::SegmentLock).
+  mutable detail::SegmentTables tables_;
   // This process's attachment, packed as pid << 16 | slot so a forked child
   // sees a foreign pid (and attaches itself) in one atomic read.
   std::atomic<std::uint64_t> attachment_{0};

@@ -1,4 +1,5 @@
-// NodeCache's prefetcher interface: Contains, Claim, Publish, Abandon.
+// NodeCache's prefetcher interface: Contains, ClaimForPrefetch (and Claim, its
+// oracle-driven form), Publish, Abandon, UpdateKeys.
 #include <algorithm>
 #include <new>
 #include <vector>
@@ -11,118 +12,155 @@ namespace prescient::cache {
 using detail::Entry;
 using detail::kNone;
 using detail::SegmentHeader;
+using detail::SegmentLock;
 using detail::SegmentTables;
 
 namespace {
 
-// Could a row with `key` needing `blocks` be admitted right now? (A snapshot:
-// the prefetcher uses it to skip loads that would be thrown away.)
-bool WouldAdmit(SegmentTables& t, std::uint32_t blocks, std::uint64_t key) {
-  const SegmentHeader& h = t.header();
-  if (h.free_blocks >= blocks) return true;
-  // Cheap test against the best victim only; MakeRoom decides for real.
-  const std::uint32_t top = t.HeapTop();
-  return top != kNone && t.entry(top).key > key;
+bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
+  return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
 }
 
 }  // namespace
 
 bool NodeCache::Contains(DatasetSlot ds, std::uint64_t row) noexcept {
-  if (!ValidSlot(ds) || !EnsureAttached().ok() || !Lock().ok()) return false;
-  SegmentTables t = tables();
-  const std::uint32_t e = t.Find(ds, row);
-  const bool ready = e != kNone && t.entry(e).state == detail::kEntryReady;
-  Unlock();
-  return ready;
+  if (!ValidSlot(ds) || !EnsureAttached().ok()) return false;
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return false;
+  const std::uint32_t e = tables_.Find(ds, row);
+  return e != kNone && tables_.entry(e).state == detail::kEntryReady;
+}
+
+Result<std::vector<std::uint64_t>> NodeCache::ClaimReserved(DatasetSlot ds,
+                                                            std::span<const RowWithKey> rows,
+                                                            bool lru) noexcept try {
+  auto slot = EnsureAttached();
+  if (!slot.ok()) return slot.status();
+  const detail::DatasetRecord* record = tables_.PublishedDataset(ds);
+  if (record == nullptr) return Status::InvalidArgument("cache: dataset slot not registered");
+  for (const RowWithKey& r : rows) {
+    if (r.row >= record->num_rows) {
+      return Status::InvalidArgument("cache: row " + std::to_string(r.row) + " out of range (" +
+                                     std::to_string(record->num_rows) + " rows)");
+    }
+  }
+  const std::uint32_t blocks = record->blocks_per_row;
+  std::vector<std::uint64_t> out;
+  out.reserve(rows.size());
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  SegmentHeader& h = tables_.header();
+  for (const RowWithKey& r : rows) {
+    if (tables_.Find(ds, r.row) != kNone) continue;  // resident or in flight (also a repeat)
+    const std::uint64_t key = lru ? detail::LruKey(++h.lru_tick) : detail::ScheduledKey(r.next_use);
+    // Do no harm: blocks come from free space or from rows needed later than
+    // this one, evicted now; otherwise the row is not worth prefetching.
+    if (!tables_.MakeRoom(blocks, key)) {
+      SegmentTables::Add(h.counters.prefetch_declined, 1);
+      continue;
+    }
+    const std::uint32_t e = tables_.Claim(ds, r.row, slot.value());
+    if (e == kNone) break;  // descriptors exhausted
+    Entry& x = tables_.entry(e);
+    x.first_block = tables_.AllocChain(blocks);  // MakeRoom made them free
+    x.key = key;
+    out.push_back(r.row);
+  }
+  return out;
+} catch (const std::bad_alloc&) {
+  return Status::ResourceExhausted("cache: out of memory in ClaimForPrefetch");
+}
+
+Result<std::vector<std::uint64_t>> NodeCache::ClaimForPrefetch(
+    DatasetSlot ds, std::span<const RowWithKey> rows) noexcept {
+  return ClaimReserved(ds, rows, /*lru=*/false);
 }
 
 Result<std::vector<std::uint64_t>> NodeCache::Claim(DatasetSlot ds,
                                                     std::span<const std::uint64_t> rows,
                                                     const NextUseOracle* oracle) noexcept try {
-  auto slot = EnsureAttached();
-  if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::Error("cache: dataset slot not registered");
-  SegmentTables t = tables();
-  const std::uint64_t num_rows = t.dataset(ds).num_rows;
-  const std::uint32_t blocks = t.dataset(ds).blocks_per_row;
   std::vector<std::uint64_t> distinct(rows.begin(), rows.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  if (!distinct.empty() && distinct.back() >= num_rows) {
-    return Status::Error("cache: row " + std::to_string(distinct.back()) + " out of range");
-  }
-  std::vector<std::uint64_t> keys;
-  if (oracle != nullptr) {
-    const std::uint64_t now = NodeStep();
-    for (std::uint64_t r : distinct)
-      keys.push_back(detail::ScheduledKey(oracle->NextUse(ds, r, now)));
-  }
-  std::vector<std::uint64_t> out;
-  if (Status s = Lock(); !s.ok()) return s;
+  std::vector<RowWithKey> keyed(distinct.size());
+  const std::uint64_t now = NodeStep();
   for (std::size_t i = 0; i < distinct.size(); ++i) {
-    if (t.Find(ds, distinct[i]) != kNone) continue;  // resident or in flight
-    if (oracle != nullptr && !WouldAdmit(t, blocks, keys[i])) continue;
-    if (t.Claim(ds, distinct[i], slot.value()) == kNone) break;  // descriptors exhausted
-    out.push_back(distinct[i]);
+    keyed[i] = {distinct[i],
+                oracle != nullptr ? oracle->NextUse(ds, distinct[i], now) : NextUseOracle::kNever};
   }
-  Unlock();
-  return out;
+  return ClaimReserved(ds, keyed, /*lru=*/oracle == nullptr);
 } catch (const std::bad_alloc&) {
-  return Status::Error("cache: out of memory in Claim");
+  return Status::ResourceExhausted("cache: out of memory in Claim");
 }
 
 Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, const std::byte* data,
                                           const NextUseOracle* oracle) noexcept {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::Error("cache: dataset slot not registered");
-  SegmentTables t = tables();
-  SegmentHeader& h = t.header();
-  const std::uint64_t scheduled =
-      oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, NodeStep())) : 0;
-  auto owned = [&](std::uint32_t e) {
-    return e != kNone && t.entry(e).state == detail::kEntryLoading &&
-           t.entry(e).owner == slot.value();
-  };
-  if (Status s = Lock(); !s.ok()) return s;
-  const std::uint32_t e = t.Find(ds, row);
-  if (!owned(e)) {
-    Unlock();
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  const std::uint64_t now = NodeStep();
+  const std::uint64_t fresh =
+      oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, now)) : 0;
+  const std::uint16_t self = slot.value();
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  SegmentHeader& h = tables_.header();
+  const std::uint32_t e = tables_.Find(ds, row);
+  if (e == kNone || !OwnedClaim(tables_.entry(e), ds, row, self))
     return PublishOutcome::kNotClaimed;
+  tables_.SweepStale(now, 4);
+  Entry& x = tables_.entry(e);
+  if (oracle != nullptr) x.key = fresh;  // else the key given at claim time
+  if (x.first_block == kNone) {
+    // A claim that reserved nothing (made by ReadRows): admit now or decline.
+    const std::uint64_t key = oracle != nullptr ? fresh : detail::LruKey(++h.lru_tick);
+    const std::uint32_t blocks = tables_.dataset(ds).blocks_per_row;
+    if (!tables_.MakeRoom(blocks, key)) {
+      tables_.Release(e);
+      SegmentTables::Add(h.counters.rejections, 1);
+      return PublishOutcome::kNotAdmitted;
+    }
+    x.first_block = tables_.AllocChain(blocks);
+    x.key = key;
   }
-  t.SweepStale(NodeStep(), 4);
-  const std::uint64_t key = oracle != nullptr ? scheduled : detail::LruKey(++h.lru_tick);
-  const std::uint32_t blocks = t.dataset(ds).blocks_per_row;
-  if (!t.MakeRoom(blocks, key)) {
-    t.Release(e);
-    SegmentTables::Add(h.counters.rejections, 1);
-    Unlock();
-    return PublishOutcome::kNotAdmitted;
-  }
-  t.entry(e).first_block = t.AllocChain(blocks);
-  t.entry(e).key = key;
-  Unlock();
+  lock.Unlock();
   // Still Loading to everyone else, and only we release our claims.
-  t.CopyIn(e, data);
-  if (Status s = Lock(); !s.ok()) return s;
-  const bool still_owned = owned(e) && t.entry(e).row == row && t.entry(e).dataset == ds;
-  if (still_owned) t.MarkReady(e, key);
-  Unlock();
-  return still_owned ? PublishOutcome::kStored : PublishOutcome::kNotClaimed;
+  tables_.CopyInOwned(e, data);
+  if (Status s = lock.Relock(); !s.ok()) return s;
+  if (!OwnedClaim(tables_.entry(e), ds, row, self)) return PublishOutcome::kNotClaimed;
+  tables_.MarkReady(e, tables_.entry(e).key);
+  return PublishOutcome::kStored;
 }
 
 Status NodeCache::Abandon(DatasetSlot ds, std::uint64_t row) noexcept {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::Error("cache: dataset slot not registered");
-  if (Status s = Lock(); !s.ok()) return s;
-  SegmentTables t = tables();
-  const std::uint32_t e = t.Find(ds, row);
-  const bool owned =
-      e != kNone && t.entry(e).state == detail::kEntryLoading && t.entry(e).owner == slot.value();
-  if (owned) t.Release(e);
-  Unlock();
-  return owned ? Status::Ok() : Status::Error("cache: Abandon of a row this process did not claim");
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  const std::uint32_t e = tables_.Find(ds, row);
+  const bool owned = e != kNone && OwnedClaim(tables_.entry(e), ds, row, slot.value());
+  if (owned) tables_.Release(e);
+  return owned ? Status::Ok()
+               : Status::InvalidArgument("cache: Abandon of a row this process did not claim");
+}
+
+Status NodeCache::UpdateKeys(DatasetSlot ds, std::span<const RowWithKey> rows) noexcept {
+  if (auto slot = EnsureAttached(); !slot.ok()) return slot.status();
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  for (const RowWithKey& r : rows) {
+    const std::uint32_t e = tables_.Find(ds, r.row);
+    if (e == kNone) continue;
+    const std::uint64_t key = detail::ScheduledKey(r.next_use);
+    if (tables_.entry(e).state == detail::kEntryReady) {
+      tables_.SetKey(e, key);
+    } else {
+      tables_.entry(e).key = key;  // in flight: the key it gets when published
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace prescient::cache

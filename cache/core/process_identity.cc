@@ -60,6 +60,13 @@ ProcessIdentity SelfIdentity() noexcept {
   return self;
 }
 
+ProcessIdentity IdentityOf(std::int32_t pid) noexcept {
+  if (pid <= 0) return {};
+  const StatLine stat = ReadStat(pid);
+  if (!stat.ok || stat.state == 'Z' || stat.state == 'X' || stat.state == 'x') return {};
+  return {pid, stat.start_time};
+}
+
 bool IsAlive(const ProcessIdentity& process) noexcept {
   if (process.pid <= 0) return false;
   const StatLine stat = ReadStat(process.pid);

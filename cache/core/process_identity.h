@@ -19,6 +19,9 @@ struct ProcessIdentity {
 // The calling process (re-read after fork: no caching).
 ProcessIdentity SelfIdentity() noexcept;
 
+// The process `pid` now; pid 0 when it does not exist (or is a zombie).
+ProcessIdentity IdentityOf(std::int32_t pid) noexcept;
+
 // getpid(), deliberately not cached: a cache refreshed by a pthread_atfork
 // handler goes stale when its first use (and so the handler's registration)
 // happens inside another prepare handler of the same fork, which is exactly

@@ -17,6 +17,7 @@ namespace prescient::cache {
 using detail::Entry;
 using detail::kNone;
 using detail::SegmentHeader;
+using detail::SegmentLock;
 using detail::SegmentTables;
 
 namespace {
@@ -41,9 +42,9 @@ Status CallLoader(const LoaderFn& loader, std::span<const std::uint64_t> rows,
   try {
     return loader(rows, dest);
   } catch (const std::exception& e) {
-    return Status::Error(std::string("cache: row loader threw: ") + e.what());
+    return Status::Internal(std::string("cache: row loader threw: ") + e.what());
   } catch (...) {
-    return Status::Error("cache: row loader threw");
+    return Status::Internal("cache: row loader threw");
   }
 }
 
@@ -91,57 +92,56 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
                                  std::span<std::byte* const> dest, const LoaderFn& loader,
                                  std::span<const std::uint64_t> keys,
                                  ReadRowsStats* stats) noexcept {
-  SegmentTables t = tables();
-  SegmentHeader& h = t.header();
   const Status loaded = CallLoader(loader, rows, dest);
-  if (Status s = Lock(); !s.ok()) return s;  // our claims go when we detach or die
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();  // our claims go when we detach or die
+  SegmentHeader& h = tables_.header();
   if (!loaded.ok()) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (OwnedClaim(t.entry(entries[i]), ds, rows[i], slot)) t.Release(entries[i]);
+      if (OwnedClaim(tables_.entry(entries[i]), ds, rows[i], slot)) tables_.Release(entries[i]);
     }
-    Unlock();
     return loaded;
   }
-  const std::uint64_t row_bytes = t.dataset(ds).row_bytes;
-  const std::uint32_t blocks = t.dataset(ds).blocks_per_row;
+  const std::uint64_t row_bytes = tables_.dataset(ds).row_bytes;
+  const std::uint32_t blocks = tables_.dataset(ds).blocks_per_row;
   std::uint64_t copied_locked = 0;
   bool any_deferred = false;
+  std::vector<unsigned char> deferred(rows.size(), 0);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
-    if (!OwnedClaim(t.entry(e), ds, rows[i], slot)) continue;
+    if (!OwnedClaim(tables_.entry(e), ds, rows[i], slot)) continue;
     const std::uint64_t key = keys.empty() ? detail::LruKey(++h.lru_tick) : keys[i];
-    t.entry(e).key = key;
-    if (!t.MakeRoom(blocks, key)) {
-      t.Release(e);
+    tables_.entry(e).key = key;
+    if (!tables_.MakeRoom(blocks, key)) {
+      tables_.Release(e);
       SegmentTables::Add(h.counters.rejections, 1);
       ++stats->not_admitted;
       continue;
     }
-    t.entry(e).first_block = t.AllocChain(blocks);
+    tables_.entry(e).first_block = tables_.AllocChain(blocks);
     if (row_bytes <= kCopyUnderLockBytes && copied_locked < kLockHoldCopyBudget) {
       copied_locked += row_bytes;
-      t.CopyIn(e, dest[i]);
-      t.MarkReady(e, key);
+      tables_.CopyIn(e, dest[i]);
+      tables_.MarkReady(e, key);
     } else {
       any_deferred = true;  // copy outside the lock, still Loading to others
+      deferred[i] = 1;
     }
   }
-  Unlock();
   if (!any_deferred) return Status::Ok();
+  lock.Unlock();
+  // Our own claims with blocks attached cannot change under us (only we, or
+  // a repair after our death, release them): copy without the lock.
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Entry& x = t.entry(entries[i]);
-    // Our own claims cannot change under us (only we, or a repair after our
-    // death, release them), so reading them without the lock is safe.
-    if (OwnedClaim(x, ds, rows[i], slot) && x.first_block != kNone) t.CopyIn(entries[i], dest[i]);
+    if (deferred[i] != 0) tables_.CopyInOwned(entries[i], dest[i]);
   }
-  if (Status s = Lock(); !s.ok()) return s;
+  if (Status s = lock.Relock(); !s.ok()) return s;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
-    if (OwnedClaim(t.entry(e), ds, rows[i], slot) && t.entry(e).first_block != kNone) {
-      t.MarkReady(e, t.entry(e).key);
+    if (OwnedClaim(tables_.entry(e), ds, rows[i], slot) && tables_.entry(e).first_block != kNone) {
+      tables_.MarkReady(e, tables_.entry(e).key);
     }
   }
-  Unlock();
   return Status::Ok();
 }
 
@@ -153,17 +153,17 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
   auto attached = EnsureAttached();
   if (!attached.ok()) return attached.status();
   const std::uint16_t slot = attached.value();
-  if (!ValidSlot(ds)) return Status::Error("cache: dataset slot not registered");
-  SegmentTables t = tables();
-  SegmentHeader& h = t.header();
-  const std::uint64_t row_bytes = t.dataset(ds).row_bytes;
-  const std::uint64_t num_rows = t.dataset(ds).num_rows;
+  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  SegmentHeader& h = tables_.raw_header();  // lock-free counters only
+  const detail::DatasetRecord& record = *tables_.PublishedDataset(ds);
+  const std::uint64_t row_bytes = record.row_bytes;
+  const std::uint64_t num_rows = record.num_rows;
   if (rows.empty()) return Status::Ok();
-  if (rows.size() >= kNone) return Status::Error("cache: too many rows in one read");
+  if (rows.size() >= kNone) return Status::InvalidArgument("cache: too many rows in one read");
   for (std::uint64_t r : rows) {
     if (r >= num_rows) {
-      return Status::Error("cache: row " + std::to_string(r) + " out of range (" +
-                           std::to_string(num_rows) + " rows)");
+      return Status::InvalidArgument("cache: row " + std::to_string(r) + " out of range (" +
+                                     std::to_string(num_rows) + " rows)");
     }
   }
 
@@ -197,9 +197,6 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
       std::memcpy(dest + order[w.first + k] * row_bytes, first_dest(w), row_bytes);
     }
   };
-  auto key_of = [&](const Wanted& w) {
-    return oracle != nullptr ? w.key : detail::LruKey(++h.lru_tick);  // lock held
-  };
 
   std::vector<std::uint32_t>& pending = sc.pending;
   pending.resize(wanted.size());
@@ -227,16 +224,17 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
     std::uint16_t wait_owner_slot = 0;
     ProcessIdentity wait_owner;
 
-    if (Status s = Lock(); !s.ok()) return s;
+    SegmentLock lock(tables_, options_.lock_timeout);
+    if (!lock.ok()) return lock.status();
     // Amortised stale detection: a full pass over the entries every
     // ~num_entries / 2 rows read on the node.
-    t.SweepStale(now, 4 + 2 * static_cast<std::uint32_t>(pending.size()));
+    tables_.SweepStale(now, 4 + 2 * static_cast<std::uint32_t>(pending.size()));
     std::uint64_t copied_locked = 0;
     for (std::uint32_t u : pending) {
       Wanted& w = wanted[u];
-      const std::uint32_t e = t.Find(ds, w.row);
+      const std::uint32_t e = tables_.Find(ds, w.row);
       if (e == kNone) {
-        const std::uint32_t c = t.Claim(ds, w.row, slot);
+        const std::uint32_t c = tables_.Claim(ds, w.row, slot);
         if (c == kNone) {
           uncached.push_back(u);
         } else {
@@ -246,15 +244,15 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
         }
         continue;
       }
-      Entry& x = t.entry(e);
+      Entry& x = tables_.entry(e);
       if (x.state == detail::kEntryReady) {
         SegmentTables::Add(w.waited ? h.counters.waits : h.counters.hits, 1);
         ++(w.waited ? stats->waited : stats->hits);
-        t.SetKey(e, key_of(w));
+        tables_.SetKey(e, oracle != nullptr ? w.key : detail::LruKey(++tables_.header().lru_tick));
         const bool small = row_bytes <= kCopyUnderLockBytes && copied_locked < kLockHoldCopyBudget;
-        if (small || !t.Pin(slot, e)) {
+        if (small || !tables_.Pin(slot, e)) {
           copied_locked += row_bytes;
-          t.CopyOut(e, first_dest(w));
+          tables_.CopyOut(e, first_dest(w));
           fan_out(w);
         } else {
           pinned.push_back(u);
@@ -269,21 +267,21 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
         wait_entry = e;
         wait_seq = std::atomic_ref<std::uint32_t>(x.seq).load(std::memory_order_acquire);
         wait_owner_slot = x.owner;
-        wait_owner = t.AttachedIdentity(x.owner);
+        wait_owner = tables_.AttachedIdentity(x.owner);
         x.waiters = 1;
       }
     }
-    Unlock();
+    lock.Unlock();
 
     // Pinned rows cannot be evicted or rewritten: copy them without the lock.
     for (std::size_t i = 0; i < pinned.size(); ++i) {
-      t.CopyOut(pinned_entries[i], first_dest(wanted[pinned[i]]));
+      tables_.CopyOutPinned(pinned_entries[i], first_dest(wanted[pinned[i]]));
       fan_out(wanted[pinned[i]]);
     }
     if (!pinned.empty()) {
-      if (Status s = Lock(); !s.ok()) return s;
-      for (std::uint32_t e : pinned_entries) t.Unpin(slot, e);
-      Unlock();
+      if (Status s = lock.Relock(); !s.ok()) return s;
+      for (std::uint32_t e : pinned_entries) tables_.Unpin(slot, e);
+      lock.Unlock();
     }
 
     if (!claimed.empty()) {
@@ -322,23 +320,23 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
     // Sleep until the first awaited row changes state, checking its loader's
     // liveness at every poll; then look everything up again.
     const auto t0 = std::chrono::steady_clock::now();
-    Entry& we = t.entry(wait_entry);
-    detail::FutexWait(&we.seq, wait_seq, options_.liveness_poll);
+    std::uint32_t* seq = tables_.SeqWord(wait_entry);
+    detail::FutexWait(seq, wait_seq, options_.liveness_poll);
     stats->wait_time += std::chrono::steady_clock::now() - t0;
     const bool unchanged =
-        std::atomic_ref<std::uint32_t>(we.seq).load(std::memory_order_acquire) == wait_seq;
+        std::atomic_ref<std::uint32_t>(*seq).load(std::memory_order_acquire) == wait_seq;
     if (unchanged && !IsAlive(wait_owner)) {
-      if (Status s = Lock(); !s.ok()) return s;
-      if (t.AttachedIdentity(wait_owner_slot) == wait_owner) {
-        t.ReleaseAttachment(wait_owner_slot, /*died=*/true);
+      if (Status s = lock.Relock(); !s.ok()) return s;
+      if (tables_.AttachedIdentity(wait_owner_slot) == wait_owner) {
+        tables_.ReleaseAttachment(wait_owner_slot, /*died=*/true);
       }
-      Unlock();
+      lock.Unlock();
     }
     pending.swap(waiting);
   }
   return Status::Ok();
 } catch (const std::bad_alloc&) {
-  return Status::Error("cache: out of memory in ReadRows");
+  return Status::ResourceExhausted("cache: out of memory in ReadRows");
 }
 
 }  // namespace prescient::cache

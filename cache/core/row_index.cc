@@ -1,4 +1,5 @@
 // The dataset table and the (dataset, row) -> entry index of SegmentTables.
+#include <atomic>
 #include <string>
 
 #include "cache/core/segment_tables.h"
@@ -23,8 +24,8 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
   const std::uint64_t block = h.block_bytes;
   const std::uint64_t blocks_per_row = (row_bytes + block - 1) / block;
   if (row_bytes == 0 || blocks_per_row > h.num_blocks) {
-    return Status::Error("cache: row size " + std::to_string(row_bytes) +
-                         " bytes is zero or larger than the whole cache");
+    return Status::InvalidArgument("cache: row size " + std::to_string(row_bytes) +
+                                   " bytes is zero or larger than the whole cache");
   }
   const std::uint32_t n = h.max_datasets;
   std::uint32_t i = static_cast<std::uint32_t>(Mix(key.hi ^ Mix(key.lo)) % n);
@@ -35,26 +36,27 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
       d.row_bytes = row_bytes;
       d.num_rows = num_rows;
       d.blocks_per_row = static_cast<std::uint32_t>(blocks_per_row);
-      d.state = 1;  // last: Repair() trusts only complete records
+      // Last, with release: Repair() and lock-free readers trust only complete records.
+      std::atomic_ref<std::uint32_t>(d.state).store(1, std::memory_order_release);
       h.num_datasets++;
       return DatasetSlot{i};
     }
     if (d.state == 1 && d.key == key) {
       if (d.row_bytes != row_bytes || d.num_rows != num_rows) {
-        return Status::Error("cache: dataset key registered with " + std::to_string(d.row_bytes) +
-                             "-byte rows x " + std::to_string(d.num_rows) + ", now asked for " +
-                             std::to_string(row_bytes) + " x " + std::to_string(num_rows) +
-                             " (key collision or inconsistent caller)");
+        return Status::InvalidArgument(
+            "cache: dataset key registered with " + std::to_string(d.row_bytes) + "-byte rows x " +
+            std::to_string(d.num_rows) + ", now asked for " + std::to_string(row_bytes) + " x " +
+            std::to_string(num_rows) + " (key collision or inconsistent caller)");
       }
       return DatasetSlot{i};
     }
   }
-  return Status::Error("cache: dataset table full (" + std::to_string(n) +
-                       " datasets); raise CacheOptions::max_datasets");
+  return Status::ResourceExhausted("cache: dataset table full (" + std::to_string(n) +
+                                   " datasets); raise CacheOptions::max_datasets");
 }
 
 std::uint64_t SegmentTables::Bucket(std::uint32_t ds, std::uint64_t row) const {
-  return Mix(row * 0x9e3779b97f4a7c15ull + ds) & (header().hash_buckets - 1);
+  return Mix(row * 0x9e3779b97f4a7c15ull + ds) & (raw_header().hash_buckets - 1);
 }
 
 std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {

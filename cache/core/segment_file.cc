@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -19,8 +20,6 @@ namespace prescient::cache::detail {
 namespace {
 
 namespace bip = boost::interprocess;
-
-std::string ErrnoText(int err) { return std::strerror(err); }
 
 std::string FreeSpaceNote(const std::string& path) {
   const std::string dir = path.substr(0, path.rfind('/') + 1);
@@ -56,16 +55,17 @@ void SweepAbandonedTemporaries(const std::string& path) {
 // symbolic link planted, after the caller's checks is never mapped). `size`
 // 0 maps the whole file. Sets `*not_found` if the file vanished meanwhile.
 bool MapFile(const std::string& path, const struct stat& expected, std::uint64_t size,
-             MappedSegment* out, std::string* error, bool* not_found = nullptr) {
+             MappedSegment* out, Status* error, bool* not_found = nullptr) {
   try {
     bip::file_mapping file(path.c_str(), bip::read_write);
     struct stat opened{};
     if (fstat(file.get_mapping_handle().handle, &opened) != 0) {
-      *error = "cannot stat cache segment " + path + ": " + ErrnoText(errno);
+      *error = Status::FromErrno(errno, "cannot stat cache segment " + path);
       return false;
     }
     if (opened.st_dev != expected.st_dev || opened.st_ino != expected.st_ino) {
-      *error = "cache segment " + path + " was replaced while opening it; refusing it";
+      *error = Status::Unavailable("cache segment " + path +
+                                   " was replaced while opening it; refusing it");
       return false;
     }
     bip::mapped_region region(file, bip::read_write, 0, static_cast<std::size_t>(size));
@@ -76,27 +76,31 @@ bool MapFile(const std::string& path, const struct stat& expected, std::uint64_t
       *not_found = true;
       return false;
     }
-    *error = "cannot map cache segment " + path + ": " + e.what();
+    *error = Status::FromErrno(e.get_native_error(), "cannot map cache segment " + path);
     return false;
   }
 }
 
 }  // namespace
 
-OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, std::string* error) {
+OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* error) {
   struct stat st{};
   if (lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return OpenOutcome::kNotFound;
-    *error = "cannot open cache segment " + path + ": " + ErrnoText(errno);
+    *error = Status::FromErrno(errno, "cannot open cache segment " + path);
     return OpenOutcome::kFailed;
   }
-  auto fail = [&](std::string why) {
-    *error = "cache segment " + path + ": " + why;
+  auto fail = [&](const std::string& why) {
+    *error = Status::Corruption("cache segment " + path + ": " + why);
     return OpenOutcome::kFailed;
   };
-  if (!S_ISREG(st.st_mode)) return fail("not a regular file; refusing to use it");
-  if (st.st_uid != geteuid()) return fail("owned by another user; refusing to use it");
-  if ((st.st_mode & 077) != 0) return fail("accessible to other users (mode not 0600); refusing");
+  auto refuse = [&](const std::string& why) {
+    *error = Status::InvalidArgument("cache segment " + path + ": " + why);
+    return OpenOutcome::kFailed;
+  };
+  if (!S_ISREG(st.st_mode)) return refuse("not a regular file; refusing to use it");
+  if (st.st_uid != geteuid()) return refuse("owned by another user; refusing to use it");
+  if ((st.st_mode & 077) != 0) return refuse("accessible to other users (mode not 0600); refusing");
   if (static_cast<std::uint64_t>(st.st_size) < sizeof(SegmentHeader)) {
     return fail("truncated (" + std::to_string(st.st_size) + " bytes); delete it");
   }
@@ -122,52 +126,83 @@ OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, std::string
 }
 
 CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, bool keep_after_exit,
-                            const ProcessIdentity& self, MappedSegment* out, std::string* error) {
+                            const ProcessIdentity& self, MappedSegment* out, Status* error) {
   SweepAbandonedTemporaries(path);
   const std::string temp = path + ".init." + std::to_string(self.pid);
   unlink(temp.c_str());  // our own leftover from an earlier failed attempt
   const int fd = open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    *error = "cannot create cache segment " + temp + ": " + ErrnoText(errno);
+    *error = Status::FromErrno(errno, "cannot create cache segment " + temp);
     return CreateOutcome::kFailed;
   }
   MappedSegment mapped;
-  auto fail = [&](std::string why) {
+  auto fail = [&](Status why) {
     mapped = MappedSegment{};
     unlink(temp.c_str());
     *error = std::move(why);
     return CreateOutcome::kFailed;
   };
   struct stat st{};
-  const bool made = fchmod(fd, 0600) == 0 && fstat(fd, &st) == 0;
+  const bool made = fchmod(fd, 0600) == 0 && fstat(fd, &st) == 0 &&
+                    ftruncate(fd, static_cast<off_t>(plan.segment_bytes)) == 0;
   const int chmod_errno = errno;
-  // Reserve every page now: on tmpfs, ftruncate alone succeeds and a full
-  // filesystem shows up later as SIGBUS on first touch.
-  const int rc = made ? posix_fallocate(fd, 0, static_cast<off_t>(plan.segment_bytes)) : 0;
+  // The file is sparse: only the metadata is backed now (on tmpfs an unbacked
+  // page touched on a full filesystem is a SIGBUS, so it is reserved first);
+  // the data area is backed extent by extent as blocks are handed out.
+  const int rc = made ? posix_fallocate(fd, 0, static_cast<off_t>(plan.off_data)) : 0;
   close(fd);
-  if (!made) return fail("cannot set up cache segment " + temp + ": " + ErrnoText(chmod_errno));
+  if (!made) return fail(Status::FromErrno(chmod_errno, "cannot set up cache segment " + temp));
   if (rc != 0) {
-    return fail("cannot reserve " + std::to_string(plan.segment_bytes >> 20) +
-                " MiB for the cache segment " + path + ": " + ErrnoText(rc) + FreeSpaceNote(path) +
-                "; lower the cache size");
+    const Status reserve =
+        Status::FromErrno(rc, "cannot reserve " + std::to_string(plan.off_data >> 20) +
+                                  " MiB of metadata for the cache segment " + path);
+    return fail(Status::ResourceExhausted(reserve.message() + FreeSpaceNote(path) +
+                                          "; lower the cache size"));
   }
-  if (std::string why; !MapFile(temp, st, plan.segment_bytes, &mapped, &why)) return fail(why);
+  if (Status why; !MapFile(temp, st, plan.segment_bytes, &mapped, &why)) return fail(why);
   if (int init = InitializeSegment(mapped.base(), plan, keep_after_exit); init != 0) {
-    return fail("cannot initialise the segment mutex: " + ErrnoText(init));
+    return fail(Status::FromErrno(init, "cannot initialise the segment mutex"));
   }
   SegmentTables tables(mapped.base());
-  if (!tables.Attach(self).ok()) return fail("cannot attach to a fresh segment");
+  tables.AssumeExclusive();  // not yet visible to any other process
+  if (!tables.Attach(self).ok()) return fail(Status::Internal("cannot attach to a fresh segment"));
   if (link(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     if (err == EEXIST) {
-      fail("");
+      fail(Status::Ok());
       return CreateOutcome::kExists;
     }
-    return fail("cannot publish cache segment " + path + ": " + ErrnoText(err));
+    return fail(Status::FromErrno(err, "cannot publish cache segment " + path));
   }
   unlink(temp.c_str());
   *out = std::move(mapped);
   return CreateOutcome::kCreated;
+}
+
+Status FileBacking::Back(std::uint64_t offset, std::uint64_t length) const noexcept {
+  const int fd = open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    struct stat st{};
+    int rc = fstat(fd, &st) != 0 ? errno : 0;
+    if (rc == 0 && (st.st_dev != device_ || st.st_ino != inode_)) rc = ESTALE;
+    if (rc == 0) rc = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(length));
+    close(fd);
+    if (rc == 0) return Status::Ok();
+    if (rc != EOPNOTSUPP && rc != EINVAL && rc != ESTALE) {
+      return Status::FromErrno(
+          rc, "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment " + path_);
+    }
+  }
+  // No usable path (replaced, unlinked) or no fallocate: fault the pages in
+  // through the mapping; the kernel reports what would have been a SIGBUS.
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(base_ + offset, length, MADV_POPULATE_WRITE) == 0) return Status::Ok();
+  return Status::FromErrno(
+      errno == EFAULT ? ENOSPC : errno,
+      "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment " + path_);
+#else
+  return Status::ResourceExhausted("cannot back the cache segment " + path_);
+#endif
 }
 
 void UnlinkIfSame(const std::string& path, const MappedSegment& segment) {

@@ -22,10 +22,12 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 
+#include "cache/base/status.h"
 #include "cache/core/process_identity.h"
-#include "cache/core/result.h"
 #include "cache/core/segment_layout.h"
+#include "cache/core/segment_tables.h"
 
 namespace prescient::cache::detail {
 
@@ -42,16 +44,36 @@ struct MappedSegment {
   std::uint64_t size() const { return region.get_size(); }
 };
 
+// Backs extents of a mapped segment's data area: fallocate through a
+// short-lived descriptor reopened by path (checked to be the mapped file), or
+// MADV_POPULATE_WRITE where the filesystem cannot fallocate. Either returns
+// an error on a full filesystem where a plain write would raise SIGBUS.
+class FileBacking final : public SegmentBacking {
+ public:
+  FileBacking(std::string path, const MappedSegment& segment)
+      : path_(std::move(path)),
+        base_(static_cast<unsigned char*>(segment.base())),
+        device_(segment.device),
+        inode_(segment.inode) {}
+  Status Back(std::uint64_t offset, std::uint64_t length) const noexcept override;
+
+ private:
+  std::string path_;
+  unsigned char* base_;
+  dev_t device_;
+  ino_t inode_;
+};
+
 enum class OpenOutcome { kOpened, kNotFound, kFailed };
 
 // Maps an existing segment after checking owner, mode 0600, size and header.
-OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, std::string* error);
+OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* error);
 
 enum class CreateOutcome { kCreated, kExists, kFailed };
 
 // Creates the segment at `path`, attached by `self` in attach slot 0.
 CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, bool keep_after_exit,
-                            const ProcessIdentity& self, MappedSegment* out, std::string* error);
+                            const ProcessIdentity& self, MappedSegment* out, Status* error);
 
 // Unlinks `path` if it still names this segment's file (not a newer one).
 void UnlinkIfSame(const std::string& path, const MappedSegment& segment);

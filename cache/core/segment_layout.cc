@@ -31,6 +31,8 @@ void Place(LayoutPlan* p, std::uint64_t num_blocks, std::uint64_t max_rows) {
   at = AlignUp(at + std::uint64_t{p->max_datasets} * sizeof(DatasetRecord), 64);
   p->off_attach = at;
   at = AlignUp(at + std::uint64_t{kMaxAttach} * sizeof(AttachRecord), 64);
+  p->off_participants = at;
+  at = AlignUp(at + std::uint64_t{kMaxParticipants} * sizeof(ParticipantRecord), 64);
   p->off_entries = at;
   at = AlignUp(at + p->num_entries * sizeof(Entry), 64);
   p->off_buckets = at;
@@ -50,11 +52,11 @@ void Place(LayoutPlan* p, std::uint64_t num_blocks, std::uint64_t max_rows) {
 Result<LayoutPlan> PlanLayout(std::uint64_t segment_bytes, std::uint32_t block_bytes,
                               std::uint32_t max_datasets, std::uint64_t max_rows) {
   if (block_bytes < 256 || block_bytes > (1u << 20) || (block_bytes & (block_bytes - 1)) != 0) {
-    return Status::Error("cache block size " + std::to_string(block_bytes) +
-                         " is not a power of two in [256, 1 MiB]");
+    return Status::InvalidArgument("cache block size " + std::to_string(block_bytes) +
+                                   " is not a power of two in [256, 1 MiB]");
   }
   if (max_datasets == 0 || max_datasets > (1u << 20)) {
-    return Status::Error("cache max_datasets must be in [1, 1048576]");
+    return Status::InvalidArgument("cache max_datasets must be in [1, 1048576]");
   }
   LayoutPlan plan;
   plan.block_bytes = block_bytes;
@@ -73,13 +75,14 @@ Result<LayoutPlan> PlanLayout(std::uint64_t segment_bytes, std::uint32_t block_b
   }
   constexpr std::uint64_t kMinBlocks = 16;
   if (lo < kMinBlocks || (max_rows != 0 && max_rows >= kNone)) {
-    return Status::Error("cache capacity " + std::to_string(segment_bytes) +
-                         " bytes is too small for the segment metadata plus " +
-                         std::to_string(kMinBlocks) + " blocks of " + std::to_string(block_bytes) +
-                         " bytes");
+    return Status::InvalidArgument("cache capacity " + std::to_string(segment_bytes) +
+                                   " bytes is too small for the segment metadata plus " +
+                                   std::to_string(kMinBlocks) + " blocks of " +
+                                   std::to_string(block_bytes) + " bytes");
   }
   Place(&plan, lo, max_rows);
-  if (plan.num_entries >= kNone) return Status::Error("cache: too many rows for 32-bit indices");
+  if (plan.num_entries >= kNone)
+    return Status::InvalidArgument("cache: too many rows for 32-bit indices");
   return plan;
 }
 
@@ -96,6 +99,7 @@ int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) 
   h->hash_buckets = plan.hash_buckets;
   h->off_datasets = plan.off_datasets;
   h->off_attach = plan.off_attach;
+  h->off_participants = plan.off_participants;
   h->off_entries = plan.off_entries;
   h->off_buckets = plan.off_buckets;
   h->off_heap = plan.off_heap;
@@ -105,13 +109,11 @@ int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) 
   h->keep_after_exit = keep_after_exit ? 1 : 0;
   if (int rc = InitRobustMutex(&h->lock); rc != 0) return rc;
 
-  // Every block free, chained in address order; every entry free.
-  auto* next = reinterpret_cast<std::uint32_t*>(bytes + plan.off_block_next);
-  for (std::uint64_t b = 0; b < plan.num_blocks; ++b) {
-    next[b] = b + 1 < plan.num_blocks ? static_cast<std::uint32_t>(b + 1) : kNone;
-  }
-  h->free_block_head = 0;
-  h->free_blocks = plan.num_blocks;
+  // No block is backed yet (the data area is a hole): blocks join the free
+  // list as extents are backed (SegmentTables::Grow). Every entry free.
+  h->free_block_head = kNone;
+  h->free_blocks = 0;
+  h->backed_blocks = 0;
   auto* entries = reinterpret_cast<Entry*>(bytes + plan.off_entries);
   for (std::uint64_t e = 0; e < plan.num_entries; ++e) {
     entries[e].state = kEntryFree;

@@ -1,8 +1,8 @@
 // The shared-memory layout of a cache segment and the plain structs in it.
 //
 //   [SegmentHeader | DatasetRecord x max_datasets | AttachRecord x kMaxAttach |
-//    Entry x num_entries | bucket x hash_buckets | heap slot x num_entries |
-//    block_next x num_blocks | repair bitmap | (page-aligned) data blocks]
+//    ParticipantRecord x kMaxParticipants | Entry x num_entries | bucket x hash_buckets | heap slot
+//    x num_entries | block_next x num_blocks | repair bitmap | (page-aligned) data blocks]
 //
 // Everything is position independent (indices, never pointers), so every
 // process may map the segment at a different address. All fields are guarded
@@ -16,18 +16,20 @@
 #include <cstdint>
 #include <limits>
 
+#include "cache/base/status.h"
 #include "cache/core/dataset_key.h"
-#include "cache/core/result.h"
 
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 2;
+inline constexpr std::uint32_t kLayoutVersion = 5;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
 // Rows one process may have pinned at once (pins are short: one copy-out).
 inline constexpr std::uint32_t kPinsPerAttach = 64;
+// Participants (ranks of the schedule) whose progress the segment tracks.
+inline constexpr std::uint32_t kMaxParticipants = 256;
 
 enum SegmentState : std::uint32_t {
   kSegmentReady = 1,
@@ -54,6 +56,20 @@ struct AttachRecord {
   std::uint64_t start_time;
   std::uint32_t pin[kPinsPerAttach];  // entry indices pinned by this process, kNone = unused
 };
+
+// One participant of the node (a rank of the schedule) and its progress. All
+// fields are read lock-free (std::atomic_ref); a record is (re)written under
+// the lock, `id_plus_one` last, so a reader that sees an id sees its record.
+struct ParticipantRecord {
+  std::uint32_t id_plus_one;  // 0 = free
+  std::uint32_t flags;        // kParticipantFinished | kParticipantDead
+  std::int32_t owner_pid;     // the rank's long-lived process (not a worker's)
+  std::uint32_t padding;
+  std::uint64_t owner_start_time;
+  std::uint64_t step;  // only increases while the owner stays the same
+};
+inline constexpr std::uint32_t kParticipantFinished = 1;
+inline constexpr std::uint32_t kParticipantDead = 2;
 
 struct Entry {
   std::uint64_t row;
@@ -82,6 +98,8 @@ struct SegmentCounters {
   std::uint64_t takeovers;   // rows reclaimed from a dead loader
   std::uint64_t bytes_resident;
   std::uint64_t rows_resident;
+  std::uint64_t prefetch_declined;  // rows ClaimForPrefetch left out (no-admit rule)
+  std::uint64_t backing_failures;   // data extents the filesystem could not back (full)
 };
 
 struct alignas(64) SegmentHeader {
@@ -94,14 +112,18 @@ struct alignas(64) SegmentHeader {
   std::uint64_t num_blocks;
   std::uint64_t num_entries;
   std::uint64_t hash_buckets;  // power of two
-  std::uint64_t off_datasets, off_attach, off_entries, off_buckets, off_heap, off_block_next,
-      off_bitmap, off_data;
+  std::uint64_t off_datasets, off_attach, off_participants, off_entries, off_buckets, off_heap,
+      off_block_next, off_bitmap, off_data;
 
   alignas(64) pthread_mutex_t lock;
   // Guarded by lock.
   std::uint32_t free_block_head;
   std::uint32_t free_entry_head;
-  std::uint64_t free_blocks;
+  std::uint64_t free_blocks;  // on the free list: backed, unused
+  // Blocks [0, backed_blocks) have memory behind them; the rest of the data
+  // area is a hole until handed out (written under the lock, read lock-free).
+  std::uint64_t backed_blocks;
+  std::uint64_t backing_retry_ns;  // CLOCK_MONOTONIC before which backing is not retried
   std::uint64_t used_entries;
   std::uint64_t heap_size;
   std::uint64_t lru_tick;
@@ -112,7 +134,10 @@ struct alignas(64) SegmentHeader {
   // Lock-free (atomic_ref).
   alignas(64) std::int32_t leader_pid;
   std::uint64_t leader_start_time;
-  std::uint64_t node_step;
+  std::uint64_t node_step;          // AdvanceNodeStep's value (used while nobody reports progress)
+  std::uint64_t participants_used;  // records [0, used) may hold a participant
+  std::uint64_t participant_floor;  // NodeStep() from participants: only increases
+  std::uint64_t participants_checked_ns;  // CLOCK_MONOTONIC of the last liveness check
   SegmentCounters counters;
 };
 
@@ -123,8 +148,8 @@ struct LayoutPlan {
   std::uint64_t num_blocks = 0;
   std::uint64_t num_entries = 0;
   std::uint64_t hash_buckets = 0;
-  std::uint64_t off_datasets = 0, off_attach = 0, off_entries = 0, off_buckets = 0, off_heap = 0,
-                off_block_next = 0, off_bitmap = 0, off_data = 0;
+  std::uint64_t off_datasets = 0, off_attach = 0, off_participants = 0, off_entries = 0,
+                off_buckets = 0, off_heap = 0, off_block_next = 0, off_bitmap = 0, off_data = 0;
 };
 
 // Fits metadata and as many blocks as possible into segment_bytes. max_rows 0

@@ -22,7 +22,7 @@ bool SegmentTables::ValidChain(std::uint32_t head, std::uint32_t count) {
   std::uint32_t marked = 0;
   bool ok = true;
   for (; marked < count; ++marked) {
-    if (b >= h.num_blocks || (bits[b / 64] >> (b % 64) & 1) != 0) {
+    if (b >= h.backed_blocks || (bits[b / 64] >> (b % 64) & 1) != 0) {
       ok = false;
       break;
     }
@@ -42,6 +42,9 @@ bool SegmentTables::ValidChain(std::uint32_t head, std::uint32_t count) {
 void SegmentTables::Repair() {
   SegmentHeader& h = header();
   const std::uint64_t n = h.num_entries;
+
+  // 0. The backed part of the data area (blocks beyond it are a hole).
+  if (h.backed_blocks > h.num_blocks) h.backed_blocks = h.num_blocks;
 
   // 1. Datasets: only complete, self-consistent records stay usable.
   for (std::uint32_t i = 0; i < h.max_datasets; ++i) {
@@ -108,7 +111,7 @@ void SegmentTables::Repair() {
   h.free_block_head = kNone;
   h.free_blocks = 0;
   const std::uint64_t* bits = bitmap();
-  for (std::uint64_t b = h.num_blocks; b-- > 0;) {
+  for (std::uint64_t b = h.backed_blocks; b-- > 0;) {
     if ((bits[b / 64] >> (b % 64) & 1) != 0) continue;
     block_next()[b] = h.free_block_head;
     h.free_block_head = static_cast<std::uint32_t>(b);

@@ -1,12 +1,44 @@
 // Entries, blocks, pins and attach records of SegmentTables.
 #include "cache/core/segment_tables.h"
 
+#include <time.h>
+
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "cache/core/shm_sync.h"
 
 namespace prescient::cache::detail {
+
+Status SegmentTables::AcquireLock(std::chrono::milliseconds timeout) {
+  SegmentHeader& h = raw_header();
+  switch (LockRobust(&h.lock, timeout)) {
+    case LockOutcome::kLocked:
+      return Status::Ok();
+    case LockOutcome::kRecovered:
+      Repair();
+      Add(h.counters.recoveries, 1);
+      MarkConsistent(&h.lock);
+      return Status::Ok();
+    case LockOutcome::kTimedOut:
+      return Status::Unavailable("cache: segment lock not acquired within " +
+                                 std::to_string(timeout.count()) +
+                                 " ms (a process holding it is stopped or hung)");
+    case LockOutcome::kFailed:
+      break;
+  }
+  return Status::Corruption("cache: segment lock unusable");
+}
+
+void SegmentTables::ReleaseLock() { UnlockRobust(&raw_header().lock); }
+
+const DatasetRecord* SegmentTables::PublishedDataset(std::uint32_t ds) const {
+  if (ds >= raw_header().max_datasets) return nullptr;
+  DatasetRecord& d = dataset_unlocked(ds);
+  return std::atomic_ref<std::uint32_t>(d.state).load(std::memory_order_acquire) == 1 ? &d
+                                                                                      : nullptr;
+}
 
 void SegmentTables::BumpAndWake(std::uint32_t e) {
   Entry& x = entry(e);
@@ -70,9 +102,66 @@ void SegmentTables::MarkReady(std::uint32_t e, std::uint64_t key) {
   BumpAndWake(e);
 }
 
+namespace {
+
+constexpr std::uint64_t kPageBytes = 4096;
+constexpr std::uint64_t kExtentBytes = 2 << 20;  // backed at once: a fallocate of ~1 ms
+constexpr std::uint64_t kBackingRetryNs = 1'000'000'000;
+
+std::uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+bool SegmentTables::Grow(std::uint64_t blocks) {
+  SegmentHeader& h = header();
+  const std::uint64_t block = h.block_bytes;
+  const std::uint64_t left = h.num_blocks - std::min(h.backed_blocks, h.num_blocks);
+  if (blocks == 0 || left < blocks) return false;
+  if (backing_ != nullptr && h.backing_retry_ns != 0 && MonotonicNs() < h.backing_retry_ns) {
+    return false;
+  }
+  // Whole pages: blocks smaller than a page are backed a page at a time.
+  const std::uint64_t per_page = block >= kPageBytes ? 1 : kPageBytes / block;
+  auto round = [&](std::uint64_t n) {
+    return std::min(left, (n + per_page - 1) / per_page * per_page);
+  };
+  std::uint64_t extent = round(std::max(blocks, kExtentBytes / block));
+  if (backing_ != nullptr) {
+    const std::uint64_t offset = h.off_data + h.backed_blocks * block;
+    bool backed = backing_->Back(offset, extent * block).ok();
+    if (!backed && extent > round(blocks)) {  // nearly full: just what is needed
+      extent = round(blocks);
+      backed = backing_->Back(offset, extent * block).ok();
+    }
+    if (!backed) {
+      Add(h.counters.backing_failures, 1);
+      h.backing_retry_ns = MonotonicNs() + kBackingRetryNs;
+      return false;
+    }
+    h.backing_retry_ns = 0;
+  }
+  // Chain the new blocks in address order in front of the free list, so the
+  // lowest are handed out first.
+  const std::uint64_t first = h.backed_blocks;
+  for (std::uint64_t b = first; b < first + extent; ++b) {
+    block_next()[b] =
+        b + 1 < first + extent ? static_cast<std::uint32_t>(b + 1) : h.free_block_head;
+  }
+  h.free_block_head = static_cast<std::uint32_t>(first);
+  h.free_blocks += extent;
+  std::atomic_ref<std::uint64_t>(h.backed_blocks).store(first + extent, std::memory_order_relaxed);
+  return true;
+}
+
 std::uint32_t SegmentTables::AllocChain(std::uint32_t count) {
   SegmentHeader& h = header();
-  if (count == 0 || h.free_blocks < count) return kNone;
+  if (count == 0) return kNone;
+  if (h.free_blocks < count && !Grow(count - h.free_blocks)) return kNone;
   // The free list is itself a chain: cut its first `count` blocks off.
   const std::uint32_t head = h.free_block_head;
   std::uint32_t last = head;
@@ -92,11 +181,11 @@ void SegmentTables::FreeChain(std::uint32_t head, std::uint32_t count) {
   h.free_blocks += count;
 }
 
-void SegmentTables::CopyOut(std::uint32_t e, std::byte* dest) const {
-  const Entry& x = entry(e);
-  std::uint64_t left = dataset(x.dataset).row_bytes;
-  const std::uint64_t block = header().block_bytes;
-  for (std::uint32_t b = x.first_block; left > 0; b = block_next()[b]) {
+void SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest) const {
+  const Entry& x = entry_unlocked(e);
+  std::uint64_t left = dataset_unlocked(x.dataset).row_bytes;
+  const std::uint64_t block = raw_header().block_bytes;
+  for (std::uint32_t b = x.first_block; left > 0; b = block_next_unlocked()[b]) {
     const std::uint64_t n = left < block ? left : block;
     std::memcpy(dest, block_data(b), n);
     dest += n;
@@ -104,11 +193,11 @@ void SegmentTables::CopyOut(std::uint32_t e, std::byte* dest) const {
   }
 }
 
-void SegmentTables::CopyIn(std::uint32_t e, const std::byte* source) const {
-  const Entry& x = entry(e);
-  std::uint64_t left = dataset(x.dataset).row_bytes;
-  const std::uint64_t block = header().block_bytes;
-  for (std::uint32_t b = x.first_block; left > 0; b = block_next()[b]) {
+void SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source) const {
+  const Entry& x = entry_unlocked(e);
+  std::uint64_t left = dataset_unlocked(x.dataset).row_bytes;
+  const std::uint64_t block = raw_header().block_bytes;
+  for (std::uint32_t b = x.first_block; left > 0; b = block_next_unlocked()[b]) {
     const std::uint64_t n = left < block ? left : block;
     std::memcpy(block_data(b), source, n);
     source += n;
@@ -153,8 +242,8 @@ Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
     }
     ReapDead();
   }
-  return Status::Error("cache: more than " + std::to_string(kMaxAttach) +
-                       " live processes attached to the segment");
+  return Status::ResourceExhausted("cache: more than " + std::to_string(kMaxAttach) +
+                                   " live processes attached to the segment");
 }
 
 void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {

@@ -1,5 +1,10 @@
-// SegmentTables: the operations on a mapped segment's tables. A thin view
-// (one pointer); every method REQUIRES the segment lock unless it says so.
+// SegmentTables: the operations on a mapped segment's tables, and the segment
+// lock as a clang thread-safety capability. A thin view (one pointer); every
+// method REQUIRES the segment lock (the robust mutex in the segment header)
+// unless it says so, and clang checks that with -Wthread-safety: the lock is
+// taken with a SegmentLock, which names this object as the capability it
+// holds. Keep one SegmentTables per mapping (NodeCache::tables_) so the
+// analysis can match the lock a caller holds to the tables it touches.
 //
 // The entry array is the source of truth. The row index (open addressing,
 // linear probing, backward-shift deletion), the eviction heap, the block and
@@ -10,34 +15,67 @@
 #define PRESCIENT_CACHE_CORE_SEGMENT_TABLES_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
+#include "cache/base/status.h"
+#include "cache/base/thread_annotations.h"
 #include "cache/core/dataset_key.h"
 #include "cache/core/process_identity.h"
-#include "cache/core/result.h"
 #include "cache/core/segment_layout.h"
 
 namespace prescient::cache::detail {
 
-class SegmentTables {
+// Puts memory behind a range of the segment file before blocks there are
+// handed out (the data area starts as a hole). An error means the filesystem
+// is full: the cache then behaves as full (evicts or declines).
+class SegmentBacking {
  public:
-  explicit SegmentTables(void* base) : base_(static_cast<unsigned char*>(base)) {}
+  virtual ~SegmentBacking() = default;
+  // `offset` and `length` are in bytes from the segment start, page aligned.
+  virtual Status Back(std::uint64_t offset, std::uint64_t length) const noexcept = 0;
+};
 
-  SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
-  DatasetRecord& dataset(std::uint32_t i) const {
-    return reinterpret_cast<DatasetRecord*>(base_ + header().off_datasets)[i];
+class CAPABILITY("segment lock") SegmentTables {
+ public:
+  // `backing` may be null: the whole segment is already memory (tests).
+  explicit SegmentTables(void* base, const SegmentBacking* backing = nullptr)
+      : base_(static_cast<unsigned char*>(base)), backing_(backing) {}
+
+  // --- the lock (use SegmentLock; these are its primitives) ---
+  // Acquires the robust mutex; after an owner's death, repairs the tables and
+  // counts a recovery. Not ok(): the lock is not held.
+  Status AcquireLock(std::chrono::milliseconds timeout) NO_THREAD_SAFETY_ANALYSIS;
+  void ReleaseLock() RELEASE() NO_THREAD_SAFETY_ANALYSIS;
+  // For single-threaded code that owns the mapping alone (a segment being
+  // created, white-box tests): tells the analysis the tables may be touched.
+  void AssumeExclusive() const ASSERT_CAPABILITY(this) {}
+
+  // Lock-free: the immutable geometry and the fields accessed through
+  // std::atomic_ref (counters, node step, leader identity).
+  SegmentHeader& raw_header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
+  // The whole header, guarded fields included.
+  SegmentHeader& header() const REQUIRES(this) { return raw_header(); }
+  DatasetRecord& dataset(std::uint32_t i) const REQUIRES(this) { return dataset_unlocked(i); }
+  AttachRecord& attach(std::uint32_t i) const REQUIRES(this) {
+    return reinterpret_cast<AttachRecord*>(base_ + raw_header().off_attach)[i];
   }
-  AttachRecord& attach(std::uint32_t i) const {
-    return reinterpret_cast<AttachRecord*>(base_ + header().off_attach)[i];
-  }
-  Entry& entry(std::uint32_t i) const {
-    return reinterpret_cast<Entry*>(base_ + header().off_entries)[i];
+  Entry& entry(std::uint32_t i) const REQUIRES(this) { return entry_unlocked(i); }
+  // Lock-free (every field through std::atomic_ref; written under the lock).
+  ParticipantRecord& participant(std::uint32_t i) const {
+    return reinterpret_cast<ParticipantRecord*>(base_ + raw_header().off_participants)[i];
   }
   std::byte* block_data(std::uint32_t b) const {
-    return reinterpret_cast<std::byte*>(base_ + header().off_data +
-                                        std::uint64_t{b} * header().block_bytes);
+    return reinterpret_cast<std::byte*>(base_ + raw_header().off_data +
+                                        std::uint64_t{b} * raw_header().block_bytes);
   }
+
+  // Lock-free: the dataset record `ds` if it is complete (state 1), else null.
+  // Records are written once, state last, so a complete record never changes.
+  const DatasetRecord* PublishedDataset(std::uint32_t ds) const;
+  // Lock-free: the futex word of entry `e` (bumped on every state change).
+  std::uint32_t* SeqWord(std::uint32_t e) const { return &entry_unlocked(e).seq; }
 
   // Lock-free counter access (relaxed).
   static void Add(std::uint64_t& counter, std::int64_t delta) {
@@ -52,91 +90,146 @@ class SegmentTables {
   // The slot of `key`, adding it if new; fails if the key is known with
   // another row size or row count, or the table is full.
   Result<DatasetSlot> FindOrAddDataset(const DatasetKey& key, std::uint64_t row_bytes,
-                                       std::uint64_t num_rows);
+                                       std::uint64_t num_rows) REQUIRES(this);
 
   // --- row index ---
-  std::uint32_t Find(std::uint32_t ds, std::uint64_t row) const;  // kNone if absent
-  void IndexInsert(std::uint32_t e);
-  void IndexErase(std::uint32_t e);
+  std::uint32_t Find(std::uint32_t ds, std::uint64_t row) const REQUIRES(this);  // kNone if absent
+  void IndexInsert(std::uint32_t e) REQUIRES(this);
+  void IndexErase(std::uint32_t e) REQUIRES(this);
 
   // --- entries ---
   // A free entry set to Loading(ds, row, owner) and indexed; kNone if none is free.
-  std::uint32_t Claim(std::uint32_t ds, std::uint64_t row, std::uint16_t owner);
+  std::uint32_t Claim(std::uint32_t ds, std::uint64_t row, std::uint16_t owner) REQUIRES(this);
   // Any state -> Free: unindexed, out of the heap, blocks released, waiters woken.
-  void Release(std::uint32_t e);
+  void Release(std::uint32_t e) REQUIRES(this);
   // Loading -> Ready with `key`: counted resident, in the eviction heap.
-  void MarkReady(std::uint32_t e, std::uint64_t key);
+  void MarkReady(std::uint32_t e, std::uint64_t key) REQUIRES(this);
   // Bumps the entry's futex word and wakes its sleepers, if any.
-  void BumpAndWake(std::uint32_t e);
+  void BumpAndWake(std::uint32_t e) REQUIRES(this);
 
   // --- eviction heap: a max-heap of every Ready row on Entry::heap_key ---
   // A key that grows is sifted at once (the row may now be the best victim);
   // a key that shrinks (an LRU hit, the common case) is only recorded, and
   // fixed when the row reaches the top: hits cost O(1), not O(log n).
-  void HeapPush(std::uint32_t e);
-  void HeapRemove(std::uint32_t e);
-  void SetKey(std::uint32_t e, std::uint64_t key);
+  void HeapPush(std::uint32_t e) REQUIRES(this);
+  void HeapRemove(std::uint32_t e) REQUIRES(this);
+  void SetKey(std::uint32_t e, std::uint64_t key) REQUIRES(this);
   // The row with the largest current key (freshens stale tops); kNone if empty.
-  std::uint32_t HeapTop();
+  std::uint32_t HeapTop() REQUIRES(this);
 
   // --- blocks ---
-  std::uint32_t AllocChain(std::uint32_t count);  // kNone if fewer free
-  void FreeChain(std::uint32_t head, std::uint32_t count);
-  void CopyOut(std::uint32_t e, std::byte* dest) const;         // lock not needed if pinned
-  void CopyIn(std::uint32_t e, const std::byte* source) const;  // lock not needed if Loading
+  // Pops `count` blocks off the free list, backing a new extent first if the
+  // list is short; kNone if that is not possible.
+  std::uint32_t AllocChain(std::uint32_t count) REQUIRES(this);
+  // Backs at least `blocks` more blocks (an extent of ~2 MiB, low blocks
+  // first) and puts them on the free list. False when the data area is all
+  // backed or the filesystem is full (counted; not retried for a second).
+  bool Grow(std::uint64_t blocks) REQUIRES(this);
+  void FreeChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
+  void CopyOut(std::uint32_t e, std::byte* dest) const REQUIRES(this) { CopyOutPinned(e, dest); }
+  void CopyIn(std::uint32_t e, const std::byte* source) const REQUIRES(this) {
+    CopyInOwned(e, source);
+  }
+  // Without the lock: REQUIRES that this process pinned `e` (nobody evicts or
+  // rewrites it), respectively owns its claim with blocks attached (only the
+  // owner publishes or releases it).
+  void CopyOutPinned(std::uint32_t e, std::byte* dest) const;
+  void CopyInOwned(std::uint32_t e, const std::byte* source) const;
 
   // --- eviction and admission ---
   // Evicts unpinned rows with a key larger than incoming_key until `blocks`
   // are free.
   // False (and nothing more evicted) when that would need a row with a key
   // <= incoming_key: the incoming row is not worth admitting.
-  bool MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key);
+  bool MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) REQUIRES(this);
   // Looks at `count` entries round-robin; scheduled rows whose predicted use
   // lies before `now` get kStaleKey. Amortised cleanup, O(count).
-  void SweepStale(std::uint64_t now, std::uint32_t count);
+  void SweepStale(std::uint64_t now, std::uint32_t count) REQUIRES(this);
 
   // --- pins ---
-  bool Pin(std::uint16_t slot, std::uint32_t e);  // false if the slot's pin table is full
-  void Unpin(std::uint16_t slot, std::uint32_t e);
+  bool Pin(std::uint16_t slot, std::uint32_t e) REQUIRES(this);  // false if the pin table is full
+  void Unpin(std::uint16_t slot, std::uint32_t e) REQUIRES(this);
 
   // --- processes ---
   // A free attach slot for `self`; reaps dead processes first if the table is full.
-  Result<std::uint16_t> Attach(const ProcessIdentity& self);
+  Result<std::uint16_t> Attach(const ProcessIdentity& self) REQUIRES(this);
   // Drops the slot's pins and claims (their rows are freed, waiters woken)
   // and frees the slot. `died`: count the claims as takeovers.
-  void ReleaseAttachment(std::uint16_t slot, bool died);
+  void ReleaseAttachment(std::uint16_t slot, bool died) REQUIRES(this);
   // ReleaseAttachment for every attached process that is no longer alive.
   // Returns how many live processes remain attached.
-  std::uint32_t ReapDead();
-  ProcessIdentity AttachedIdentity(std::uint16_t slot) const {
+  std::uint32_t ReapDead() REQUIRES(this);
+  ProcessIdentity AttachedIdentity(std::uint16_t slot) const REQUIRES(this) {
     return {attach(slot).pid, attach(slot).start_time};
   }
 
   // --- recovery (segment_repair.cc) ---
   // Rebuilds every derived structure from the entry array after a process died
   // holding the lock; drops entries that fail validation. Idempotent.
-  void Repair();
+  void Repair() REQUIRES(this);
 
  private:
-  std::uint32_t* buckets() const {
-    return reinterpret_cast<std::uint32_t*>(base_ + header().off_buckets);
+  DatasetRecord& dataset_unlocked(std::uint32_t i) const {
+    return reinterpret_cast<DatasetRecord*>(base_ + raw_header().off_datasets)[i];
   }
-  std::uint32_t* heap() const {
-    return reinterpret_cast<std::uint32_t*>(base_ + header().off_heap);
+  Entry& entry_unlocked(std::uint32_t i) const {
+    return reinterpret_cast<Entry*>(base_ + raw_header().off_entries)[i];
   }
-  std::uint32_t* block_next() const {
-    return reinterpret_cast<std::uint32_t*>(base_ + header().off_block_next);
+  std::uint32_t* buckets() const REQUIRES(this) {
+    return reinterpret_cast<std::uint32_t*>(base_ + raw_header().off_buckets);
   }
-  std::uint64_t* bitmap() const {
-    return reinterpret_cast<std::uint64_t*>(base_ + header().off_bitmap);
+  std::uint32_t* heap() const REQUIRES(this) {
+    return reinterpret_cast<std::uint32_t*>(base_ + raw_header().off_heap);
+  }
+  std::uint32_t* block_next() const REQUIRES(this) { return block_next_unlocked(); }
+  std::uint32_t* block_next_unlocked() const {
+    return reinterpret_cast<std::uint32_t*>(base_ + raw_header().off_block_next);
+  }
+  std::uint64_t* bitmap() const REQUIRES(this) {
+    return reinterpret_cast<std::uint64_t*>(base_ + raw_header().off_bitmap);
   }
   std::uint64_t Bucket(std::uint32_t ds, std::uint64_t row) const;
-  void SiftUp(std::uint64_t pos);
-  void SiftDown(std::uint64_t pos);
-  void HeapPlace(std::uint64_t pos, std::uint32_t e);
-  bool ValidChain(std::uint32_t head, std::uint32_t count);  // marks the bitmap
+  void SiftUp(std::uint64_t pos) REQUIRES(this);
+  void SiftDown(std::uint64_t pos) REQUIRES(this);
+  void HeapPlace(std::uint64_t pos, std::uint32_t e) REQUIRES(this);
+  bool ValidChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);  // marks the bitmap
 
   unsigned char* base_;
+  const SegmentBacking* backing_;
+};
+
+// Holds the segment lock of `tables` for a scope (clang: the capability
+// `tables`). Check ok() right after construction: when the lock could not be
+// taken (a live holder stuck past the timeout, a broken mutex) it is not held,
+// and the caller must return status() at once without touching the tables.
+class SCOPED_CAPABILITY SegmentLock {
+ public:
+  SegmentLock(SegmentTables& tables, std::chrono::milliseconds timeout) ACQUIRE(tables)
+      : tables_(tables), timeout_(timeout), status_(tables.AcquireLock(timeout)) {}
+  ~SegmentLock() RELEASE() {
+    if (status_.ok()) tables_.ReleaseLock();
+  }
+  SegmentLock(const SegmentLock&) = delete;
+  SegmentLock& operator=(const SegmentLock&) = delete;
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+
+  // Drops the lock before the end of the scope (e.g. to copy a pinned row).
+  void Unlock() RELEASE() {
+    if (status_.ok()) tables_.ReleaseLock();
+    status_ = Status::Unavailable("cache: segment lock released");
+  }
+  // Takes it again; on failure return the status at once.
+  Status Relock() ACQUIRE() {
+    status_ = tables_.AcquireLock(timeout_);
+    return status_;
+  }
+
+ private:
+  SegmentTables& tables_;
+  const std::chrono::milliseconds timeout_;
+  Status status_;
 };
 
 }  // namespace prescient::cache::detail

@@ -111,7 +111,7 @@ Result<std::span<const std::byte>> DecodeChunk(std::span<const std::byte> stored
                                                std::uint32_t filter_mask,
                                                std::uint64_t element_size,
                                                std::uint64_t chunk_bytes, DecodeBuffers& buffers) {
-  PRESCIENT_IO_RETURN_IF_ERROR(CheckRawDecodable(pipeline, element_size));
+  PRESCIENT_RETURN_IF_ERROR(CheckRawDecodable(pipeline, element_size));
   std::span<const std::byte> current = stored;
   bool in_a = false;  // which buffer `current` lives in, once it is not `stored`
   bool in_buffer = false;

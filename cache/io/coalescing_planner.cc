@@ -84,7 +84,7 @@ void BuildChunkReads(const ChunkedLayout& layout, std::span<const Slab> slabs,
 Result<ReadPlan> PlanContiguousReads(const ContiguousLayout& layout,
                                      std::span<const std::uint64_t> rows,
                                      const CoalescingOptions& options) {
-  PRESCIENT_IO_RETURN_IF_ERROR(layout.Validate());
+  PRESCIENT_RETURN_IF_ERROR(layout.Validate());
   auto sorted = NormalizeRows(rows, layout.num_rows);
   if (!sorted.ok()) return sorted.status();
 

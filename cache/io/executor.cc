@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "cache/base/mutex.h"
 
 namespace prescient::cache::io {
 namespace {
@@ -30,23 +30,24 @@ bool InlineExecutor::Submit(std::function<void()> task) {
 struct ThreadPool::State {
   unsigned thread_count = 1;
   pid_t owner_pid = 0;  // the process whose threads these are
-  std::mutex mu;
-  std::condition_variable wake;
-  std::deque<std::function<void()>> queue;  // guarded by mu
-  std::vector<std::thread> workers;         // guarded by mu; started on first Submit
-  bool stopping = false;                    // guarded by mu
+  Mutex mu;
+  CondVar wake;
+  std::deque<std::function<void()>> queue GUARDED_BY(mu);
+  std::vector<std::thread> workers GUARDED_BY(mu);  // started on first Submit
+  bool stopping GUARDED_BY(mu) = false;
 
-  void WorkerLoop() noexcept {
+  void WorkerLoop() noexcept EXCLUDES(mu) {
     try {
-      std::unique_lock lock(mu);
-      while (true) {
-        wake.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;  // stopping and drained
-        std::function<void()> task = std::move(queue.front());
-        queue.pop_front();
-        lock.unlock();
+      for (;;) {
+        std::function<void()> task;
+        {
+          MutexLock lock(&mu);
+          while (!stopping && queue.empty()) wake.Wait(&mu);
+          if (queue.empty()) return;  // stopping and drained
+          task = std::move(queue.front());
+          queue.pop_front();
+        }
         RunCatchingEverything(task);
-        lock.lock();
       }
     } catch (...) {
       // Only a failing mutex operation can land here; the thread just ends.
@@ -68,18 +69,18 @@ ThreadPool::~ThreadPool() {
   }
   std::vector<std::thread> workers;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(&state_->mu);
     state_->stopping = true;
     workers.swap(state_->workers);
   }
-  state_->wake.notify_all();
+  state_->wake.SignalAll();
   for (std::thread& worker : workers) worker.join();
 }
 
 bool ThreadPool::Submit(std::function<void()> task) {
   if (::getpid() != state_->owner_pid) return false;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->stopping) return false;
     if (state_->workers.empty()) {
       try {
@@ -93,7 +94,7 @@ bool ThreadPool::Submit(std::function<void()> task) {
     }
     state_->queue.push_back(std::move(task));
   }
-  state_->wake.notify_one();
+  state_->wake.Signal();
   return true;
 }
 

@@ -63,7 +63,7 @@ Status RandomAccessSource::ReadScattered(std::uint64_t offset,
                                          std::span<const ScatterPiece> pieces) const {
   for (const ScatterPiece& piece : pieces) {
     if (piece.data != nullptr) {
-      PRESCIENT_IO_RETURN_IF_ERROR(ReadExact(offset, {piece.data, piece.size}));
+      PRESCIENT_RETURN_IF_ERROR(ReadExact(offset, {piece.data, piece.size}));
     }
     offset += piece.size;
   }

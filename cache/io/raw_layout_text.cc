@@ -139,14 +139,14 @@ Result<RawLayout> ParseRawLayoutText(std::string_view text) {
     const std::size_t end = text.find('\n');
     const std::string_view line = text.substr(0, end);
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    PRESCIENT_IO_RETURN_IF_ERROR(ParseLine(line, ++number, f));
+    PRESCIENT_RETURN_IF_ERROR(ParseLine(line, ++number, f));
   }
   if (f.kind == "contiguous") {
     ContiguousLayout layout{.path = f.path,
                             .data_offset = f.data_offset,
                             .row_bytes = f.row_bytes,
                             .num_rows = f.num_rows};
-    PRESCIENT_IO_RETURN_IF_ERROR(layout.Validate());
+    PRESCIENT_RETURN_IF_ERROR(layout.Validate());
     return RawLayout(std::move(layout));
   }
   if (f.kind != "chunked") {
@@ -164,7 +164,7 @@ Result<RawLayout> ParseRawLayoutText(std::string_view text) {
     ChunkLocation location{.file_offset = chunk[rank],
                            .stored_size = chunk[rank + 1],
                            .filter_mask = static_cast<std::uint32_t>(chunk[rank + 2])};
-    PRESCIENT_IO_RETURN_IF_ERROR(layout->SetChunk({chunk.data(), rank}, location));
+    PRESCIENT_RETURN_IF_ERROR(layout->SetChunk({chunk.data(), rank}, location));
   }
   return RawLayout(std::move(layout).value());
 }

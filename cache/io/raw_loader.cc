@@ -1,14 +1,13 @@
 #include "cache/io/raw_loader.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "cache/base/mutex.h"
 #include "cache/io/chunk_decoder.h"
 #include "cache/io/row_scatter.h"
 
@@ -54,7 +53,7 @@ Status LoadContiguousTask(const ContiguousLayout& layout, const RandomAccessSour
     if (end > at) pieces.push_back({nullptr, static_cast<std::size_t>(end - at)});
     const bool wanted = std::any_of(pieces.begin(), pieces.end(),
                                     [](const ScatterPiece& p) { return p.data != nullptr; });
-    if (wanted) PRESCIENT_IO_RETURN_IF_ERROR(source.ReadScattered(read.file_offset, pieces));
+    if (wanted) PRESCIENT_RETURN_IF_ERROR(source.ReadScattered(read.file_offset, pieces));
   }
   return Status();
 }
@@ -91,7 +90,7 @@ Status LoadChunkedTask(const ChunkedLayout& layout, const RandomAccessSource& so
   }
   for (const FileRead& read : task.reads) {
     const std::span<std::byte> buffer = scratch.ReadBuffer(read.length);
-    PRESCIENT_IO_RETURN_IF_ERROR(source.ReadExact(read.file_offset, buffer));
+    PRESCIENT_RETURN_IF_ERROR(source.ReadExact(read.file_offset, buffer));
     for (const ChunkSpan& span : read.chunks) {
       const ChunkLocation& location = *layout.chunk(span.chunk_index);
       auto decoded = DecodeChunk(buffer.subspan(span.offset_in_read, span.stored_size),
@@ -134,7 +133,7 @@ class LoadExecutionImpl final : public LoadExecution {
     } catch (...) {
       if (status.ok()) status = Status::Internal("on_task_done threw");
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (status.ok()) {
       for (const FileRead& read : task.reads) summary_.bytes_read += read.length;
       summary_.reads += task.reads.size();
@@ -142,26 +141,26 @@ class LoadExecutionImpl final : public LoadExecution {
       ++summary_.failed_tasks;
       if (summary_.first_error.ok()) summary_.first_error = status;
     }
-    if (--remaining_ == 0) done_.notify_all();
+    if (--remaining_ == 0) done_.SignalAll();
   }
 
   LoadSummary Wait() override {
-    std::unique_lock lock(mu_);
-    done_.wait(lock, [&] { return remaining_ == 0; });
+    MutexLock lock(&mu_);
+    while (remaining_ != 0) done_.Wait(&mu_);
     return summary_;
   }
 
   bool Done() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return remaining_ == 0;
   }
 
  private:
   const LoadJob job_;
-  mutable std::mutex mu_;
-  std::condition_variable done_;
-  std::size_t remaining_ = 0;  // guarded by mu_
-  LoadSummary summary_;        // guarded by mu_
+  mutable Mutex mu_;
+  CondVar done_;
+  std::size_t remaining_ GUARDED_BY(mu_) = 0;
+  LoadSummary summary_ GUARDED_BY(mu_);
 };
 
 }  // namespace

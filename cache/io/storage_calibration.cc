@@ -64,8 +64,7 @@ Result<StorageProfile> CalibrateStorage(const std::string& path,
   const Clock::time_point seq_start = Clock::now();
   for (std::uint64_t done = 0; done < sequential;) {
     const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), sequential - done);
-    PRESCIENT_IO_RETURN_IF_ERROR(
-        (*sequential_file)->ReadExact(seq_begin + done, {buffer.data(), n}));
+    PRESCIENT_RETURN_IF_ERROR((*sequential_file)->ReadExact(seq_begin + done, {buffer.data(), n}));
     done += n;
   }
   const double seq_seconds = std::max(SecondsSince(seq_start), 1e-9);
@@ -79,7 +78,7 @@ Result<StorageProfile> CalibrateStorage(const std::string& path,
     if (i >= 3 && SecondsSince(start) > options.time_budget_seconds) break;
     const std::uint64_t offset = (rng() % (size - probe)) & ~std::uint64_t{4095};
     const Clock::time_point t = Clock::now();
-    PRESCIENT_IO_RETURN_IF_ERROR((*random_file)->ReadExact(offset, {buffer.data(), probe}));
+    PRESCIENT_RETURN_IF_ERROR((*random_file)->ReadExact(offset, {buffer.data(), probe}));
     latencies.push_back(SecondsSince(t));
     profile.bytes_read += probe;
   }

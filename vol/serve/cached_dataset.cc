@@ -101,12 +101,12 @@ cache::Status CachedDataset::LoadEntries(const VolObject* dataset,
     }
     if (layout_) return LoadRaw(rows, targets, counters);
     if (dataset == nullptr)
-      return cache::Status::Error("rows of this dataset load only through HDF5");
+      return cache::Status::Unsupported("rows of this dataset load only through HDF5");
     return LoadThroughHdf5(*dataset, rows, targets, counters);
   } catch (const std::exception& e) {
-    return cache::Status::Error(std::string("loading rows: ") + e.what());
+    return cache::Status::Internal(std::string("loading rows: ") + e.what());
   } catch (...) {
-    return cache::Status::Error("loading rows: unknown exception");
+    return cache::Status::Internal("loading rows: unknown exception");
   }
 }
 
@@ -114,11 +114,11 @@ cache::Status CachedDataset::LoadRaw(std::span<const std::uint64_t> rows,
                                      std::span<std::byte* const> dest,
                                      LoadCounters* counters) const {
   io::Result<io::ReadPlan> plan = io::PlanReads(*layout_, rows, coalescing_);
-  if (!plan.ok()) return cache::Status::Error(plan.status().ToString());
+  if (!plan.ok()) return plan.status();
   const io::RowTargetFn target = io::RowTargetsFromArrays(rows, dest);
   for (const io::ReadTask& task : plan.value().tasks) {
     io::Status status = io::LoadTask(*layout_, *source_, task, target);
-    if (!status.ok()) return cache::Status::Error(status.ToString());
+    if (!status.ok()) return status;
   }
   if (counters != nullptr) {
     counters->reads += plan.value().num_reads();
@@ -135,7 +135,7 @@ cache::Status CachedDataset::LoadThroughHdf5(const VolObject& dataset,
   // (cache slots of consecutive rows need not be adjacent).
   // The stored type as memory type: the read returns the file's bytes unconverted.
   const hid_t mem_type = dataset.dataset->NewStoredTypeId();
-  if (mem_type < 0) return cache::Status::Error("cannot rebuild the stored type");
+  if (mem_type < 0) return cache::Status::Internal("cannot rebuild the stored type");
   const cache::Status status = ReadRunsThroughHdf5(dataset, mem_type, rows, dest, counters);
   H5Tclose(mem_type);
   return status;
@@ -168,7 +168,7 @@ cache::Status CachedDataset::ReadRunsThroughHdf5(const VolObject& dataset, hid_t
     }
     H5Sclose(mem_space);
     H5Sclose(file_space);
-    if (status < 0) return cache::Status::Error("reading rows through HDF5 failed");
+    if (status < 0) return cache::Status::IoError("reading rows through HDF5 failed");
     for (std::size_t k = i; k < j; ++k) {
       std::memcpy(dest[k], staging.data() + (k - i) * row_bytes_, row_bytes_);
     }

@@ -42,13 +42,14 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
   const std::string path = name.path();
   const pid_t child = ForkChild([&] {
     detail::MappedSegment seg;
-    std::string error;
+    Status error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
     detail::SegmentTables t(seg.base());
-    if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
+    if (detail::LockRobust(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
       return 2;
     }
+    t.AssumeExclusive();  // locked above, and never released: this process dies holding it
     // Half-done work: blocks popped but never owned, the heap cut short, a
     // row's index slot lost.
     t.AllocChain(7);
@@ -74,10 +75,12 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
 
   // Nothing leaked: resident blocks + free blocks = all blocks.
   detail::MappedSegment seg;
-  std::string error;
-  ASSERT_EQ(detail::OpenSegment(path, &seg, &error), detail::OpenOutcome::kOpened) << error;
+  Status error;
+  ASSERT_EQ(detail::OpenSegment(path, &seg, &error), detail::OpenOutcome::kOpened)
+      << error.message();
   detail::SegmentTables t(seg.base());
-  EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().num_blocks);
+  t.AssumeExclusive();  // everyone else is idle: a snapshot for the check
+  EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().backed_blocks);
   EXPECT_EQ(t.header().heap_size, 7u);
   detail::UnmapSegment(&seg);
 }
@@ -197,13 +200,14 @@ TEST(CrashRecovery, LockHeldByALiveProcessTimesOutThenRecoversAfterItsDeath) {
   const std::string path = name.path();
   const pid_t child = ForkChild([&] {
     detail::MappedSegment seg;
-    std::string error;
+    Status error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
     detail::SegmentTables t(seg.base());
-    if (detail::LockRobust(&t.header().lock, std::chrono::seconds(5)) !=
+    if (detail::LockRobust(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
       return 2;
     }
+    t.AssumeExclusive();  // locked above, and never released: this process dies holding it
     state->store(1);
     for (;;) pause();
   });

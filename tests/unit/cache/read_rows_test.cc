@@ -86,7 +86,7 @@ TEST(ReadRows, ErrorsAreReportedAndClaimsReleased) {
   std::vector<std::byte> out(64);
   const std::uint64_t row = 3;
   auto failing = [](std::span<const std::uint64_t>, std::span<std::byte* const>) {
-    return Status::Error("disk on fire");
+    return Status::IoError("disk on fire");
   };
   Status s = cache->ReadRows(ds, {&row, 1}, out.data(), failing, nullptr);
   ASSERT_FALSE(s.ok());

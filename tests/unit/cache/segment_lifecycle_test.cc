@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <cerrno>
 #include <cstring>
@@ -223,34 +224,117 @@ TEST(Segment, ClearErrorsForBadOptionsAndPaths) {
   EXPECT_NE(nodir.status().message().find("No such file"), std::string::npos);
 }
 
-// A genuinely full filesystem: a 1 MiB tmpfs mounted for the test. Mounting
-// needs CAP_SYS_ADMIN, which tests get inside env/run (root in a private
-// mount namespace); elsewhere the test is skipped, and the ENOSPC path is
-// then covered only by code review of posix_fallocate's error handling.
-TEST(Segment, FullShmIsReportedAtOpenNotAsSigbusLater) {
-  const std::string dir =
-      std::filesystem::temp_directory_path() / ("prescient-full-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  if (mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=1m,mode=0700") != 0) {
-    const int err = errno;
-    std::filesystem::remove(dir);
-    GTEST_SKIP() << "cannot mount a small tmpfs here (" << std::strerror(err) << ")";
+// A genuinely full filesystem: a small tmpfs mounted for the test. Mounting
+// needs CAP_SYS_ADMIN, which tests have inside env/run (root in a private mount
+// namespace); elsewhere the test is skipped.
+class SmallTmpfs {
+ public:
+  explicit SmallTmpfs(const char* size) {
+    dir_ = std::filesystem::temp_directory_path() / ("prescient-full-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    const std::string opts = std::string("size=") + size + ",mode=0700";
+    if (mount("tmpfs", dir_.c_str(), "tmpfs", 0, opts.c_str()) != 0) {
+      error_ = std::strerror(errno);
+      std::filesystem::remove(dir_);
+    }
   }
+  ~SmallTmpfs() {
+    if (error_.empty()) umount2(dir_.c_str(), MNT_DETACH);
+    std::filesystem::remove(dir_);
+  }
+  bool mounted() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  const std::string& dir() const { return dir_; }
+  std::uint64_t used_bytes() const {
+    struct statvfs fs{};
+    statvfs(dir_.c_str(), &fs);
+    return static_cast<std::uint64_t>(fs.f_blocks - fs.f_bfree) * fs.f_frsize;
+  }
+
+ private:
+  std::string dir_;
+  std::string error_;
+};
+
+TEST(Segment, OpenReservesOnlyMetadataAndBacksTheDataAreaAsItFills) {
+  SmallTmpfs fs("64m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
   ScopedSegmentName name;
-  name.options().shm_dir = dir;
-  name.options().capacity_bytes = 4 << 20;
+  name.options().shm_dir = fs.dir();
+  name.options().capacity_bytes = 48 << 20;
   auto cache = NodeCache::Open(name.options());
-  ASSERT_FALSE(cache.ok());
-  EXPECT_NE(cache.status().message().find("No space left"), std::string::npos)
-      << cache.status().message();
-  EXPECT_NE(cache.status().message().find("MiB free"), std::string::npos);
-  EXPECT_TRUE(std::filesystem::is_empty(dir));  // no temporary left behind
-  name.options().capacity_bytes = 512 << 10;    // fits: works
-  auto small = NodeCache::Open(name.options());
-  EXPECT_TRUE(small.ok()) << small.status().message();
-  small = Status::Error("closed");
-  umount(dir.c_str());
-  std::filesystem::remove(dir);
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  CacheStats st = cache.value()->Stats();
+  EXPECT_LT(fs.used_bytes(), 4u << 20);  // a 48 MiB segment costs its metadata only
+  EXPECT_LT(st.backed_bytes, 4u << 20);
+  EXPECT_EQ(st.bytes_resident, 0u);
+  constexpr std::uint64_t kBytes = 64 << 10;
+  const DatasetSlot ds = cache.value()->RegisterDataset({3, 3}, kBytes, 1000).value();
+  std::vector<std::uint64_t> rows(64);
+  for (std::uint64_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  std::vector<std::byte> out(rows.size() * kBytes);
+  ASSERT_TRUE(cache.value()
+                  ->ReadRows(ds, rows, out.data(), PatternLoader{1, kBytes, nullptr}, nullptr)
+                  .ok());
+  st = cache.value()->Stats();
+  EXPECT_EQ(st.bytes_resident, 64 * kBytes);
+  // Backed: what the 4 MiB of rows needed, in 2 MiB extents, plus metadata.
+  EXPECT_GE(st.backed_bytes, 4u << 20);
+  EXPECT_LT(st.backed_bytes, 10u << 20);
+  EXPECT_LT(fs.used_bytes(), 10u << 20);
+  EXPECT_EQ(st.backing_failures, 0u);
+}
+
+TEST(Segment, FullTmpfsMakesTheCacheBehaveAsFullNeverSigbus) {
+  SmallTmpfs fs("3m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
+  ScopedSegmentName name;
+  name.options().shm_dir = fs.dir();
+  // Metadata that cannot be reserved: a clear error at Open, nothing left behind.
+  name.options().capacity_bytes = 512 << 20;
+  auto huge = NodeCache::Open(name.options());
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("No space left"), std::string::npos)
+      << huge.status().message();
+  EXPECT_NE(huge.status().message().find("MiB free"), std::string::npos);
+  EXPECT_EQ(huge.status().code(), Status::Code::kResourceExhausted);
+  EXPECT_TRUE(std::filesystem::is_empty(fs.dir()));
+  // A segment 5x larger than the filesystem opens (its data area is a hole)...
+  name.options().capacity_bytes = 16 << 20;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  // ...and reads more rows than the filesystem holds: every row delivered
+  // exact, the cache keeping what fits and evicting (LRU) as it would when full.
+  constexpr std::uint64_t kBytes = 64 << 10;
+  const DatasetSlot ds = cache.value()->RegisterDataset({4, 4}, kBytes, 1000).value();
+  std::vector<std::byte> out(8 * kBytes);
+  for (std::uint64_t first = 0; first < 256; first += 8) {
+    std::vector<std::uint64_t> rows;
+    for (std::uint64_t r = first; r < first + 8; ++r) rows.push_back(r);
+    ASSERT_TRUE(cache.value()
+                    ->ReadRows(ds, rows, out.data(), PatternLoader{2, kBytes, nullptr}, nullptr)
+                    .ok());
+    ASSERT_EQ(FirstBadByte(2, rows, out.data(), kBytes), -1) << first;
+  }
+  const CacheStats st = cache.value()->Stats();
+  EXPECT_GE(st.backing_failures, 1u);
+  EXPECT_GT(st.rows_resident, 0u);
+  EXPECT_LT(st.bytes_resident, 3u << 20);
+  EXPECT_GT(st.evictions, 0u);
+  // A forked worker hits the resident rows (the mapping is sound).
+  const std::uint64_t last = 255;
+  const pid_t child = ForkChild([&] {
+    ReadRowsStats rs;
+    std::vector<std::byte> one(kBytes);
+    if (!cache.value()
+             ->ReadRows(ds, {&last, 1}, one.data(), PatternLoader{2, kBytes, nullptr}, nullptr, &rs)
+             .ok()) {
+      return 1;
+    }
+    return FirstBadByte(2, {&last, 1}, one.data(), kBytes) == -1 && rs.hits == 1 ? 0 : 2;
+  });
+  EXPECT_EQ(WaitExitCode(child), 0);
+  cache = Status::Unavailable("closed");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ class TablesTest : public ::testing::Test {
     std::fill_n(memory_.get(), plan.value().segment_bytes, 0);
     ASSERT_EQ(InitializeSegment(memory_.get(), plan.value(), false), 0);
     tables_ = std::make_unique<SegmentTables>(memory_.get());
+    tables_->AssumeExclusive();
     auto slot = tables_->Attach(SelfIdentity());
     ASSERT_TRUE(slot.ok());
     slot_ = slot.value();
@@ -34,6 +35,7 @@ class TablesTest : public ::testing::Test {
   // Adds a Ready row with `key`; returns its entry.
   std::uint32_t AddReady(DatasetSlot ds, std::uint64_t row, std::uint64_t key) {
     SegmentTables& t = *tables_;
+    t.AssumeExclusive();  // white-box: no other user
     const std::uint32_t e = t.Claim(ds, row, slot_);
     EXPECT_NE(e, kNone);
     EXPECT_TRUE(t.MakeRoom(t.dataset(ds).blocks_per_row, key));
@@ -52,6 +54,7 @@ class TablesTest : public ::testing::Test {
 TEST_F(TablesTest, IndexFindsEverythingAfterRandomInsertsAndErases) {
   Build(4 << 20, 256);
   SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
   auto ds = t.FindOrAddDataset({1, 2}, 100, 1 << 20);
   ASSERT_TRUE(ds.ok());
   std::mt19937_64 rng(7);
@@ -83,6 +86,7 @@ TEST_F(TablesTest, IndexFindsEverythingAfterRandomInsertsAndErases) {
 TEST_F(TablesTest, DatasetRowSizeMismatchIsRejected) {
   Build(1 << 20, 4096);
   SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
   auto a = t.FindOrAddDataset({5, 6}, 1000, 10);
   auto b = t.FindOrAddDataset({5, 6}, 1000, 10);
   auto c = t.FindOrAddDataset({5, 6}, 1001, 10);
@@ -97,6 +101,7 @@ TEST_F(TablesTest, DatasetRowSizeMismatchIsRejected) {
 TEST_F(TablesTest, HeapEvictsLargestKeyAndRespectsAdmission) {
   Build(1 << 20, 4096);
   SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
   const DatasetSlot ds = t.FindOrAddDataset({1, 1}, 4096, 100000).value();
   const std::uint64_t blocks = t.header().num_blocks;
   // Fill with keys 1000 + row (row 0 needed soonest).
@@ -117,6 +122,7 @@ TEST_F(TablesTest, HeapEvictsLargestKeyAndRespectsAdmission) {
 TEST_F(TablesTest, PinnedRowIsNeverEvicted) {
   Build(1 << 20, 4096);
   SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
   const DatasetSlot ds = t.FindOrAddDataset({1, 1}, 4096, 100000).value();
   const std::uint64_t blocks = t.header().num_blocks;
   for (std::uint64_t row = 0; row < blocks; ++row) AddReady(ds, row, 1000 + row);
@@ -138,6 +144,7 @@ TEST_F(TablesTest, KeyOrderNeverStaleUnknownScheduled) {
   EXPECT_EQ(ScheduledKey(NextUseOracle::kNever), kNeverKey);
   Build(1 << 20, 4096);
   SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
   const DatasetSlot ds = t.FindOrAddDataset({1, 1}, 4096, 1000).value();
   const std::uint32_t soon = AddReady(ds, 1, 50);
   const std::uint32_t late = AddReady(ds, 2, 80);
@@ -151,6 +158,7 @@ TEST_F(TablesTest, KeyOrderNeverStaleUnknownScheduled) {
 TEST_F(TablesTest, RepairRebuildsDerivedStateAndDropsBrokenEntries) {
   Build(2 << 20, 4096);
   SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
   const DatasetSlot ds = t.FindOrAddDataset({3, 3}, 3 * 4096 + 10, 1000).value();  // 4 blocks
   for (std::uint64_t row = 0; row < 20; ++row) AddReady(ds, row, 100 + row);
   const std::uint64_t free_before = t.header().free_blocks;

@@ -72,7 +72,8 @@ struct PatternLoader {
   std::atomic<std::uint64_t>* loaded_rows;  // may be null
   Status operator()(std::span<const std::uint64_t> rows, std::span<std::byte* const> dest) const {
     for (std::size_t k = 0; k < rows.size(); ++k) {
-      if (k > 0 && rows[k] <= rows[k - 1]) return Status::Error("rows not ascending/distinct");
+      if (k > 0 && rows[k] <= rows[k - 1])
+        return Status::InvalidArgument("rows not ascending/distinct");
       FillRow(salt, rows[k], dest[k], bytes);
     }
     if (loaded_rows != nullptr) loaded_rows->fetch_add(rows.size());
