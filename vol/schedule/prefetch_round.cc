@@ -56,12 +56,29 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
     }
   }
   io::NormalizeNeeds(work.needs);
-  std::vector<std::uint64_t> rows(work.needs.size());
-  std::transform(work.needs.begin(), work.needs.end(), rows.begin(),
-                 [](const io::RowNeed& n) { return n.row; });
-  cache::Result<std::vector<std::uint64_t>> claimed = cache_.Claim(dataset.slot(), rows, oracle_);
+  // Claimed in order of need, each keyed by its next use: the step that needs
+  // it, or for the rest of a chunk what the oracle says. The cache admits a
+  // row only if it is needed before the row it would displace, and reserves
+  // its space now, so a row in flight is never evicted or turned away.
+  std::vector<cache::RowWithKey> rows(work.needs.size());
+  const std::uint64_t now = cache_.NodeStep();
+  for (std::size_t i = 0; i < work.needs.size(); ++i) {
+    const io::RowNeed& need = work.needs[i];
+    rows[i] = {
+        .row = need.row,
+        .next_use = need.step != io::RowNeed::kNotNeeded
+                        ? need.step
+                        : (oracle_ != nullptr ? oracle_->NextUse(dataset.slot(), need.row, now)
+                                              : cache::NextUseOracle::kNever)};
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const cache::RowWithKey& a, const cache::RowWithKey& b) {
+                     return a.next_use < b.next_use;
+                   });
+  cache::Result<std::vector<std::uint64_t>> claimed = cache_.ClaimForPrefetch(dataset.slot(), rows);
   if (!claimed.ok() || claimed.value().empty()) return;
   work.claimed = std::move(claimed.value());
+  std::sort(work.claimed.begin(), work.claimed.end());  // the planner wants them ascending
   io::Result<io::ReadPlan> plan =
       io::PlanReads(*dataset.raw_layout(), work.claimed, dataset.coalescing());
   if (!plan.ok()) {
@@ -75,14 +92,22 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
 void PrefetchRound::RunSmallDataset(DatasetWork& work, RoundTally& tally) {
   // Cached several rows to an entry: load the few entries on this thread.
   const CachedDataset& dataset = *work.dataset;
-  std::vector<std::uint64_t> entries;
+  std::vector<cache::RowWithKey> entries;
   entries.reserve(work.needs.size());
-  for (const io::RowNeed& need : work.needs) entries.push_back(need.row / dataset.rows_per_entry());
-  std::sort(entries.begin(), entries.end());
-  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  for (const io::RowNeed& need : work.needs)
+    entries.push_back({.row = need.row / dataset.rows_per_entry(), .next_use = need.step});
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return a.row != b.row ? a.row < b.row : a.next_use < b.next_use;
+  });
+  entries.erase(std::unique(entries.begin(), entries.end(),
+                            [](const auto& a, const auto& b) { return a.row == b.row; }),
+                entries.end());
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const auto& a, const auto& b) { return a.next_use < b.next_use; });
   cache::Result<std::vector<std::uint64_t>> claimed =
-      cache_.Claim(dataset.slot(), entries, oracle_);
+      cache_.ClaimForPrefetch(dataset.slot(), entries);
   if (!claimed.ok() || claimed.value().empty()) return;
+  std::sort(claimed.value().begin(), claimed.value().end());
   const std::uint64_t entry_bytes = dataset.entry_bytes();
   std::vector<std::byte> staging(claimed.value().size() * entry_bytes);
   std::vector<std::byte*> dest;

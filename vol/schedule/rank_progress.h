@@ -15,6 +15,9 @@
 #ifndef PRESCIENT_VOL_SCHEDULE_RANK_PROGRESS_H_
 #define PRESCIENT_VOL_SCHEDULE_RANK_PROGRESS_H_
 
+#include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -36,16 +39,24 @@ class RankProgress {
   void Report(std::uint32_t rank, std::uint64_t step, long owner_pid);
   // The rank read its last step.
   void Finish(std::uint32_t rank);
-  // The step `rank` has reached (0 when unknown).
+  // The first step `rank` has not finished reading: where it is.
   std::uint64_t Of(std::uint32_t rank) const;
-  // One entry per local rank, in LocalRanks() order; returns how many.
+  // Of() for every local rank, in LocalRanks() order; returns how many. The
+  // eviction oracle asks this for every row it keys, so the values are read
+  // from the segment at most every kRefresh and kept here in between (steps
+  // move a few times a second; a millisecond-old view changes nothing).
   std::size_t Snapshot(std::span<std::uint64_t, kMaxLocalRanks> out) const;
   std::size_t local_ranks() const { return local_ranks_.size(); }
 
  private:
+  static constexpr std::chrono::microseconds kRefresh{500};
+  void Refresh() const;
+
   cache::NodeCache& cache_;
   std::vector<std::uint32_t> local_ranks_;
   std::uint64_t spread_;  // steps a rank's processes may lie apart
+  mutable std::array<std::atomic<std::uint64_t>, kMaxLocalRanks> cached_{};
+  mutable std::atomic<std::int64_t> refreshed_ns_{-1};
 };
 
 }  // namespace prescient::vol
