@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "cache/base/mutex.h"
 #include "vol/objects/file_state.h"
 #include "vol/runtime/error.h"
 
@@ -16,7 +17,7 @@ namespace {
 // Datasets changed through this process, by (device, inode, token).
 using ChangedKey =
     std::tuple<std::uint64_t, std::uint64_t, std::array<std::uint8_t, H5O_MAX_TOKEN_SIZE>>;
-std::mutex g_changed_mutex;
+cache::Mutex g_changed_mutex;
 std::set<ChangedKey>& ChangedSet() {
   static auto* set = new std::set<ChangedKey>;
   return *set;
@@ -170,7 +171,7 @@ hid_t DatasetState::NewStoredTypeId() const { return H5Tdecode(encoded_type_.dat
 void DatasetState::MarkChanged() noexcept {
   changed_.store(true, std::memory_order_relaxed);
   try {
-    std::lock_guard lock(g_changed_mutex);
+    cache::MutexLock lock(&g_changed_mutex);
     ChangedSet().emplace(identity_.file_device, identity_.file_inode, identity_.token);
   } catch (...) {
     // Out of memory: this handle still knows; other handles may not.
@@ -179,7 +180,7 @@ void DatasetState::MarkChanged() noexcept {
 
 bool DatasetState::changed() const {
   if (changed_.load(std::memory_order_relaxed)) return true;
-  std::lock_guard lock(g_changed_mutex);
+  cache::MutexLock lock(&g_changed_mutex);
   if (ChangedSet().count({identity_.file_device, identity_.file_inode, identity_.token}) == 0)
     return false;
   changed_.store(true, std::memory_order_relaxed);

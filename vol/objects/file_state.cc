@@ -6,6 +6,8 @@
 #include <mutex>
 #include <utility>
 
+#include "cache/base/mutex.h"
+
 namespace prescient::vol {
 
 FileIdentity IdentifyFile(const std::string& path) {
@@ -32,7 +34,7 @@ std::shared_ptr<FileState> FileState::Make(const char* name, bool writable, bool
 
 namespace {
 
-std::mutex g_open_files_mutex;
+cache::Mutex g_open_files_mutex;
 std::map<std::pair<std::uint64_t, std::uint64_t>, std::weak_ptr<FileState>>& OpenFileMap() {
   static auto* map =
       new std::map<std::pair<std::uint64_t, std::uint64_t>, std::weak_ptr<FileState>>;
@@ -43,7 +45,7 @@ std::map<std::pair<std::uint64_t, std::uint64_t>, std::weak_ptr<FileState>>& Ope
 
 void OpenFiles::Remember(const std::shared_ptr<FileState>& file) {
   if (!file || !file->identity.valid) return;
-  std::lock_guard lock(g_open_files_mutex);
+  cache::MutexLock lock(&g_open_files_mutex);
   auto& map = OpenFileMap();
   for (auto it = map.begin(); it != map.end();)
     it = it->second.expired() ? map.erase(it) : std::next(it);
@@ -51,7 +53,7 @@ void OpenFiles::Remember(const std::shared_ptr<FileState>& file) {
 }
 
 std::shared_ptr<FileState> OpenFiles::Find(const FileIdentity& identity) {
-  std::lock_guard lock(g_open_files_mutex);
+  cache::MutexLock lock(&g_open_files_mutex);
   auto it = OpenFileMap().find({identity.device, identity.inode});
   return it == OpenFileMap().end() ? nullptr : it->second.lock();
 }

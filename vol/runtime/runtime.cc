@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "cache/base/mutex.h"
 #include "vol/runtime/trace.h"
 
 namespace prescient::vol {
@@ -28,14 +29,14 @@ Runtime::Runtime() : pid_(::getpid()), parent_pid_(::getppid()) {
 // before fork() cannot deadlock, and the child inherits them consistent.
 void Runtime::AtForkPrepare() {
   Runtime& r = Get();
-  r.mutex_.lock();
+  r.mutex_.Lock();
   r.stats_.LockForFork();
 }
 
 void Runtime::AtForkParent() {
   Runtime& r = Get();
   r.stats_.UnlockInParent();
-  r.mutex_.unlock();
+  r.mutex_.Unlock();
 }
 
 void Runtime::AtForkChild() {
@@ -47,11 +48,11 @@ void Runtime::AtForkChild() {
   // The child opens its own statistics file on its first count.
   new (&r.stats_file_once_) std::once_flag();
   r.stats_file_checked_.store(false, std::memory_order_release);
-  r.mutex_.unlock();
+  r.mutex_.Unlock();
 }
 
 void Runtime::RecordInfoSettings(std::string_view settings) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   if (info_settings_.empty()) info_settings_ = std::string(settings);
 }
 
@@ -59,7 +60,7 @@ const Options& Runtime::options() {
   std::call_once(parse_once_, [this] {
     std::string settings;
     {
-      std::lock_guard lock(mutex_);
+      cache::MutexLock lock(&mutex_);
       settings = info_settings_;
     }
     ParsedOptions parsed = ParseOptions(&ProcessEnv, settings);

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "cache/base/mutex.h"
+
 namespace prescient::vol {
 namespace {
 
@@ -76,18 +78,19 @@ void Stats::AddLocked(std::optional<std::uint32_t> epoch, Counter counter, std::
 }
 
 void Stats::Add(Counter counter, std::uint64_t delta) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   AddLocked(std::nullopt, counter, delta);
 }
 
 void Stats::AddInEpoch(std::uint32_t epoch, Counter counter, std::uint64_t delta) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   AddLocked(epoch, counter, delta);
 }
 
 void Stats::Commit(const ReadRecord& read) {
-  std::lock_guard lock(mutex_);
-  auto add = [&](Counter counter, std::uint64_t delta) {
+  cache::MutexLock lock(&mutex_);
+  // (A lambda would hide the lock from clang's thread-safety analysis.)
+  const auto add = [this](Counter counter, std::uint64_t delta) REQUIRES(mutex_) {
     if (delta != 0) AddLocked(std::nullopt, counter, delta);
   };
   add(Counter::kReads, 1);
@@ -136,17 +139,17 @@ void Stats::AddFieldLocked(std::uint32_t field, FieldCounter counter, std::uint6
 }
 
 void Stats::AddField(std::uint32_t field, FieldCounter counter, std::uint64_t delta) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   AddFieldLocked(field, counter, delta);
 }
 
 std::uint64_t Stats::GetField(std::uint32_t field, FieldCounter counter) const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   return field < fields_.size() ? fields_[field][static_cast<std::size_t>(counter)] : 0;
 }
 
 void Stats::SetFields(const std::vector<std::string>& names) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   if (names == field_names_) return;
   field_names_ = names;
   fields_.assign(names.size(), FieldValues{});
@@ -157,22 +160,22 @@ void Stats::SetFields(const std::vector<std::string>& names) {
 }
 
 std::uint64_t Stats::Get(Counter counter) const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   return values_[static_cast<std::size_t>(counter)];
 }
 
 std::uint64_t Stats::GetInEpoch(std::uint32_t epoch, Counter counter) const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   return epoch < epochs_.size() ? epochs_[epoch][static_cast<std::size_t>(counter)] : 0;
 }
 
 void Stats::SetCurrentEpoch(std::uint32_t epoch) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   current_epoch_ = epoch;
 }
 
 void Stats::SetEpochs(std::uint32_t epochs) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   if (epochs <= epochs_.size()) return;
   epochs_.resize(epochs, Values{});
   if (file_.is_open()) {
@@ -240,7 +243,7 @@ std::string Stats::OpenFileLocked() {
 }
 
 std::string Stats::StartFile(const std::string& path, const ProcessInfo& process) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   if (file_.is_open()) return {};
   file_path_ = path;
   file_process_ = process;
@@ -248,24 +251,24 @@ std::string Stats::StartFile(const std::string& path, const ProcessInfo& process
 }
 
 bool Stats::has_file() const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   return file_.is_open();
 }
 
-void Stats::LockForFork() { mutex_.lock(); }
+void Stats::LockForFork() { mutex_.Lock(); }
 
-void Stats::UnlockInParent() { mutex_.unlock(); }
+void Stats::UnlockInParent() { mutex_.Unlock(); }
 
 void Stats::ResetInChild() {
   values_.fill(0);
   for (Values& e : epochs_) e.fill(0);
   for (FieldValues& f : fields_) f.fill(0);
   file_.Abandon();
-  mutex_.unlock();
+  mutex_.Unlock();
 }
 
 std::string Stats::ToJson(const ProcessInfo& process) const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   return Render(process, /*markers=*/false);
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/base/mutex.h"
 #include "vol/read/selection.h"
 #include "vol/runtime/live_stats_file.h"
 
@@ -130,9 +131,9 @@ class Stats {
   // fork(): the prepare handler takes the lock, so the child inherits it
   // consistent; the child releases it, zeroes the counters and forgets the
   // parent's file.
-  void LockForFork();
-  void UnlockInParent();
-  void ResetInChild();
+  void LockForFork() ACQUIRE(mutex_);
+  void UnlockInParent() RELEASE(mutex_);
+  void ResetInChild() RELEASE(mutex_);
 
   // The same document as the live file, as a string (for tests and tools).
   std::string ToJson(const ProcessInfo& process) const;
@@ -141,22 +142,24 @@ class Stats {
   using Values = std::array<std::uint64_t, static_cast<std::size_t>(Counter::kCount)>;
   using FieldValues = std::array<std::uint64_t, static_cast<std::size_t>(FieldCounter::kCount)>;
   // With values == nullptr, counter fields are LiveStatsFile markers.
-  std::string Render(const ProcessInfo& process, bool markers) const;
-  void AddLocked(std::optional<std::uint32_t> epoch, Counter counter, std::uint64_t delta);
-  void AddFieldLocked(std::uint32_t field, FieldCounter counter, std::uint64_t delta);
+  std::string Render(const ProcessInfo& process, bool markers) const REQUIRES(mutex_);
+  void AddLocked(std::optional<std::uint32_t> epoch, Counter counter, std::uint64_t delta)
+      REQUIRES(mutex_);
+  void AddFieldLocked(std::uint32_t field, FieldCounter counter, std::uint64_t delta)
+      REQUIRES(mutex_);
   // Live-file slot of a field counter: after the totals and every epoch block.
-  std::size_t FieldSlot(std::uint32_t field, FieldCounter counter) const;
-  std::string OpenFileLocked();
+  std::size_t FieldSlot(std::uint32_t field, FieldCounter counter) const REQUIRES(mutex_);
+  std::string OpenFileLocked() REQUIRES(mutex_);
 
-  mutable std::mutex mutex_;
-  Values values_{};
-  std::vector<Values> epochs_;  // per-epoch blocks (empty without a schedule)
-  std::vector<std::string> field_names_;
-  std::vector<FieldValues> fields_;  // per-field blocks (empty without a sample map)
-  std::uint32_t current_epoch_ = 0;
-  LiveStatsFile file_;
-  std::string file_path_;
-  ProcessInfo file_process_;
+  mutable cache::Mutex mutex_;
+  Values values_ GUARDED_BY(mutex_){};
+  std::vector<Values> epochs_ GUARDED_BY(mutex_);  // per-epoch blocks (empty without a schedule)
+  std::vector<std::string> field_names_ GUARDED_BY(mutex_);
+  std::vector<FieldValues> fields_ GUARDED_BY(mutex_);  // per-field blocks (empty without a map)
+  std::uint32_t current_epoch_ GUARDED_BY(mutex_) = 0;
+  LiveStatsFile file_ GUARDED_BY(mutex_);
+  std::string file_path_ GUARDED_BY(mutex_);
+  ProcessInfo file_process_ GUARDED_BY(mutex_);
 };
 
 }  // namespace prescient::vol

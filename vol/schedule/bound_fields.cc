@@ -1,5 +1,7 @@
 #include "vol/schedule/bound_fields.h"
 
+#include "cache/base/mutex.h"
+
 namespace prescient::vol {
 
 BoundFields::~BoundFields() {
@@ -16,7 +18,7 @@ bool BoundFields::Set(cache::DatasetSlot slot, const Entry& entry) {
   if (chunk >= kChunks || entry.field.field >= (1u << 15)) return false;
   Chunk* table = chunks_[chunk].load(std::memory_order_acquire);
   if (table == nullptr) {
-    std::lock_guard lock(grow_mutex_);
+    cache::MutexLock lock(&grow_mutex_);
     table = chunks_[chunk].load(std::memory_order_acquire);
     if (table == nullptr) {
       table = new Chunk();

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 
+#include "cache/base/mutex.h"
 #include "cache/core/node_cache.h"
 #include "vol/schedule/schedule_binding.h"
 
@@ -46,7 +47,7 @@ class BoundFields {
   static std::uint64_t Pack(const Entry& entry);
 
   std::array<std::atomic<Chunk*>, kChunks> chunks_{};
-  std::mutex grow_mutex_;  // serialises adding chunks
+  cache::Mutex grow_mutex_;  // serialises adding chunks
   std::atomic<std::uint64_t> bound_{0};
 };
 

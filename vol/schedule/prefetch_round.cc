@@ -5,6 +5,7 @@
 #include <utility>
 #include <variant>
 
+#include "cache/base/mutex.h"
 #include "cache/io/coalescing_planner.h"
 #include "cache/io/raw_loader.h"
 #include "cache/io/task_order.h"
@@ -171,7 +172,7 @@ RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
   std::stable_sort(pending.begin(), pending.end(),
                    [](const Pending& a, const Pending& b) { return a.first_need < b.first_need; });
 
-  std::mutex tally_mutex;
+  cache::Mutex tally_mutex;
   TaskGroup group(executor_);
   for (const Pending& p : pending) {
     group.Run([&, p] {
@@ -197,7 +198,7 @@ RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
       }
       std::uint64_t bytes = 0;
       for (const io::FileRead& read : task.reads) bytes += read.length;
-      std::lock_guard lock(tally_mutex);
+      cache::MutexLock lock(&tally_mutex);
       if (!status.ok()) {
         ++tally.failed_tasks;
         return;

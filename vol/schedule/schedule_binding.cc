@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <exception>
 
+#include "cache/base/mutex.h"
+
 namespace prescient::vol {
 namespace {
 
@@ -119,7 +121,7 @@ std::string ScheduleBinding::DescribeMap() const {
 
 std::optional<std::uint32_t> ScheduleBinding::FileByIdentity(std::uint64_t device,
                                                              std::uint64_t inode) const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   if (!files_by_identity_) {
     files_by_identity_.emplace();
     const auto& files = map_.files();
@@ -167,7 +169,7 @@ std::pair<std::uint32_t, std::uint64_t> ScheduleBinding::EpochAndStep(
 }
 
 scheduler::RankEpochView ScheduleBinding::Part(std::uint32_t rank, std::uint32_t epoch) const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   const auto key = std::make_pair(rank, epoch);
   auto it = parts_.find(key);
   if (it != parts_.end()) return it->second;
@@ -184,7 +186,7 @@ scheduler::RankEpochView ScheduleBinding::Part(std::uint32_t rank, std::uint32_t
 std::shared_ptr<const std::vector<std::uint32_t>> ScheduleBinding::PositionsOf(
     std::uint32_t epoch) const {
   {
-    std::lock_guard lock(mutex_);
+    cache::MutexLock lock(&mutex_);
     auto it = positions_.find(epoch);
     if (it != positions_.end()) return it->second;
   }
@@ -194,7 +196,7 @@ std::shared_ptr<const std::vector<std::uint32_t>> ScheduleBinding::PositionsOf(
     std::uint32_t& slot = (*positions)[part.sample(p)];
     if (slot == kAbsent) slot = static_cast<std::uint32_t>(p);  // padding repeats: first position
   }
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   for (auto old = positions_.begin(); old != positions_.end();) {
     old = old->first + 1 < epoch ? positions_.erase(old) : std::next(old);
   }

@@ -31,6 +31,7 @@
 #include <variant>
 #include <vector>
 
+#include "cache/base/mutex.h"
 #include "scheduler/core/next_use_index.h"
 #include "scheduler/core/sample_map.h"
 #include "scheduler/core/schedule_file.h"
@@ -111,8 +112,8 @@ class ScheduleBinding {
   // fork(): every use of the reader happens under mutex_, so holding it
   // across fork() guarantees no thread of the parent is inside the reader
   // (whose own lock would stay taken in the child) at that moment.
-  void LockForFork() const { mutex_.lock(); }
-  void UnlockAfterFork() const { mutex_.unlock(); }
+  void LockForFork() const ACQUIRE(mutex_) { mutex_.Lock(); }
+  void UnlockAfterFork() const RELEASE(mutex_) { mutex_.Unlock(); }
 
  private:
   ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank, const std::string& path,
@@ -127,12 +128,14 @@ class ScheduleBinding {
   std::uint32_t first_local_rank_;
   scheduler::NextUseIndex index_;
   bool index_loaded_ = false;
-  mutable std::mutex mutex_;  // guards the caches below
-  mutable std::map<std::pair<std::uint32_t, std::uint32_t>, scheduler::RankEpochView> parts_;
-  mutable std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> positions_;
+  mutable cache::Mutex mutex_;  // guards the caches below
+  mutable std::map<std::pair<std::uint32_t, std::uint32_t>, scheduler::RankEpochView> parts_
+      GUARDED_BY(mutex_);
+  mutable std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> positions_
+      GUARDED_BY(mutex_);
   // (device, inode) -> file, built on the first lookup a path did not answer.
   mutable std::optional<std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t>>
-      files_by_identity_;
+      files_by_identity_ GUARDED_BY(mutex_);
 };
 
 }  // namespace prescient::vol

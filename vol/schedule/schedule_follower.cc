@@ -5,6 +5,7 @@
 #include <exception>
 #include <variant>
 
+#include "cache/base/mutex.h"
 #include "vol/runtime/runtime.h"
 #include "vol/schedule/dataset_resolver.h"
 #include "vol/schedule/prefetcher.h"
@@ -94,7 +95,7 @@ void ScheduleFollower::OnRegistered(const std::shared_ptr<CachedDataset>& datase
     return;
   }
   const std::string& why = std::get<std::string>(bound);
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   // A file of the map that changed since the schedule was made is named at
   // once (and that is the one warning about unbound reads).
   if (why.find("changed") != std::string::npos) {
@@ -110,7 +111,7 @@ void ScheduleFollower::OnRegistered(const std::shared_ptr<CachedDataset>& datase
 
 void ScheduleFollower::Bind(const std::shared_ptr<CachedDataset>& dataset, FieldRef ref) {
   if (!bound_.Set(dataset->slot(), {.field = ref, .grouped = dataset->grouped()})) return;
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   datasets_[FieldKey(ref, binding_->map().fields().size())] = dataset;
   Runtime::Get().Log(LogLevel::kInfo, "schedule bound to " + dataset->description() + " (file " +
                                           std::to_string(ref.file) + ", field " +
@@ -126,7 +127,7 @@ std::optional<std::uint32_t> ScheduleFollower::FieldOf(const CachedDataset& data
 std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool resolve) {
   const std::uint64_t key = FieldKey(ref, binding_->map().fields().size());
   {
-    std::lock_guard lock(mutex_);
+    cache::MutexLock lock(&mutex_);
     if (auto it = datasets_.find(key); it != datasets_.end()) return it->second;
     if (!resolve || unresolvable_.count(key) > 0) return nullptr;
   }
@@ -150,7 +151,7 @@ std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool r
     why = std::holds_alternative<std::string>(bound) ? std::get<std::string>(bound)
                                                      : "the file is another of the map's";
   }
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   unresolvable_.emplace(key, why);
   return nullptr;
 }
@@ -158,7 +159,7 @@ std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool r
 void ScheduleFollower::NoteUnbound(const CachedDataset& dataset) {
   std::string list;
   {
-    std::lock_guard lock(mutex_);
+    cache::MutexLock lock(&mutex_);
     if (unbound_warned_ || bound_.bound() > 0) return;
     if (++unbound_reads_ < kUnboundReadsBeforeWarning) return;
     unbound_warned_ = true;
@@ -182,7 +183,8 @@ void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std:
   record->field = entry->field.field;
   if (tracker_.abandoned()) return;
 
-  std::vector<std::uint64_t> samples(rows.size());
+  thread_local std::vector<std::uint64_t> samples;  // reused: no allocation per read
+  samples.resize(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i)
     samples[i] = binding_->SampleOf(entry->field.file, rows[i]);
   const PositionTracker::Observation o =

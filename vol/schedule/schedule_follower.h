@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/base/mutex.h"
 #include "cache/core/node_cache.h"
 #include "vol/runtime/options.h"
 #include "vol/runtime/stats.h"
@@ -84,8 +85,8 @@ class ScheduleFollower {
   std::shared_ptr<CachedDataset> DatasetFor(FieldRef ref, bool resolve);
 
   // fork(): no thread of the parent may be inside the schedule reader.
-  void LockForFork() const { binding_->LockForFork(); }
-  void UnlockAfterFork() const { binding_->UnlockAfterFork(); }
+  void LockForFork() const NO_THREAD_SAFETY_ANALYSIS { binding_->LockForFork(); }
+  void UnlockAfterFork() const NO_THREAD_SAFETY_ANALYSIS { binding_->UnlockAfterFork(); }
 
   // Stops the prefetch leader (connector shutdown).
   void Stop();
@@ -110,14 +111,15 @@ class ScheduleFollower {
   bool prefetch_ = true;
   std::uint64_t oracle_failures_reported_ = 0;
 
-  std::mutex mutex_;  // guards everything below
+  cache::Mutex mutex_;
   // (file * fields + field) -> dataset, for the prefetch leader.
-  std::map<std::uint64_t, std::shared_ptr<CachedDataset>> datasets_;
-  std::map<std::uint64_t, std::string> unresolvable_;  // why a field could not be resolved
+  std::map<std::uint64_t, std::shared_ptr<CachedDataset>> datasets_ GUARDED_BY(mutex_);
+  // Why a field could not be resolved.
+  std::map<std::uint64_t, std::string> unresolvable_ GUARDED_BY(mutex_);
   // Datasets this process registered that the schedule does not describe.
-  std::map<cache::DatasetSlot, std::string> unbound_;
-  std::uint64_t unbound_reads_ = 0;
-  bool unbound_warned_ = false;
+  std::map<cache::DatasetSlot, std::string> unbound_ GUARDED_BY(mutex_);
+  std::uint64_t unbound_reads_ GUARDED_BY(mutex_) = 0;
+  bool unbound_warned_ GUARDED_BY(mutex_) = false;
   bool abandoned_warned_ = false;
 };
 

@@ -2,11 +2,13 @@
 
 #include <memory>
 
+#include "cache/base/mutex.h"
+
 namespace prescient::vol {
 
 void TaskGroup::Run(std::function<void()> task) {
   {
-    std::lock_guard lock(mutex_);
+    cache::MutexLock lock(&mutex_);
     ++running_;
   }
   // Shared so that whichever of the two paths below runs the task owns it.
@@ -24,18 +26,18 @@ void TaskGroup::Run(std::function<void()> task) {
 }
 
 void TaskGroup::Finished(bool failed) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   if (failed) ++failures_;
-  if (--running_ == 0) all_done_.notify_all();
+  if (--running_ == 0) all_done_.SignalAll();
 }
 
 void TaskGroup::Wait() {
-  std::unique_lock lock(mutex_);
-  all_done_.wait(lock, [&] { return running_ == 0; });
+  cache::MutexLock lock(&mutex_);
+  while (running_ > 0) all_done_.Wait(&mutex_);
 }
 
 std::size_t TaskGroup::failures() const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   return failures_;
 }
 

@@ -9,11 +9,11 @@
 #ifndef PRESCIENT_VOL_SCHEDULE_TASK_GROUP_H_
 #define PRESCIENT_VOL_SCHEDULE_TASK_GROUP_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
 
+#include "cache/base/mutex.h"
 #include "cache/io/executor.h"
 
 namespace prescient::vol {
@@ -35,13 +35,13 @@ class TaskGroup {
   std::size_t failures() const;
 
  private:
-  void Finished(bool failed);
+  void Finished(bool failed) EXCLUDES(mutex_);
 
   cache::io::Executor& executor_;
-  mutable std::mutex mutex_;  // guards the two counts
-  std::condition_variable all_done_;
-  std::size_t running_ = 0;
-  std::size_t failures_ = 0;
+  mutable cache::Mutex mutex_;
+  cache::CondVar all_done_;
+  std::size_t running_ GUARDED_BY(mutex_) = 0;
+  std::size_t failures_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace prescient::vol

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "cache/base/mutex.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/runtime/runtime.h"
@@ -20,14 +21,20 @@ namespace {
 // only push out rows that are needed again.
 constexpr std::uint64_t kMaxShareOfCache = 4;
 
-std::vector<std::uint64_t> RowsInTransferOrder(const RowSelection& selection) {
-  std::vector<std::uint64_t> rows;
-  rows.reserve(selection.rows());
+void RowsInTransferOrder(const RowSelection& selection, std::vector<std::uint64_t>& rows) {
+  rows.clear();
   selection.ForEachRun([&](const RowRun& run) {
     for (std::uint64_t r = 0; r < run.count; ++r) rows.push_back(run.first + r);
   });
-  return rows;
 }
+
+// Working storage of TryServe, reused from read to read so that the hit path
+// does not allocate (read callbacks are serialised by HDF5's lock, and a
+// thread never serves two reads at once).
+struct ServeScratch {
+  std::vector<std::uint64_t> rows, entries;
+  std::vector<std::byte> entry_bytes;
+};
 
 // Read-around for chunked data: a miss decodes whole chunks anyway, so the
 // other rows of every slab (chunks sharing a dim-0 index) it touches are
@@ -86,24 +93,24 @@ CacheClient::CacheClient() {
 // they guard, or inside the schedule reader) and released on both sides.
 void CacheClient::AtForkPrepare() {
   CacheClient& client = Get();
-  client.mutex_.lock();
+  client.mutex_.Lock();
   if (ScheduleFollower* follower = client.follower_.load()) follower->LockForFork();
 }
 
 void CacheClient::AtForkParent() {
   CacheClient& client = Get();
   if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
-  client.mutex_.unlock();
+  client.mutex_.Unlock();
 }
 
 void CacheClient::AtForkChild() {
   CacheClient& client = Get();
   if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
-  client.mutex_.unlock();
+  client.mutex_.Unlock();
 }
 
 void CacheClient::Shutdown() noexcept {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   if (follower_owner_) follower_owner_->Stop();
   datasets_.clear();
   open_attempted_ = true;  // no reopening during shutdown
@@ -167,7 +174,7 @@ bool CacheClient::RegisterLocked(const std::shared_ptr<CachedDataset>& cached) {
 }
 
 std::shared_ptr<CachedDataset> CacheClient::Adopt(std::shared_ptr<CachedDataset> prepared) {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   if (!cache_) return nullptr;
   const Identity key{prepared->key().hi, prepared->key().lo};
   auto [it, fresh] = datasets_.try_emplace(key, prepared);
@@ -195,19 +202,19 @@ void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
     // dataset only to ask its length, is then attached before it forks its
     // workers (so the segment outlives each generation of them), and fork()
     // itself has nothing left to do.
-    std::lock_guard lock(mutex_);
+    cache::MutexLock lock(&mutex_);
     std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
     if (cached && OpenCacheLocked() != nullptr) RegisterLocked(cached);
   } catch (...) {
   }
 }
 
-std::shared_ptr<CachedDataset> CacheClient::Dataset(const VolObject& dataset) {
-  if (dataset.dataset == nullptr) return nullptr;
-  std::lock_guard lock(mutex_);
+CacheClient::Registered CacheClient::Lookup(const VolObject& dataset) {
+  if (dataset.dataset == nullptr) return {};
+  cache::MutexLock lock(&mutex_);
   std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
-  if (cached == nullptr || OpenCacheLocked() == nullptr || !RegisterLocked(cached)) return nullptr;
-  return cached;
+  if (cached == nullptr || OpenCacheLocked() == nullptr || !RegisterLocked(cached)) return {};
+  return {std::move(cached), cache_.get(), capacity_bytes_};
 }
 
 cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
@@ -262,15 +269,12 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
                            ReadRecord* record) noexcept {
   try {
     if (!request.simple || request.selection.rows.rows() == 0) return false;
-    std::shared_ptr<CachedDataset> cached = Dataset(dataset);
+    // Phase 1: the dataset and the cache (one lock).
+    const Registered found = Lookup(dataset);
+    const std::shared_ptr<CachedDataset>& cached = found.dataset;
     if (cached == nullptr) return false;
-    cache::NodeCache* cache = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      cache = cache_.get();  // set by Dataset(), never replaced while the process reads
-    }
-    if (cache == nullptr) return false;
-    if (request.selection.rows.rows() * cached->row_bytes() > capacity_bytes_ / kMaxShareOfCache)
+    cache::NodeCache* cache = found.cache;
+    if (request.selection.rows.rows() * cached->row_bytes() > found.capacity / kMaxShareOfCache)
       return false;
     if (cached->FileChanged()) {
       Runtime::Get().Fallback(Counter::kFallbackFileChanged,
@@ -281,25 +285,29 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       return false;
     }
 
-    // Rows in transfer order, and the cache entries holding them.
-    const std::vector<std::uint64_t> rows = RowsInTransferOrder(request.selection.rows);
-    std::vector<std::uint64_t> entries;
+    // Phase 2: rows in transfer order, and the cache entries holding them.
+    thread_local ServeScratch scratch_space;
+    std::vector<std::uint64_t>& rows = scratch_space.rows;
+    std::vector<std::uint64_t>& entries = scratch_space.entries;
+    RowsInTransferOrder(request.selection.rows, rows);
+    entries.clear();
     if (cached->grouped()) {
-      entries.reserve(rows.size());
       for (std::uint64_t row : rows) entries.push_back(row / cached->rows_per_entry());
       std::sort(entries.begin(), entries.end());
       entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
     }
     const std::vector<std::uint64_t>& wanted = cached->grouped() ? entries : rows;
 
-    // With a schedule: place the read first, so its rows are keyed by their
-    // use after this read (ReadOracle).
+    // Phase 3, with a schedule: place the read in its rank's order first, so
+    // its rows are keyed by their use after this read (ReadOracle).
     ScheduleFollower::ReadKeys keys;
     if (ScheduleFollower* follower = follower_.load()) {
       follower->OnRead(*cached, rows, record, &keys);
     }
     const cache::NextUseOracle* oracle = keys.get();
 
+    // Phase 4: the cache copies hits, loads misses through `loader` on this
+    // thread (and publishes them), waits for rows others are loading.
     LoadCounters load;
     std::uint64_t read_around = 0;
     std::chrono::nanoseconds load_time{0};
@@ -310,7 +318,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       load_time += std::chrono::steady_clock::now() - start;
       return status;
     };
-    std::vector<std::byte> scratch;
+    std::vector<std::byte>& scratch = scratch_space.entry_bytes;
     std::byte* target = static_cast<std::byte*>(buf);
     if (cached->grouped()) {
       scratch.resize(entries.size() * cached->entry_bytes());
@@ -329,8 +337,8 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
                                   "); it was forwarded to HDF5, as are other reads that fail");
       return false;
     }
+    // Phase 5: small rows are copied out of their entries, in transfer order.
     if (cached->grouped()) {
-      // Copy each requested row out of its entry, in transfer order.
       const std::uint64_t g = cached->rows_per_entry();
       const std::uint64_t row_bytes = cached->row_bytes();
       auto* out = static_cast<std::byte*>(buf);

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <utility>
 
+#include "cache/base/mutex.h"
 #include "cache/core/node_cache.h"
 #include "vol/objects/object.h"
 #include "vol/read/read_hook.h"
@@ -59,18 +60,24 @@ class CacheClient {
   using Identity = std::pair<std::uint64_t, std::uint64_t>;
 
   CacheClient();
-  static void AtForkPrepare();
-  static void AtForkParent();
-  static void AtForkChild();
+  // They take and release mutex_ across fork(), beyond what the analysis follows.
+  static void AtForkPrepare() NO_THREAD_SAFETY_ANALYSIS;
+  static void AtForkParent() NO_THREAD_SAFETY_ANALYSIS;
+  static void AtForkChild() NO_THREAD_SAFETY_ANALYSIS;
 
-  // The dataset's registration, made on first use. Null if not cacheable.
-  std::shared_ptr<CachedDataset> Dataset(const VolObject& dataset);
-  // REQUIRES: mutex_ held.
-  cache::NodeCache* OpenCacheLocked();
-  std::shared_ptr<CachedDataset> PreparedLocked(const VolObject& dataset);
-  bool RegisterLocked(const std::shared_ptr<CachedDataset>& cached);
+  // The dataset's registration (made on first use) and the cache it is in;
+  // a null dataset if it is not cacheable.
+  struct Registered {
+    std::shared_ptr<CachedDataset> dataset;
+    cache::NodeCache* cache = nullptr;  // set once, never replaced while the process reads
+    std::uint64_t capacity = 0;
+  };
+  Registered Lookup(const VolObject& dataset) EXCLUDES(mutex_);
+  cache::NodeCache* OpenCacheLocked() REQUIRES(mutex_);
+  std::shared_ptr<CachedDataset> PreparedLocked(const VolObject& dataset) REQUIRES(mutex_);
+  bool RegisterLocked(const std::shared_ptr<CachedDataset>& cached) REQUIRES(mutex_);
   // A dataset the prefetch leader prepared: registered, or the known one.
-  std::shared_ptr<CachedDataset> Adopt(std::shared_ptr<CachedDataset> prepared);
+  std::shared_ptr<CachedDataset> Adopt(std::shared_ptr<CachedDataset> prepared) EXCLUDES(mutex_);
 
   // The loader of a read: `missing` entries, plus the rest of their chunks
   // for chunked data (claimed, loaded in the same plan, then published).
@@ -81,15 +88,15 @@ class CacheClient {
                                           const cache::NextUseOracle* oracle,
                                           std::uint64_t* read_around);
 
-  std::mutex mutex_;  // guards everything below (and is held across fork())
-  bool open_attempted_ = false;
-  std::unique_ptr<cache::NodeCache> cache_;
+  cache::Mutex mutex_;  // held across fork()
+  bool open_attempted_ GUARDED_BY(mutex_) = false;
+  std::unique_ptr<cache::NodeCache> cache_ GUARDED_BY(mutex_);
   // The segment's data capacity, read once at open (constant for its life).
-  std::uint64_t capacity_bytes_ = 0;
-  std::map<Identity, std::shared_ptr<CachedDataset>> datasets_;
+  std::uint64_t capacity_bytes_ GUARDED_BY(mutex_) = 0;
+  std::map<Identity, std::shared_ptr<CachedDataset>> datasets_ GUARDED_BY(mutex_);
   // PRESCIENT_SCHEDULE, opened with the segment. Set once and never
   // replaced, so readers load the pointer without the lock.
-  std::unique_ptr<ScheduleFollower> follower_owner_;
+  std::unique_ptr<ScheduleFollower> follower_owner_ GUARDED_BY(mutex_);
   std::atomic<ScheduleFollower*> follower_{nullptr};
 };
 

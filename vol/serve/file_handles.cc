@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "cache/base/mutex.h"
+
 namespace prescient::vol {
 namespace io = cache::io;
 
@@ -75,9 +77,9 @@ FileHandles& FileHandles::Get() {
 
 FileHandles::FileHandles(std::size_t capacity) : capacity_(std::max<std::size_t>(1, capacity)) {}
 
-void FileHandles::AtForkPrepare() { Get().mutex_.lock(); }
-void FileHandles::AtForkParent() { Get().mutex_.unlock(); }
-void FileHandles::AtForkChild() { Get().mutex_.unlock(); }
+void FileHandles::AtForkPrepare() { Get().mutex_.Lock(); }
+void FileHandles::AtForkParent() { Get().mutex_.Unlock(); }
+void FileHandles::AtForkChild() { Get().mutex_.Unlock(); }
 
 std::shared_ptr<const io::RandomAccessSource> FileHandles::Source(const FileState& file) {
   return std::make_shared<PooledFile>(*this, file.name,
@@ -87,7 +89,7 @@ std::shared_ptr<const io::RandomAccessSource> FileHandles::Source(const FileStat
 io::Result<std::shared_ptr<const io::PosixFile>> FileHandles::Acquire(const std::string& path,
                                                                       Key key) {
   {
-    std::lock_guard lock(mutex_);
+    cache::MutexLock lock(&mutex_);
     auto it = open_.find(key);
     if (it != open_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.lru);
@@ -104,7 +106,7 @@ io::Result<std::shared_ptr<const io::PosixFile>> FileHandles::Acquire(const std:
     return io::Status::Unsupported(path + " is no longer the file HDF5 opened");
   }
   std::shared_ptr<const io::PosixFile> file(std::move(opened.value()));
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   auto it = open_.find(key);
   if (it != open_.end()) return it->second.file;  // another thread opened it meanwhile
   ++opens_;
@@ -128,12 +130,12 @@ io::Result<FileIdentity> FileHandles::Stat(const std::string& path, std::uint64_
 }
 
 std::size_t FileHandles::open_count() const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   return open_.size();
 }
 
 std::uint64_t FileHandles::opens() const {
-  std::lock_guard lock(mutex_);
+  cache::MutexLock lock(&mutex_);
   return opens_;
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <utility>
 
+#include "cache/base/mutex.h"
 #include "cache/io/random_access_file.h"
 #include "vol/objects/file_state.h"
 
@@ -53,19 +54,19 @@ class FileHandles {
   using Key = std::pair<std::uint64_t, std::uint64_t>;  // device, inode
   cache::io::Result<std::shared_ptr<const cache::io::PosixFile>> Acquire(const std::string& path,
                                                                          Key key);
-  static void AtForkPrepare();
-  static void AtForkParent();
-  static void AtForkChild();
+  static void AtForkPrepare() NO_THREAD_SAFETY_ANALYSIS;
+  static void AtForkParent() NO_THREAD_SAFETY_ANALYSIS;
+  static void AtForkChild() NO_THREAD_SAFETY_ANALYSIS;
 
   struct Slot {
     std::shared_ptr<const cache::io::PosixFile> file;
     std::list<Key>::iterator lru;
   };
   const std::size_t capacity_;
-  mutable std::mutex mutex_;  // guards everything below
-  std::map<Key, Slot> open_;
-  std::list<Key> lru_;  // most recently used first
-  std::uint64_t opens_ = 0;
+  mutable cache::Mutex mutex_;
+  std::map<Key, Slot> open_ GUARDED_BY(mutex_);
+  std::list<Key> lru_ GUARDED_BY(mutex_);  // most recently used first
+  std::uint64_t opens_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace prescient::vol
