@@ -55,6 +55,9 @@ def map_args(workload, caps, fields=None):
             args += ["--dataset", f"{workload.glob()}:{f.name}"]
         for f in fields:
             args += ["--row-bytes", str(f.row_bytes)]
+        if not workload.single_file:
+            # Every file of a workload holds the same number of samples.
+            args += ["--rows-per-file", str(workload.recipe.rows_per_file)]
         return args, "sample map: " + ", ".join(f.name for f in fields)
     if workload.single_file:
         f = fields[0]

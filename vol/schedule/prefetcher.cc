@@ -98,8 +98,12 @@ bool Prefetcher::Round(io::Executor& executor) {
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<CachedDataset>> datasets;
   std::uint32_t first_epoch = UINT32_MAX;
   for (std::size_t k = 0; k < n && k < ranks.size(); ++k) {
-    const std::uint64_t from = std::max(done_until_[k], progress[k]);
-    const std::uint64_t to = std::min(total, progress[k] + window);
+    // Ahead of the rank's front (its readers have begun everything before it;
+    // a step they began without the prefetcher is read on demand).
+    const std::optional<std::uint64_t> front = progress_.Front(ranks[k]);
+    const std::uint64_t next = front ? *front + 1 : 0;
+    const std::uint64_t from = std::max(done_until_[k], next);
+    const std::uint64_t to = std::min(total, next + window);
     if (from >= to) continue;
     // Half the window per round: large enough for misses to coalesce into
     // long reads, small enough to follow the loaders closely.

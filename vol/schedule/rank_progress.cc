@@ -35,6 +35,12 @@ std::uint64_t RankProgress::Of(std::uint32_t rank) const {
   return reached.value_or(cache_.NodeStep()) + 1;
 }
 
+std::optional<std::uint64_t> RankProgress::Front(std::uint32_t rank) const {
+  const std::optional<std::uint64_t> reached = cache_.ParticipantStep(rank);
+  if (!reached) return std::nullopt;
+  return *reached + 1 + spread_;  // Report's inverse: the furthest step a process matched
+}
+
 void RankProgress::Refresh() const {
   for (std::size_t k = 0; k < local_ranks_.size(); ++k)
     cached_[k].store(Of(local_ranks_[k]), std::memory_order_relaxed);

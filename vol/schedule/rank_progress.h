@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -39,8 +40,14 @@ class RankProgress {
   void Report(std::uint32_t rank, std::uint64_t step, long owner_pid);
   // The rank read its last step.
   void Finish(std::uint32_t rank);
-  // The first step `rank` has not finished reading: where it is.
+  // The first step `rank` has not finished reading: where its slowest
+  // process is (conservatively: every read before it is done).
   std::uint64_t Of(std::uint32_t rank) const;
+  // The furthest step any process of `rank` has begun to read: the prefetch
+  // leader reads ahead of this, not of Of(), which trails it by the spread
+  // of the rank's workers.
+  // Nullopt before the rank has reported (it has read nothing far enough).
+  std::optional<std::uint64_t> Front(std::uint32_t rank) const;
   // Of() for every local rank, in LocalRanks() order; returns how many. The
   // eviction oracle asks this for every row it keys, so the values are read
   // from the segment at most every kRefresh and kept here in between (steps
