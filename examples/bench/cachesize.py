@@ -18,21 +18,29 @@ import segment_geometry  # noqa: E402
 BLOCK = 4096
 
 
-def blocks_per_sample(fields):
-    """Blocks one sample takes in the cache, every field counted (small fields a share of a block)."""
+def blocks_per_sample(fields, rows_per_file=None):
+    """Blocks one sample takes in the cache, every field counted. A row of at least half a block
+    takes whole blocks; smaller rows of a file's dataset are kept `4096 // row_bytes` rows to a
+    one-block entry (so with one row per file, a small row still takes a whole block)."""
     total = 0.0
     for f in fields:
-        if f.row_bytes >= BLOCK:
+        if 2 * f.row_bytes > BLOCK:
             total += math.ceil(f.row_bytes / BLOCK)
         else:
-            total += f.row_bytes / BLOCK
+            rows = rows_per_file or 1 << 30
+            per_entry = min(rows, BLOCK // max(1, f.row_bytes))
+            total += math.ceil(rows / per_entry) / rows
     return total
+
+
+def _rows_per_file(workload):
+    return workload.recipe.rows_per_file
 
 
 def segment_for_share(workload, share):
     """PRESCIENT_CACHE_SIZE for a cache holding `share` (0 < share <= 1) of the workload's samples."""
     samples = math.ceil(share * workload.samples)
-    blocks = math.ceil(samples * blocks_per_sample(workload.fields))
+    blocks = math.ceil(samples * blocks_per_sample(workload.fields, _rows_per_file(workload)))
     # A segment sized for `blocks` rows of one block each has exactly that many data blocks.
     return segment_geometry.segment_bytes_for_rows(blocks, BLOCK)
 
@@ -41,7 +49,7 @@ def capacity(segment_bytes, workload):
     """What a segment of `segment_bytes` holds: {'data_blocks', 'data_bytes', 'samples'} (samples with
     every field counted, the figure the simulator is given when it cannot count blocks itself)."""
     blocks = segment_geometry.data_blocks(segment_bytes, BLOCK)
-    samples = int(blocks // blocks_per_sample(workload.fields))
+    samples = int(blocks // blocks_per_sample(workload.fields, _rows_per_file(workload)))
     return {"data_blocks": blocks, "data_bytes": blocks * BLOCK, "samples": samples}
 
 
