@@ -38,11 +38,10 @@ DatasetFacts FactsOf(const CachedDataset& dataset) {
 
 }  // namespace
 
-std::unique_ptr<ScheduleFollower> ScheduleFollower::Open(const Options& options,
-                                                         cache::NodeCache& cache, AdoptFn adopt) {
+std::shared_ptr<ScheduleBinding> ScheduleFollower::OpenBinding(const Options& options) {
   if (options.schedule_path.empty()) return nullptr;
   Runtime& runtime = Runtime::Get();
-  std::shared_ptr<ScheduleBinding> binding = ScheduleBinding::Open(
+  return ScheduleBinding::Open(
       options.schedule_path, options.rank.value_or(0),
       [&](const std::string& m) { runtime.Log(LogLevel::kWarn, m); },
       [&](const std::string& why) {
@@ -50,6 +49,11 @@ std::unique_ptr<ScheduleFollower> ScheduleFollower::Open(const Options& options,
                          "PRESCIENT_SCHEDULE: the prebuilt next-use index was not used (" + why +
                              "); this process builds its own");
       });
+}
+
+std::unique_ptr<ScheduleFollower> ScheduleFollower::Create(std::shared_ptr<ScheduleBinding> binding,
+                                                           const Options& options,
+                                                           cache::NodeCache& cache, AdoptFn adopt) {
   if (!binding) return nullptr;
   return std::unique_ptr<ScheduleFollower>(
       new ScheduleFollower(std::move(binding), cache, options, std::move(adopt)));

@@ -53,9 +53,14 @@ class ScheduleFollower {
   // instance to use (the client's own when it knows the identity), or null.
   using AdoptFn = std::function<std::shared_ptr<CachedDataset>(std::shared_ptr<CachedDataset>)>;
 
-  // Null (after one warning) when PRESCIENT_SCHEDULE is unset or unusable.
-  static std::unique_ptr<ScheduleFollower> Open(const Options& options, cache::NodeCache& cache,
-                                                AdoptFn adopt);
+  // PRESCIENT_SCHEDULE for this process: null (after one warning) when it is
+  // unset or unusable. Opened before the node's segment, which needs a
+  // dataset record for every field of every file the schedule names.
+  static std::shared_ptr<ScheduleBinding> OpenBinding(const Options& options);
+  // Follows `binding` with the node's cache.
+  static std::unique_ptr<ScheduleFollower> Create(std::shared_ptr<ScheduleBinding> binding,
+                                                  const Options& options, cache::NodeCache& cache,
+                                                  AdoptFn adopt);
   ~ScheduleFollower();
   ScheduleFollower(const ScheduleFollower&) = delete;
   ScheduleFollower& operator=(const ScheduleFollower&) = delete;

@@ -20,6 +20,10 @@ namespace {
 // A read larger than this share of the cache is forwarded: caching it would
 // only push out rows that are needed again.
 constexpr std::uint64_t kMaxShareOfCache = 4;
+// Dataset records a segment gets beyond the schedule's files x fields (other
+// datasets the job reads), and at most (BoundFields' table).
+constexpr std::uint64_t kDatasetHeadroom = 4096;
+constexpr std::uint64_t kMaxDatasets = 1ull << 22;
 
 void RowsInTransferOrder(const RowSelection& selection, std::vector<std::uint64_t>& rows) {
   rows.clear();
@@ -127,7 +131,17 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   Runtime& runtime = Runtime::Get();
   const Options& options = runtime.options();
   if (!options.enable || !options.cache_enabled) return nullptr;
-  cache::Result<std::unique_ptr<cache::NodeCache>> opened = cache::NodeCache::Open(options.cache);
+  // The schedule first: a sample map over many files needs a dataset record
+  // for each of its files' fields, and the segment's table is sized at creation.
+  std::shared_ptr<ScheduleBinding> binding = ScheduleFollower::OpenBinding(options);
+  cache::CacheOptions cache_options = options.cache;
+  if (binding) {
+    const std::uint64_t mapped =
+        binding->map().files().size() * binding->map().fields().size() + kDatasetHeadroom;
+    cache_options.max_datasets = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(mapped, cache_options.max_datasets, kMaxDatasets));
+  }
+  cache::Result<std::unique_ptr<cache::NodeCache>> opened = cache::NodeCache::Open(cache_options);
   if (!opened.ok()) {
     runtime.Log(LogLevel::kWarn, "the node cache is unavailable (" + opened.status().message() +
                                      "); reads are forwarded to HDF5 uncached");
@@ -136,8 +150,9 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   cache_ = std::move(opened.value());
   capacity_bytes_ = cache_->Stats().capacity_bytes;
   runtime.Log(LogLevel::kInfo, "node cache " + cache_->path() + " open");
-  follower_owner_ = ScheduleFollower::Open(
-      options, *cache_, [this](auto prepared) { return Adopt(std::move(prepared)); });
+  follower_owner_ =
+      ScheduleFollower::Create(std::move(binding), options, *cache_,
+                               [this](auto prepared) { return Adopt(std::move(prepared)); });
   follower_.store(follower_owner_.get());
   return cache_.get();
 }
