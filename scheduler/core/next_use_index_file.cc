@@ -5,7 +5,7 @@
 //
 // Layout (little-endian): an 80-byte header, then the tables back to back,
 // 64-bit ones first so every table is naturally aligned:
-//   0  magic "\x89PNUI\r\n\x1a"     8  u32 version (3)     12 u32 node
+//   0  magic "\x89PNUI\r\n\x1a"     8  u32 version (4)     12 u32 node
 //   16 u32 first_rank               20 u32 node_ranks      24 u64 num_samples
 //   32 u64 epochs                   40 u64 total_uses      48 u64 total_reads
 //   56 u32 flags (bit 0: read table; bit 1: 64-bit use keys)
@@ -34,8 +34,9 @@ using Code = ScheduleFileErrorCode;
 
 constexpr unsigned char kIndexMagic[8] = {0x89, 'P', 'N', 'U', 'I', '\r', '\n', 0x1a};
 // 2: bytes 72..75 hold the schedule's checksum (reserved in version 1).
-// 3: uses are (step, local rank) keys, for per-rank progress.
-constexpr std::uint32_t kIndexVersion = 3;
+// 3: a u8/u16 local rank beside each u32 step (a development version).
+// 4: uses are packed (step, local rank) keys, for per-rank progress.
+constexpr std::uint32_t kIndexVersion = 4;
 constexpr std::size_t kIndexHeaderSize = 80;
 constexpr std::uint32_t kNoStep = std::numeric_limits<std::uint32_t>::max();
 

@@ -251,7 +251,7 @@ MapFromFlags SampleMapFromFlags(const Flags& flags, std::optional<std::uint64_t>
   try {
     out.map = SampleMap(std::move(map_files), std::move(map_fields));
   } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--dataset: ") + e.what());
+    throw UsageError(std::string(files_from ? "--files-from: " : "--dataset: ") + e.what());
   }
   if (samples && *samples != out.map.num_samples()) {
     throw UsageError("--samples " + std::to_string(*samples) + " differs from the " +
