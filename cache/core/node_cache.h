@@ -73,6 +73,7 @@ struct CacheStats {
   // extents backed so far (the data area is backed as it fills, low first).
   std::uint64_t backed_bytes = 0;
   std::uint64_t backing_failures = 0;  // extents the filesystem could not back (full)
+  std::uint64_t dropped_rows = 0;      // rows of dropped datasets (resident or in flight)
   std::uint64_t node_step = 0;
 };
 
@@ -156,6 +157,13 @@ class NodeCache {
   // Sets the eviction key of resident (or in-flight) rows, e.g. a row just
   // read gets its following use. Rows not present are skipped.
   Status UpdateKeys(DatasetSlot ds, std::span<const RowWithKey> rows) noexcept;
+
+  // Forgets a dataset whose file changed under an open handle: its resident
+  // rows are freed now (pinned ones as soon as their copy-out ends), rows in
+  // flight become unpublishable (their Publish says kNotClaimed and their
+  // blocks are freed), and the slot stops working everywhere (calls on it
+  // fail; RegisterDataset of the same key gets a new slot). O(entries).
+  Status DropDataset(DatasetSlot ds) noexcept;
 
   // Prefetch leadership: at most one live process per segment. A forked child
   // is never leader by inheritance. When the leader exits (resigns) or dies,

@@ -84,6 +84,11 @@ bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t
   return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
 }
 
+// Our claim on the row was revoked (dataset dropped, claim taken over).
+bool RevokedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
+  return x.state == detail::kEntryRevoked && x.owner == slot && x.dataset == ds && x.row == row;
+}
+
 }  // namespace
 
 Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
@@ -98,7 +103,9 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   SegmentHeader& h = tables_.header();
   if (!loaded.ok()) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (OwnedClaim(tables_.entry(entries[i]), ds, rows[i], slot)) tables_.Release(entries[i]);
+      const Entry& x = tables_.entry(entries[i]);
+      if (OwnedClaim(x, ds, rows[i], slot)) tables_.Release(entries[i]);
+      if (RevokedClaim(x, ds, rows[i], slot)) tables_.DisownRevoked(entries[i]);
     }
     return loaded;
   }
@@ -109,6 +116,7 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   std::vector<unsigned char> deferred(rows.size(), 0);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
+    if (RevokedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.DisownRevoked(e);
     if (!OwnedClaim(tables_.entry(e), ds, rows[i], slot)) continue;
     const std::uint64_t key = keys.empty() ? detail::LruKey(++h.lru_tick) : keys[i];
     tables_.entry(e).key = key;
@@ -138,9 +146,9 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   if (Status s = lock.Relock(); !s.ok()) return s;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
-    if (OwnedClaim(tables_.entry(e), ds, rows[i], slot) && tables_.entry(e).first_block != kNone) {
-      tables_.MarkReady(e, tables_.entry(e).key);
-    }
+    if (deferred[i] == 0) continue;
+    if (OwnedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.MarkReady(e, tables_.entry(e).key);
+    if (RevokedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.DisownRevoked(e);
   }
   return Status::Ok();
 }
@@ -153,7 +161,8 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
   auto attached = EnsureAttached();
   if (!attached.ok()) return attached.status();
   const std::uint16_t slot = attached.value();
-  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  if (!ValidSlot(ds))
+    return Status::InvalidArgument("cache: dataset slot not registered (or dropped)");
   SegmentHeader& h = tables_.raw_header();  // lock-free counters only
   const detail::DatasetRecord& record = *tables_.PublishedDataset(ds);
   const std::uint64_t row_bytes = record.row_bytes;

@@ -40,6 +40,12 @@ const DatasetRecord* SegmentTables::PublishedDataset(std::uint32_t ds) const {
                                                                                       : nullptr;
 }
 
+bool SegmentTables::RetiredDataset(std::uint32_t ds) const {
+  if (ds >= raw_header().max_datasets) return false;
+  return std::atomic_ref<std::uint32_t>(dataset_unlocked(ds).state)
+             .load(std::memory_order_acquire) == 2;
+}
+
 void SegmentTables::BumpAndWake(std::uint32_t e) {
   Entry& x = entry(e);
   std::atomic_ref<std::uint32_t>(x.seq).fetch_add(1, std::memory_order_release);
@@ -89,6 +95,49 @@ void SegmentTables::Release(std::uint32_t e) {
   h.free_entry_head = e;
   h.used_entries--;
   BumpAndWake(e);
+}
+
+void SegmentTables::Revoke(std::uint32_t e) {
+  SegmentHeader& h = header();
+  Entry& x = entry(e);
+  if (x.state == kEntryReady) {
+    HeapRemove(e);
+    const DatasetRecord& d = dataset(x.dataset);
+    Add(h.counters.bytes_resident, -static_cast<std::int64_t>(d.row_bytes));
+    Add(h.counters.rows_resident, -1);
+    x.owner = kNoOwner;
+  } else if (x.state != kEntryLoading) {
+    return;
+  }
+  x.state = kEntryRevoked;
+  if (x.owner == kNoOwner && x.pins == 0) {
+    Release(e);  // wakes
+  } else {
+    BumpAndWake(e);
+  }
+}
+
+void SegmentTables::DisownRevoked(std::uint32_t e) {
+  Entry& x = entry(e);
+  if (x.state != kEntryRevoked) return;
+  x.owner = kNoOwner;
+  if (x.pins == 0) Release(e);
+}
+
+std::uint64_t SegmentTables::DropDataset(std::uint32_t ds) {
+  SegmentHeader& h = header();
+  if (ds >= h.max_datasets) return 0;
+  std::uint64_t dropped = 0;
+  for (std::uint64_t i = 0; i < h.num_entries; ++i) {
+    const std::uint32_t e = static_cast<std::uint32_t>(i);
+    const Entry& x = entry(e);
+    if (x.dataset != ds || (x.state != kEntryReady && x.state != kEntryLoading)) continue;
+    Revoke(e);
+    ++dropped;
+  }
+  std::atomic_ref<std::uint32_t>(dataset(ds).state).store(2, std::memory_order_release);
+  Add(h.counters.dropped_rows, static_cast<std::int64_t>(dropped));
+  return dropped;
 }
 
 void SegmentTables::MarkReady(std::uint32_t e, std::uint64_t key) {
@@ -224,7 +273,9 @@ void SegmentTables::Unpin(std::uint16_t slot, std::uint32_t e) {
     if (p != e) continue;
     p = kNone;
     a.pins_used--;
-    if (entry(e).pins > 0) entry(e).pins--;
+    Entry& x = entry(e);
+    if (x.pins > 0) x.pins--;
+    if (x.state == kEntryRevoked && x.pins == 0 && x.owner == kNoOwner) Release(e);
     return;
   }
 }
@@ -252,7 +303,9 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
     if (p == kNone) continue;
     const std::uint32_t e = p;
     p = kNone;
-    if (entry(e).pins > 0) entry(e).pins--;
+    Entry& x = entry(e);
+    if (x.pins > 0) x.pins--;
+    if (x.state == kEntryRevoked && x.pins == 0 && x.owner == kNoOwner) Release(e);
   }
   a.pins_used = 0;
   // Its claims: a scan, but only when a process leaves or died.
@@ -262,6 +315,8 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
     if (x.state == kEntryLoading && x.owner == slot) {
       Release(static_cast<std::uint32_t>(i));
       if (died) Add(header().counters.takeovers, 1);
+    } else if (x.state == kEntryRevoked && x.owner == slot) {
+      DisownRevoked(static_cast<std::uint32_t>(i));
     }
   }
   std::atomic_ref<std::int32_t>(a.pid).store(0, std::memory_order_release);

@@ -196,5 +196,47 @@ TEST_F(TablesTest, RepairRebuildsDerivedStateAndDropsBrokenEntries) {
   EXPECT_EQ(t.header().free_blocks, t.header().num_blocks);
 }
 
+TEST_F(TablesTest, RevokedEntriesKeepTheirBlocksWhileOwnedOrPinned) {
+  Build(1 << 20, 4096);
+  SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
+  const DatasetSlot ds = t.FindOrAddDataset({5, 5}, 4096, 1000).value();
+  const std::uint32_t pinned = AddReady(ds, 1, 10);
+  const std::uint32_t plain = AddReady(ds, 2, 10);
+  ASSERT_TRUE(t.Pin(slot_, pinned));
+  // A claim with reserved blocks, being written by its owner.
+  const std::uint32_t claim = t.Claim(ds, 3, slot_);
+  t.entry(claim).first_block = t.AllocChain(1);
+  const std::uint64_t free_before = t.header().free_blocks;
+  EXPECT_EQ(t.DropDataset(ds), 3u);
+  EXPECT_EQ(t.entry(plain).state, kEntryFree);  // nobody held it: freed at once
+  EXPECT_EQ(t.header().free_blocks, free_before + 1);
+  EXPECT_EQ(t.entry(pinned).state, kEntryRevoked);
+  EXPECT_EQ(t.entry(claim).state, kEntryRevoked);
+  EXPECT_EQ(t.Find(ds, 1), kNone);              // invisible to lookups...
+  EXPECT_EQ(t.FindClaim(ds, 3, slot_), claim);  // ...but its owner finds it
+  EXPECT_EQ(SegmentTables::Load(t.header().counters.rows_resident), 0u);
+  // Repair keeps both (owner alive, pin recorded) with their blocks.
+  t.Repair();
+  EXPECT_EQ(t.entry(pinned).state, kEntryRevoked);
+  EXPECT_EQ(t.entry(claim).state, kEntryRevoked);
+  EXPECT_EQ(t.header().free_blocks, free_before + 1);
+  // The last copy-out ends: freed. The owner lets go: freed.
+  t.Unpin(slot_, pinned);
+  EXPECT_EQ(t.entry(pinned).state, kEntryFree);
+  t.DisownRevoked(claim);
+  EXPECT_EQ(t.entry(claim).state, kEntryFree);
+  EXPECT_EQ(t.header().free_blocks, free_before + 3);
+  // A revoked claim whose owner died is freed by repair.
+  const DatasetSlot ds2 = t.FindOrAddDataset({5, 6}, 4096, 1000).value();
+  const std::uint32_t orphan = t.Claim(ds2, 9, slot_);
+  t.entry(orphan).first_block = t.AllocChain(1);
+  t.Revoke(orphan);
+  t.entry(orphan).owner = 999;  // an attach slot nobody holds
+  t.Repair();
+  EXPECT_EQ(t.entry(orphan).state, kEntryFree);
+  EXPECT_EQ(t.header().free_blocks, free_before + 3);
+}
+
 }  // namespace
 }  // namespace prescient::cache::detail
