@@ -57,7 +57,10 @@ struct ReadRowsStats {
   std::uint64_t waited = 0;        // distinct rows obtained after waiting for another loader
   std::uint64_t not_admitted = 0;  // loaded rows the cache declined to keep
   std::uint64_t uncached = 0;      // rows loaded privately (wait timeout, no free descriptor)
-  std::chrono::nanoseconds wait_time{0};  // time asleep waiting for other loaders
+  // Where the call's time went, for the connector's stall figures (both are
+  // time the caller waited for rows; hits cost neither):
+  std::chrono::nanoseconds wait_time{0};  // asleep, waiting for another process's/thread's load
+  std::chrono::nanoseconds load_time{0};  // inside this call's own loader (its misses)
 };
 
 // Node-wide counters (all processes), read without locking.
