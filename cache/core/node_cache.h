@@ -227,6 +227,12 @@ class NodeCache {
   // ClaimForPrefetch; `lru`: ignore next_use, key rows by recency instead.
   Result<std::vector<std::uint64_t>> ClaimReserved(DatasetSlot ds, std::span<const RowWithKey> rows,
                                                    bool lru) noexcept EXCLUDES(tables_);
+  class ReadCall;  // read_rows.cc: one ReadRows call, in phases
+  // A one-row hit in one lock round; false (nothing done) if the row is not
+  // resident or the lock is unavailable: the general path then takes over.
+  bool ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row, std::byte* dest,
+                  std::uint64_t row_bytes, const NextUseOracle* oracle,
+                  ReadRowsStats* stats) noexcept EXCLUDES(tables_);
   // Loads claimed rows (entries `claimed`, rows ascending) through `loader`
   // into their first destinations, then publishes them (read_rows.cc).
   Status LoadAndPublish(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,

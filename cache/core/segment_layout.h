@@ -22,7 +22,7 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 6;
+inline constexpr std::uint32_t kLayoutVersion = 7;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -63,8 +63,13 @@ struct AttachRecord {
   std::int32_t pid;  // 0 = free slot
   std::uint32_t pins_used;
   std::uint64_t start_time;
+  // Bit i: the copy-out under pin[i] is finished (set lock-free by the reader,
+  // std::atomic_ref); the pin is dropped by the next lock holder who needs it
+  // gone, so a hit costs no second lock round trip.
+  std::uint64_t pins_done;
   std::uint32_t pin[kPinsPerAttach];  // entry indices pinned by this process, kNone = unused
 };
+static_assert(kPinsPerAttach == 64, "pins_done is a 64-bit mask");
 
 // One participant of the node (a rank of the schedule) and its progress. All
 // fields are read lock-free (std::atomic_ref); a record is (re)written under

@@ -122,10 +122,15 @@ void SegmentTables::Repair() {
   std::atomic_ref<std::uint64_t>(h.counters.rows_resident).store(rows);
 
   // 4. Pins, from the surviving processes' pin records.
+  // Pins whose copy-out finished are dropped.
   for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
     AttachRecord& a = attach(s);
     a.pins_used = 0;
-    for (std::uint32_t& p : a.pin) {
+    const std::uint64_t done =
+        std::atomic_ref<std::uint64_t>(a.pins_done).exchange(0, std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < kPinsPerAttach; ++i) {
+      std::uint32_t& p = a.pin[i];
+      if ((done >> i & 1) != 0) p = kNone;
       if (a.pid == 0 || p >= n ||
           (entry(p).state != kEntryReady && entry(p).state != kEntryRevoked)) {
         p = kNone;

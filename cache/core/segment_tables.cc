@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -254,29 +255,66 @@ void SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source) const 
   }
 }
 
-bool SegmentTables::Pin(std::uint16_t slot, std::uint32_t e) {
+int SegmentTables::Pin(std::uint16_t slot, std::uint32_t e) {
   AttachRecord& a = attach(slot);
-  if (a.pins_used >= kPinsPerAttach) return false;
-  for (std::uint32_t& p : a.pin) {
+  if (a.pins_used >= kPinsPerAttach) ReapDonePins(slot);
+  if (a.pins_used >= kPinsPerAttach) return -1;
+  for (int i = 0; i < static_cast<int>(kPinsPerAttach); ++i) {
+    std::uint32_t& p = a.pin[i];
     if (p != kNone) continue;
     p = e;  // the record first: Repair() recounts pins from these
     a.pins_used++;
     entry(e).pins++;  // stays in the heap: MakeRoom skips pinned rows
-    return true;
+    return i;
   }
-  return false;
+  return -1;
+}
+
+void SegmentTables::DropPin(AttachRecord& a, int i) {
+  const std::uint32_t e = a.pin[i];
+  a.pin[i] = kNone;
+  a.pins_used--;
+  std::atomic_ref<std::uint64_t>(a.pins_done)
+      .fetch_and(~(std::uint64_t{1} << i), std::memory_order_relaxed);
+  if (e >= header().num_entries) return;
+  Entry& x = entry(e);
+  if (x.pins > 0) x.pins--;
+  if (x.state == kEntryRevoked && x.pins == 0 && x.owner == kNoOwner) Release(e);
 }
 
 void SegmentTables::Unpin(std::uint16_t slot, std::uint32_t e) {
   AttachRecord& a = attach(slot);
-  for (std::uint32_t& p : a.pin) {
-    if (p != e) continue;
-    p = kNone;
-    a.pins_used--;
-    Entry& x = entry(e);
-    if (x.pins > 0) x.pins--;
-    if (x.state == kEntryRevoked && x.pins == 0 && x.owner == kNoOwner) Release(e);
+  for (int i = 0; i < static_cast<int>(kPinsPerAttach); ++i) {
+    if (a.pin[i] != e) continue;
+    DropPin(a, i);
     return;
+  }
+}
+
+void SegmentTables::PinDone(std::uint16_t slot, int index) const {
+  AttachRecord& a = reinterpret_cast<AttachRecord*>(base_ + raw_header().off_attach)[slot];
+  // Release: the copy-out happens-before whoever drops the pin and reuses the blocks.
+  std::atomic_ref<std::uint64_t>(a.pins_done)
+      .fetch_or(std::uint64_t{1} << index, std::memory_order_release);
+}
+
+void SegmentTables::ReapDonePins(std::uint32_t slot) {
+  const std::uint32_t first = slot < kMaxAttach ? slot : 0;
+  const std::uint32_t last = slot < kMaxAttach ? slot + 1 : kMaxAttach;
+  for (std::uint32_t s = first; s < last; ++s) {
+    AttachRecord& a = attach(s);
+    std::uint64_t done =
+        std::atomic_ref<std::uint64_t>(a.pins_done).load(std::memory_order_acquire);
+    while (done != 0) {
+      const int i = std::countr_zero(done);
+      done &= done - 1;
+      if (a.pin[i] != kNone) {
+        DropPin(a, i);
+      } else {
+        std::atomic_ref<std::uint64_t>(a.pins_done)
+            .fetch_and(~(std::uint64_t{1} << i), std::memory_order_relaxed);
+      }
+    }
   }
 }
 
@@ -287,6 +325,7 @@ Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
       if (a.pid != 0) continue;
       a.start_time = self.start_time;
       a.pins_used = 0;
+      std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
       for (std::uint32_t& p : a.pin) p = kNone;
       std::atomic_ref<std::int32_t>(a.pid).store(self.pid, std::memory_order_release);
       return static_cast<std::uint16_t>(s);
@@ -299,15 +338,11 @@ Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
 
 void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
   AttachRecord& a = attach(slot);
-  for (std::uint32_t& p : a.pin) {
-    if (p == kNone) continue;
-    const std::uint32_t e = p;
-    p = kNone;
-    Entry& x = entry(e);
-    if (x.pins > 0) x.pins--;
-    if (x.state == kEntryRevoked && x.pins == 0 && x.owner == kNoOwner) Release(e);
+  for (int i = 0; i < static_cast<int>(kPinsPerAttach); ++i) {
+    if (a.pin[i] != kNone) DropPin(a, i);
   }
   a.pins_used = 0;
+  std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
   // Its claims: a scan, but only when a process leaves or died.
   const std::uint64_t n = header().num_entries;
   for (std::uint64_t i = 0; i < n; ++i) {

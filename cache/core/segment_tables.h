@@ -162,8 +162,16 @@ class CAPABILITY("segment lock") SegmentTables {
   void SweepStale(std::uint64_t now, std::uint32_t count) REQUIRES(this);
 
   // --- pins ---
-  bool Pin(std::uint16_t slot, std::uint32_t e) REQUIRES(this);  // false if the pin table is full
+  // Pins `e` for `slot` (it is not evicted or rewritten until unpinned);
+  // returns the pin's index in the slot's table, or -1 if the table is full
+  // (after dropping the slot's finished pins).
+  int Pin(std::uint16_t slot, std::uint32_t e) REQUIRES(this);
   void Unpin(std::uint16_t slot, std::uint32_t e) REQUIRES(this);
+  // Lock-free: the copy-out under pin `index` of `slot` is finished. The pin
+  // is dropped later by a lock holder (ReapDonePins).
+  void PinDone(std::uint16_t slot, int index) const;
+  // Drops the finished pins of `slot`, or of every process (kMaxAttach).
+  void ReapDonePins(std::uint32_t slot) REQUIRES(this);
 
   // --- processes ---
   // A free attach slot for `self`; reaps dead processes first if the table is full.
@@ -208,6 +216,7 @@ class CAPABILITY("segment lock") SegmentTables {
   void SiftDown(std::uint64_t pos) REQUIRES(this);
   void HeapPlace(std::uint64_t pos, std::uint32_t e) REQUIRES(this);
   bool ValidChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);  // marks the bitmap
+  void DropPin(AttachRecord& a, int index) REQUIRES(this);
   void UnmarkChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
 
   unsigned char* base_;
