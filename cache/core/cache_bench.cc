@@ -1,6 +1,6 @@
 // prescient_cache_bench: micro-benchmark of the node-shared cache.
 //
-//   prescient_cache_bench [--quick]
+//   prescient_cache_bench [--quick] [--hits]   (--hits: only the hit-path lines)
 //
 // Prints, per row: the hit path (lookup + copy into the caller's buffer) for
 // 64 KiB and 4 KiB rows, one row per call and 32 rows per call, next to a
@@ -78,8 +78,8 @@ class HashOracle : public NextUseOracle {
   }
 };
 
-void HitPath(std::uint64_t row_bytes, std::uint64_t rows, std::uint64_t reads,
-             std::uint32_t batch) {
+void HitPath(std::uint64_t row_bytes, std::uint64_t rows, std::uint64_t reads, std::uint32_t batch,
+             const NextUseOracle* oracle = nullptr) {
   auto opened = NodeCache::Open(Options(rows * row_bytes * 2 + (64 << 20), 4096));
   if (!opened.ok()) {
     std::printf("open failed: %s\n", opened.status().message().c_str());
@@ -95,7 +95,7 @@ void HitPath(std::uint64_t row_bytes, std::uint64_t rows, std::uint64_t reads,
   std::iota(all.begin(), all.end(), 0);
   for (std::uint64_t i = 0; i < rows; i += batch) {  // warm: everything resident
     const std::uint64_t n = std::min<std::uint64_t>(batch, rows - i);
-    (void)cache.ReadRows(ds, {all.data() + i, n}, out.data(), loader, nullptr);
+    (void)cache.ReadRows(ds, {all.data() + i, n}, out.data(), loader, oracle);
   }
   std::mt19937_64 rng(1);
   std::vector<std::uint64_t> sel(reads);
@@ -103,7 +103,7 @@ void HitPath(std::uint64_t row_bytes, std::uint64_t rows, std::uint64_t reads,
   const double n = static_cast<double>(reads / batch * batch);
   double c0 = CpuNs();
   for (std::uint64_t i = 0; i + batch <= reads; i += batch) {
-    (void)cache.ReadRows(ds, {sel.data() + i, batch}, out.data(), loader, nullptr);
+    (void)cache.ReadRows(ds, {sel.data() + i, batch}, out.data(), loader, oracle);
   }
   const double cached = (CpuNs() - c0) / n;
   // Baseline: memcpy of the same rows from a private buffer of the same size.
@@ -117,10 +117,11 @@ void HitPath(std::uint64_t row_bytes, std::uint64_t rows, std::uint64_t reads,
   const double copy = (CpuNs() - c0) / n;
   const auto st = cache.Stats();
   std::printf(
-      "hit   %6llu KiB rows, %2u rows/call: %8.0f cpu-ns/row  (memcpy alone %6.0f ns, %.2fx; %.2f "
-      "GB/s) hits=%llu\n",
-      static_cast<unsigned long long>(row_bytes >> 10), batch, cached, copy, cached / copy,
-      static_cast<double>(row_bytes) / cached, static_cast<unsigned long long>(st.hits));
+      "hit   %6llu KiB rows, %2u rows/call%s: %8.0f cpu-ns/row  (memcpy alone %6.0f ns, %.2fx; "
+      "%.2f GB/s) hits=%llu\n",
+      static_cast<unsigned long long>(row_bytes >> 10), batch, oracle != nullptr ? ", oracle" : "",
+      cached, copy, cached / copy, static_cast<double>(row_bytes) / cached,
+      static_cast<unsigned long long>(st.hits));
 }
 
 void MissPath(std::uint64_t resident, const NextUseOracle* oracle, std::uint64_t inserts) {
@@ -314,13 +315,20 @@ void ForkedHits(std::uint64_t rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false, hits_only = false;
+  for (int i = 1; i < argc; ++i) {
+    quick = quick || std::strcmp(argv[i], "--quick") == 0;
+    hits_only = hits_only || std::strcmp(argv[i], "--hits") == 0;
+  }
   const std::uint64_t scale = quick ? 10 : 1;
+  HashOracle oracle;
   HitPath(64 << 10, 1024, 200000 / scale, 1);
   HitPath(64 << 10, 1024, 200000 / scale, 32);
   HitPath(4 << 10, 16384, 1000000 / scale, 1);
   HitPath(4 << 10, 16384, 1000000 / scale, 32);
-  HashOracle oracle;
+  HitPath(4 << 10, 16384, 1000000 / scale, 1, &oracle);
+  HitPath(4 << 10, 16384, 1000000 / scale, 32, &oracle);
+  if (hits_only) return 0;
   MissPath(100000 / scale, nullptr, 200000 / scale);
   MissPath(100000 / scale, &oracle, 200000 / scale);
   Contention(50000 / scale);

@@ -83,6 +83,7 @@ bool SegmentTables::MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) {
   constexpr int kMaxSkipped = 256;
   std::uint32_t skipped[kMaxSkipped];
   int num_skipped = 0;
+  bool reaped = false;
   bool ok = true;
   // Unbacked space first: growing costs no row.
   if (h.free_blocks < blocks) Grow(blocks - h.free_blocks);
@@ -91,6 +92,13 @@ bool SegmentTables::MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) {
     if (victim == kNone) {  // everything left is pinned or loading
       ok = false;
       break;
+    }
+    if (entry(victim).pins > 0 && !reaped) {
+      // Pins whose copy-out has finished are only dropped lazily: drop them
+      // now (every process's), then look at the victim again.
+      ReapDonePins(kMaxAttach);
+      reaped = true;
+      if (entry(victim).pins == 0) continue;
     }
     if (entry(victim).pins > 0) {
       if (num_skipped == kMaxSkipped) {

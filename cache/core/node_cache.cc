@@ -228,6 +228,7 @@ CacheStats NodeCache::Stats() const noexcept {
   s.capacity_bytes = h.num_blocks * h.block_bytes;
   s.backed_bytes = h.off_data + SegmentTables::Load(h.backed_blocks) * h.block_bytes;
   s.backing_failures = SegmentTables::Load(c.backing_failures);
+  s.dropped_rows = SegmentTables::Load(c.dropped_rows);
   s.segment_bytes = h.segment_bytes;
   s.node_step = NodeStep();
   return s;

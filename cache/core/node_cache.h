@@ -57,7 +57,10 @@ struct ReadRowsStats {
   std::uint64_t waited = 0;        // distinct rows obtained after waiting for another loader
   std::uint64_t not_admitted = 0;  // loaded rows the cache declined to keep
   std::uint64_t uncached = 0;      // rows loaded privately (wait timeout, no free descriptor)
-  std::chrono::nanoseconds wait_time{0};  // time asleep waiting for other loaders
+  // Where the call's time went, for the connector's stall figures (both are
+  // time the caller waited for rows; hits cost neither):
+  std::chrono::nanoseconds wait_time{0};  // asleep, waiting for another process's/thread's load
+  std::chrono::nanoseconds load_time{0};  // inside this call's own loader (its misses)
 };
 
 // Node-wide counters (all processes), read without locking.
@@ -73,6 +76,7 @@ struct CacheStats {
   // extents backed so far (the data area is backed as it fills, low first).
   std::uint64_t backed_bytes = 0;
   std::uint64_t backing_failures = 0;  // extents the filesystem could not back (full)
+  std::uint64_t dropped_rows = 0;      // rows of dropped datasets (resident or in flight)
   std::uint64_t node_step = 0;
 };
 
@@ -157,6 +161,13 @@ class NodeCache {
   // read gets its following use. Rows not present are skipped.
   Status UpdateKeys(DatasetSlot ds, std::span<const RowWithKey> rows) noexcept;
 
+  // Forgets a dataset whose file changed under an open handle: its resident
+  // rows are freed now (pinned ones as soon as their copy-out ends), rows in
+  // flight become unpublishable (their Publish says kNotClaimed and their
+  // blocks are freed), and the slot stops working everywhere (calls on it
+  // fail; RegisterDataset of the same key gets a new slot). O(entries).
+  Status DropDataset(DatasetSlot ds) noexcept;
+
   // Prefetch leadership: at most one live process per segment. A forked child
   // is never leader by inheritance. When the leader exits (resigns) or dies,
   // the next TryBecomeLeader by anyone succeeds: callers retry every few
@@ -216,6 +227,12 @@ class NodeCache {
   // ClaimForPrefetch; `lru`: ignore next_use, key rows by recency instead.
   Result<std::vector<std::uint64_t>> ClaimReserved(DatasetSlot ds, std::span<const RowWithKey> rows,
                                                    bool lru) noexcept EXCLUDES(tables_);
+  class ReadCall;  // read_rows.cc: one ReadRows call, in phases
+  // A one-row hit in one lock round; false (nothing done) if the row is not
+  // resident or the lock is unavailable: the general path then takes over.
+  bool ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row, std::byte* dest,
+                  std::uint64_t row_bytes, const NextUseOracle* oracle,
+                  ReadRowsStats* stats) noexcept EXCLUDES(tables_);
   // Loads claimed rows (entries `claimed`, rows ascending) through `loader`
   // into their first destinations, then publishes them (read_rows.cc).
   Status LoadAndPublish(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,

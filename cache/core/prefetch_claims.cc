@@ -21,6 +21,8 @@ bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t
   return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
 }
 
+constexpr const char* kNotRegistered = "cache: dataset slot not registered (or dropped)";
+
 }  // namespace
 
 bool NodeCache::Contains(DatasetSlot ds, std::uint64_t row) noexcept {
@@ -37,7 +39,7 @@ Result<std::vector<std::uint64_t>> NodeCache::ClaimReserved(DatasetSlot ds,
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
   const detail::DatasetRecord* record = tables_.PublishedDataset(ds);
-  if (record == nullptr) return Status::InvalidArgument("cache: dataset slot not registered");
+  if (record == nullptr) return Status::InvalidArgument(kNotRegistered);
   for (const RowWithKey& r : rows) {
     if (r.row >= record->num_rows) {
       return Status::InvalidArgument("cache: row " + std::to_string(r.row) + " out of range (" +
@@ -97,7 +99,10 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
                                           const NextUseOracle* oracle) noexcept {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  // A retired (dropped) slot still lets an owner let go of its revoked claims.
+  if (tables_.PublishedDataset(ds) == nullptr && !tables_.RetiredDataset(ds)) {
+    return Status::InvalidArgument(kNotRegistered);
+  }
   const std::uint64_t now = NodeStep();
   const std::uint64_t fresh =
       oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, now)) : 0;
@@ -105,9 +110,12 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();
   SegmentHeader& h = tables_.header();
-  const std::uint32_t e = tables_.Find(ds, row);
-  if (e == kNone || !OwnedClaim(tables_.entry(e), ds, row, self))
+  const std::uint32_t e = tables_.FindClaim(ds, row, self);
+  if (e == kNone) return PublishOutcome::kNotClaimed;
+  if (!OwnedClaim(tables_.entry(e), ds, row, self)) {  // revoked: let go of its blocks
+    tables_.DisownRevoked(e);
     return PublishOutcome::kNotClaimed;
+  }
   tables_.SweepStale(now, 4);
   Entry& x = tables_.entry(e);
   if (oracle != nullptr) x.key = fresh;  // else the key given at claim time
@@ -127,7 +135,10 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   // Still Loading to everyone else, and only we release our claims.
   tables_.CopyInOwned(e, data);
   if (Status s = lock.Relock(); !s.ok()) return s;
-  if (!OwnedClaim(tables_.entry(e), ds, row, self)) return PublishOutcome::kNotClaimed;
+  if (!OwnedClaim(tables_.entry(e), ds, row, self)) {  // revoked while we copied
+    tables_.DisownRevoked(e);
+    return PublishOutcome::kNotClaimed;
+  }
   tables_.MarkReady(e, tables_.entry(e).key);
   return PublishOutcome::kStored;
 }
@@ -135,19 +146,36 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
 Status NodeCache::Abandon(DatasetSlot ds, std::uint64_t row) noexcept {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  // A retired (dropped) slot still lets an owner let go of its revoked claims.
+  if (tables_.PublishedDataset(ds) == nullptr && !tables_.RetiredDataset(ds)) {
+    return Status::InvalidArgument(kNotRegistered);
+  }
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();
-  const std::uint32_t e = tables_.Find(ds, row);
-  const bool owned = e != kNone && OwnedClaim(tables_.entry(e), ds, row, slot.value());
-  if (owned) tables_.Release(e);
-  return owned ? Status::Ok()
-               : Status::InvalidArgument("cache: Abandon of a row this process did not claim");
+  const std::uint32_t e = tables_.FindClaim(ds, row, slot.value());
+  if (e == kNone) {
+    return Status::InvalidArgument("cache: Abandon of a row this process did not claim");
+  }
+  if (OwnedClaim(tables_.entry(e), ds, row, slot.value())) {
+    tables_.Release(e);
+  } else {
+    tables_.DisownRevoked(e);  // revoked meanwhile: nothing to abandon but its blocks
+  }
+  return Status::Ok();
+}
+
+Status NodeCache::DropDataset(DatasetSlot ds) noexcept {
+  if (auto slot = EnsureAttached(); !slot.ok()) return slot.status();
+  if (!ValidSlot(ds)) return Status::InvalidArgument(kNotRegistered);
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();
+  if (tables_.dataset(ds).state == 1) tables_.DropDataset(ds);
+  return Status::Ok();
 }
 
 Status NodeCache::UpdateKeys(DatasetSlot ds, std::span<const RowWithKey> rows) noexcept {
   if (auto slot = EnsureAttached(); !slot.ok()) return slot.status();
-  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
+  if (!ValidSlot(ds)) return Status::InvalidArgument(kNotRegistered);
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();
   for (const RowWithKey& r : rows) {

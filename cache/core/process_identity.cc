@@ -1,6 +1,7 @@
 #include "cache/core/process_identity.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -51,7 +52,27 @@ StatLine ReadStat(std::int32_t pid) {
 
 }  // namespace
 
-std::int32_t CurrentPid() noexcept { return static_cast<std::int32_t>(::getpid()); }
+std::int32_t CurrentPid() noexcept {
+  // getpid() is a system call on every hit; the pid is kept in a page the
+  // kernel zeroes in a forked child (MADV_WIPEONFORK), so a child re-reads its
+  // own pid on first use whatever at-fork handlers ran, and in which order.
+  static std::int32_t* const page = []() -> std::int32_t* {
+    void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+#ifdef MADV_WIPEONFORK
+    if (::madvise(p, 4096, MADV_WIPEONFORK) == 0) return static_cast<std::int32_t*>(p);
+#endif
+    ::munmap(p, 4096);
+    return nullptr;
+  }();
+  if (page == nullptr) return static_cast<std::int32_t>(::getpid());
+  std::int32_t pid = __atomic_load_n(page, __ATOMIC_RELAXED);
+  if (pid == 0) {
+    pid = static_cast<std::int32_t>(::getpid());
+    __atomic_store_n(page, pid, __ATOMIC_RELAXED);
+  }
+  return pid;
+}
 
 ProcessIdentity SelfIdentity() noexcept {
   ProcessIdentity self;

@@ -22,11 +22,14 @@ ProcessIdentity SelfIdentity() noexcept;
 // The process `pid` now; pid 0 when it does not exist (or is a zombie).
 ProcessIdentity IdentityOf(std::int32_t pid) noexcept;
 
-// getpid(), deliberately not cached: a cache refreshed by a pthread_atfork
-// handler goes stale when its first use (and so the handler's registration)
-// happens inside another prepare handler of the same fork, which is exactly
-// when the connector first opens the cache in a DataLoader's main process.
-// The child then acted under its parent's identity (claims, leadership).
+// getpid(), without a system call: the pid is kept in a MADV_WIPEONFORK page,
+// which the kernel zeroes in a forked child, so the child reads its own pid on
+// first use. (A pid cache refreshed by a pthread_atfork handler went stale
+// when its first use, and so the handler's registration, happened inside
+// another prepare handler of the same fork, which is exactly when the
+// connector first opens the cache in a DataLoader's main process; the child
+// then acted under its parent's identity.) Falls back to getpid() where the
+// kernel lacks MADV_WIPEONFORK.
 std::int32_t CurrentPid() noexcept;
 
 // False when the process is gone, a zombie, or its pid now names another

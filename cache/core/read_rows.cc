@@ -1,4 +1,18 @@
-// NodeCache::ReadRows: the read path (hit, claim-load-publish, wait).
+// NodeCache::ReadRows: the read path, in phases.
+//
+//   Prepare      group the requested rows (repeats, any order) and compute
+//                their keys from the oracle, without the lock
+//   LookUp       one lock round: hits are copied (small rows) or pinned,
+//                missing rows claimed, rows in flight elsewhere noted
+//   CopyPinned   pinned hits copied without the lock; each pin is then marked
+//                done and dropped lazily by a later lock holder, so a hit
+//                never takes the lock twice
+//   LoadClaimed  our claims go to the loader in one call, then are published
+//   Wait         sleep until a row in flight elsewhere changes, then LookUp
+//                again for those rows
+//
+// A one-row hit (h5py's dset[i]) takes ReadOneHit: one lock round, no
+// allocation, one counter update.
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -22,11 +36,42 @@ using detail::SegmentTables;
 
 namespace {
 
-// Rows up to this size are copied while holding the lock (cheaper than a
-// pin/unpin round trip); larger rows are pinned and copied without it...
+// Rows up to this size are copied while holding the lock (cheaper than
+// pinning); larger rows are pinned and copied without it...
 constexpr std::uint64_t kCopyUnderLockBytes = 16 * 1024;
 // ...as long as one lock hold copies at most this much (bounds lock hold time).
 constexpr std::uint64_t kLockHoldCopyBudget = 256 * 1024;
+// Stale-prediction sweep per lock round: a full pass over the entries every
+// ~num_entries / 2 rows read on the node (eviction_heap.cc).
+constexpr std::uint32_t kSweepBase = 4;
+constexpr std::uint32_t kSweepPerRow = 2;
+
+// Runs the loader on this thread, timing it into stats->load_time.
+Status CallLoader(const LoaderFn& loader, std::span<const std::uint64_t> rows,
+                  std::span<std::byte* const> dest, ReadRowsStats* stats) {
+  const auto start = std::chrono::steady_clock::now();
+  struct Timer {
+    std::chrono::steady_clock::time_point start;
+    ReadRowsStats* stats;
+    ~Timer() { stats->load_time += std::chrono::steady_clock::now() - start; }
+  } timer{start, stats};
+  try {
+    return loader(rows, dest);
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("cache: row loader threw: ") + e.what());
+  } catch (...) {
+    return Status::Internal("cache: row loader threw");
+  }
+}
+
+bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
+  return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
+}
+
+// Our claim on the row was revoked (dataset dropped, claim taken over).
+bool RevokedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
+  return x.state == detail::kEntryRevoked && x.owner == slot && x.dataset == ds && x.row == row;
+}
 
 // One distinct requested row and where it goes.
 struct Wanted {
@@ -37,25 +82,19 @@ struct Wanted {
   bool waited = false;
 };
 
-Status CallLoader(const LoaderFn& loader, std::span<const std::uint64_t> rows,
-                  std::span<std::byte* const> dest) {
-  try {
-    return loader(rows, dest);
-  } catch (const std::exception& e) {
-    return Status::Internal(std::string("cache: row loader threw: ") + e.what());
-  } catch (...) {
-    return Status::Internal("cache: row loader threw");
-  }
-}
-
-// Per-thread working storage of ReadRows, reused across calls so the hit path
+// Per-thread working storage of ReadRows, reused across calls so a batch hit
 // does not allocate. A nested call (a loader that reads through the cache)
 // gets fresh storage.
 struct Scratch {
   bool in_use = false;
-  std::vector<std::uint32_t> order, pending, waiting, pinned, pinned_entries, claimed,
-      claimed_entries, uncached;
+  std::vector<std::uint32_t> order, pending, waiting, claimed, claimed_entries, uncached;
   std::vector<Wanted> wanted;
+  struct Pinned {
+    std::uint32_t wanted;
+    std::uint32_t entry;
+    int pin;
+  };
+  std::vector<Pinned> pinned;
   std::vector<std::uint64_t> claimed_rows, claimed_keys;
   std::vector<std::byte*> claimed_dest;
 };
@@ -73,6 +112,8 @@ class ScratchLease {
     scratch_->in_use = true;
   }
   ~ScratchLease() { scratch_->in_use = false; }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
   Scratch& operator*() { return *scratch_; }
 
  private:
@@ -80,11 +121,231 @@ class ScratchLease {
   std::unique_ptr<Scratch> owned_;
 };
 
-bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
-  return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
-}
-
 }  // namespace
+
+// One ReadRows call with more than a one-row hit to do.
+class NodeCache::ReadCall {
+ public:
+  ReadCall(NodeCache& cache, DatasetSlot ds, std::uint16_t slot,
+           std::span<const std::uint64_t> rows, std::byte* dest, std::uint64_t row_bytes,
+           const LoaderFn& loader, const NextUseOracle* oracle, ReadRowsStats* stats,
+           Scratch& scratch)
+      : c_(cache),
+        t_(cache.tables_),
+        ds_(ds),
+        slot_(slot),
+        rows_(rows),
+        dest_(dest),
+        row_bytes_(row_bytes),
+        loader_(loader),
+        oracle_(oracle),
+        stats_(stats),
+        sc_(scratch) {}
+
+  Status Run() EXCLUDES(t_) {
+    Prepare();
+    const auto wait_deadline = std::chrono::steady_clock::now() + c_.options_.wait_timeout;
+    while (!sc_.pending.empty()) {
+      Awaited awaited;
+      PRESCIENT_RETURN_IF_ERROR(LookUp(&awaited));
+      CopyPinned();
+      PRESCIENT_RETURN_IF_ERROR(LoadClaimed());
+      // Past the wait deadline, rows still in flight elsewhere are loaded privately.
+      const bool give_up =
+          !sc_.waiting.empty() && std::chrono::steady_clock::now() >= wait_deadline;
+      if (give_up) sc_.uncached.insert(sc_.uncached.end(), sc_.waiting.begin(), sc_.waiting.end());
+      PRESCIENT_RETURN_IF_ERROR(LoadUncached());
+      if (give_up || sc_.waiting.empty()) break;
+      PRESCIENT_RETURN_IF_ERROR(Wait(awaited));
+      sc_.pending.swap(sc_.waiting);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // The first row in flight elsewhere that LookUp found: Wait sleeps on it.
+  struct Awaited {
+    std::uint32_t entry = kNone;
+    std::uint32_t seq = 0;
+    std::uint16_t owner_slot = 0;
+    ProcessIdentity owner;
+  };
+
+  std::byte* FirstDest(const Wanted& w) const {
+    return dest_ + std::uint64_t{sc_.order[w.first]} * row_bytes_;
+  }
+  // Duplicates of a row in the selection.
+  void FanOut(const Wanted& w) const {
+    for (std::uint32_t k = 1; k < w.count; ++k) {
+      std::memcpy(dest_ + std::uint64_t{sc_.order[w.first + k]} * row_bytes_, FirstDest(w),
+                  row_bytes_);
+    }
+  }
+
+  // Groups the positions of each distinct row; distinct rows end up ascending
+  // (and a row's positions in selection order). Keys from the oracle.
+  void Prepare() {
+    std::vector<std::uint32_t>& order = sc_.order;
+    order.resize(rows_.size());
+    std::iota(order.begin(), order.end(), 0u);
+    if (rows_.size() > 1) {
+      std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return rows_[a] < rows_[b] || (rows_[a] == rows_[b] && a < b);
+      });
+    }
+    sc_.wanted.clear();
+    for (std::uint32_t i = 0; i < order.size(); ++i) {
+      if (sc_.wanted.empty() || sc_.wanted.back().row != rows_[order[i]]) {
+        sc_.wanted.push_back({rows_[order[i]], 0, i, 0});
+      }
+      sc_.wanted.back().count++;
+    }
+    now_ = c_.NodeStep();
+    if (oracle_ != nullptr) {
+      for (Wanted& w : sc_.wanted) w.key = detail::ScheduledKey(oracle_->NextUse(ds_, w.row, now_));
+    }
+    sc_.pending.resize(sc_.wanted.size());
+    std::iota(sc_.pending.begin(), sc_.pending.end(), 0u);
+  }
+
+  // One lock round over the pending rows.
+  Status LookUp(Awaited* awaited) EXCLUDES(t_) {
+    sc_.waiting.clear();
+    sc_.pinned.clear();
+    sc_.claimed.clear();
+    sc_.claimed_entries.clear();
+    sc_.uncached.clear();
+    std::uint64_t hits = 0, waits = 0, misses = 0;
+    SegmentLock lock(t_, c_.options_.lock_timeout);
+    if (!lock.ok()) return lock.status();
+    SegmentHeader& h = t_.header();
+    t_.SweepStale(now_, kSweepBase + kSweepPerRow * static_cast<std::uint32_t>(sc_.pending.size()));
+    std::uint64_t copied_locked = 0;
+    for (std::uint32_t u : sc_.pending) {
+      Wanted& w = sc_.wanted[u];
+      const std::uint32_t e = t_.Find(ds_, w.row);
+      if (e == kNone) {
+        const std::uint32_t c = t_.Claim(ds_, w.row, slot_);
+        if (c == kNone) {
+          sc_.uncached.push_back(u);  // no free descriptor
+        } else {
+          sc_.claimed.push_back(u);
+          sc_.claimed_entries.push_back(c);
+          ++misses;
+        }
+        continue;
+      }
+      Entry& x = t_.entry(e);
+      if (x.state == detail::kEntryReady) {
+        ++(w.waited ? waits : hits);
+        t_.SetKey(e, oracle_ != nullptr ? w.key : detail::LruKey(++h.lru_tick));
+        const bool small = row_bytes_ <= kCopyUnderLockBytes && copied_locked < kLockHoldCopyBudget;
+        const int pin = small ? -1 : t_.Pin(slot_, e);
+        if (pin < 0) {
+          copied_locked += row_bytes_;
+          t_.CopyOut(e, FirstDest(w));
+          FanOut(w);
+        } else {
+          sc_.pinned.push_back({u, e, pin});
+        }
+        continue;
+      }
+      // Loading (by another process, or another thread of ours).
+      w.waited = true;
+      sc_.waiting.push_back(u);
+      if (awaited->entry == kNone) {
+        awaited->entry = e;
+        awaited->seq = std::atomic_ref<std::uint32_t>(x.seq).load(std::memory_order_acquire);
+        awaited->owner_slot = x.owner;
+        awaited->owner = t_.AttachedIdentity(x.owner);
+        x.waiters = 1;
+      }
+    }
+    // One update per counter per round: they share a cache line node-wide.
+    if (hits != 0) SegmentTables::Add(h.counters.hits, static_cast<std::int64_t>(hits));
+    if (waits != 0) SegmentTables::Add(h.counters.waits, static_cast<std::int64_t>(waits));
+    if (misses != 0) SegmentTables::Add(h.counters.misses, static_cast<std::int64_t>(misses));
+    stats_->hits += hits;
+    stats_->waited += waits;
+    return Status::Ok();
+  }
+
+  // Pinned rows cannot be evicted or rewritten: copy them without the lock.
+  void CopyPinned() {
+    for (const Scratch::Pinned& p : sc_.pinned) {
+      const Wanted& w = sc_.wanted[p.wanted];
+      t_.CopyOutPinned(p.entry, FirstDest(w));
+      t_.PinDone(slot_, p.pin);
+      FanOut(w);
+    }
+  }
+
+  Status LoadClaimed() EXCLUDES(t_) {
+    if (sc_.claimed.empty()) return Status::Ok();
+    sc_.claimed_rows.clear();
+    sc_.claimed_keys.clear();
+    sc_.claimed_dest.clear();
+    for (std::uint32_t u : sc_.claimed) {
+      sc_.claimed_rows.push_back(sc_.wanted[u].row);
+      sc_.claimed_dest.push_back(FirstDest(sc_.wanted[u]));
+      if (oracle_ != nullptr) sc_.claimed_keys.push_back(sc_.wanted[u].key);
+    }
+    PRESCIENT_RETURN_IF_ERROR(c_.LoadAndPublish(ds_, slot_, sc_.claimed_rows, sc_.claimed_entries,
+                                                sc_.claimed_dest, loader_, sc_.claimed_keys,
+                                                stats_));
+    stats_->loaded += sc_.claimed.size();
+    for (std::uint32_t u : sc_.claimed) FanOut(sc_.wanted[u]);
+    return Status::Ok();
+  }
+
+  // Rows delivered without caching them (no free descriptor, waited too long).
+  Status LoadUncached() {
+    if (sc_.uncached.empty()) return Status::Ok();
+    std::sort(sc_.uncached.begin(), sc_.uncached.end());  // wanted is row-ordered
+    sc_.claimed_rows.clear();
+    sc_.claimed_dest.clear();
+    for (std::uint32_t u : sc_.uncached) {
+      sc_.claimed_rows.push_back(sc_.wanted[u].row);
+      sc_.claimed_dest.push_back(FirstDest(sc_.wanted[u]));
+    }
+    PRESCIENT_RETURN_IF_ERROR(CallLoader(loader_, sc_.claimed_rows, sc_.claimed_dest, stats_));
+    stats_->uncached += sc_.uncached.size();
+    for (std::uint32_t u : sc_.uncached) FanOut(sc_.wanted[u]);
+    return Status::Ok();
+  }
+
+  // Sleeps until the awaited row changes state (at most liveness_poll), then
+  // releases its loader's claims if it died.
+  Status Wait(const Awaited& awaited) EXCLUDES(t_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::uint32_t* seq = t_.SeqWord(awaited.entry);
+    detail::FutexWait(seq, awaited.seq, c_.options_.liveness_poll);
+    stats_->wait_time += std::chrono::steady_clock::now() - t0;
+    const bool unchanged =
+        std::atomic_ref<std::uint32_t>(*seq).load(std::memory_order_acquire) == awaited.seq;
+    if (unchanged && !IsAlive(awaited.owner)) {
+      SegmentLock lock(t_, c_.options_.lock_timeout);
+      if (!lock.ok()) return lock.status();
+      if (t_.AttachedIdentity(awaited.owner_slot) == awaited.owner) {
+        t_.ReleaseAttachment(awaited.owner_slot, /*died=*/true);
+      }
+    }
+    return Status::Ok();
+  }
+
+  NodeCache& c_;
+  detail::SegmentTables& t_;
+  const DatasetSlot ds_;
+  const std::uint16_t slot_;
+  const std::span<const std::uint64_t> rows_;
+  std::byte* const dest_;
+  const std::uint64_t row_bytes_;
+  const LoaderFn& loader_;
+  const NextUseOracle* const oracle_;
+  ReadRowsStats* const stats_;
+  Scratch& sc_;
+  std::uint64_t now_ = 0;
+};
 
 Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
                                  std::span<const std::uint64_t> rows,
@@ -92,13 +353,15 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
                                  std::span<std::byte* const> dest, const LoaderFn& loader,
                                  std::span<const std::uint64_t> keys,
                                  ReadRowsStats* stats) noexcept {
-  const Status loaded = CallLoader(loader, rows, dest);
+  const Status loaded = CallLoader(loader, rows, dest, stats);
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();  // our claims go when we detach or die
   SegmentHeader& h = tables_.header();
   if (!loaded.ok()) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (OwnedClaim(tables_.entry(entries[i]), ds, rows[i], slot)) tables_.Release(entries[i]);
+      const Entry& x = tables_.entry(entries[i]);
+      if (OwnedClaim(x, ds, rows[i], slot)) tables_.Release(entries[i]);
+      if (RevokedClaim(x, ds, rows[i], slot)) tables_.DisownRevoked(entries[i]);
     }
     return loaded;
   }
@@ -109,6 +372,7 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   std::vector<unsigned char> deferred(rows.size(), 0);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
+    if (RevokedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.DisownRevoked(e);
     if (!OwnedClaim(tables_.entry(e), ds, rows[i], slot)) continue;
     const std::uint64_t key = keys.empty() ? detail::LruKey(++h.lru_tick) : keys[i];
     tables_.entry(e).key = key;
@@ -138,11 +402,39 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   if (Status s = lock.Relock(); !s.ok()) return s;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
-    if (OwnedClaim(tables_.entry(e), ds, rows[i], slot) && tables_.entry(e).first_block != kNone) {
-      tables_.MarkReady(e, tables_.entry(e).key);
-    }
+    if (deferred[i] == 0) continue;
+    if (OwnedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.MarkReady(e, tables_.entry(e).key);
+    if (RevokedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.DisownRevoked(e);
   }
   return Status::Ok();
+}
+
+bool NodeCache::ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row, std::byte* dest,
+                           std::uint64_t row_bytes, const NextUseOracle* oracle,
+                           ReadRowsStats* stats) noexcept {
+  const std::uint64_t now = NodeStep();
+  const std::uint64_t scheduled =
+      oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, now)) : 0;
+  std::uint32_t e = kNone;
+  int pin = -1;
+  {
+    SegmentLock lock(tables_, options_.lock_timeout);
+    if (!lock.ok()) return false;  // the general path reports the error
+    SegmentHeader& h = tables_.header();
+    tables_.SweepStale(now, kSweepBase + kSweepPerRow);
+    e = tables_.Find(ds, row);
+    if (e == kNone || tables_.entry(e).state != detail::kEntryReady) return false;
+    tables_.SetKey(e, oracle != nullptr ? scheduled : detail::LruKey(++h.lru_tick));
+    SegmentTables::Add(h.counters.hits, 1);
+    if (row_bytes > kCopyUnderLockBytes) pin = tables_.Pin(slot, e);
+    if (pin < 0) tables_.CopyOut(e, dest);
+  }
+  if (pin >= 0) {
+    tables_.CopyOutPinned(e, dest);
+    tables_.PinDone(slot, pin);  // dropped by a later lock holder
+  }
+  ++stats->hits;
+  return true;
 }
 
 Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, std::byte* dest,
@@ -153,11 +445,12 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
   auto attached = EnsureAttached();
   if (!attached.ok()) return attached.status();
   const std::uint16_t slot = attached.value();
-  if (!ValidSlot(ds)) return Status::InvalidArgument("cache: dataset slot not registered");
-  SegmentHeader& h = tables_.raw_header();  // lock-free counters only
-  const detail::DatasetRecord& record = *tables_.PublishedDataset(ds);
-  const std::uint64_t row_bytes = record.row_bytes;
-  const std::uint64_t num_rows = record.num_rows;
+  const detail::DatasetRecord* record = tables_.PublishedDataset(ds);
+  if (record == nullptr) {
+    return Status::InvalidArgument("cache: dataset slot not registered (or dropped)");
+  }
+  const std::uint64_t row_bytes = record->row_bytes;
+  const std::uint64_t num_rows = record->num_rows;
   if (rows.empty()) return Status::Ok();
   if (rows.size() >= kNone) return Status::InvalidArgument("cache: too many rows in one read");
   for (std::uint64_t r : rows) {
@@ -166,175 +459,12 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
                                      std::to_string(num_rows) + " rows)");
     }
   }
-
+  if (rows.size() == 1 && ReadOneHit(ds, slot, rows[0], dest, row_bytes, oracle, stats)) {
+    return Status::Ok();
+  }
   ScratchLease lease;
-  Scratch& sc = *lease;
-  // Group the positions of each distinct row; distinct rows end up ascending
-  // (and a row's positions in selection order).
-  std::vector<std::uint32_t>& order = sc.order;
-  order.resize(rows.size());
-  std::iota(order.begin(), order.end(), 0u);
-  if (rows.size() > 1) {
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return rows[a] < rows[b] || (rows[a] == rows[b] && a < b);
-    });
-  }
-  std::vector<Wanted>& wanted = sc.wanted;
-  wanted.clear();
-  for (std::uint32_t i = 0; i < order.size(); ++i) {
-    if (wanted.empty() || wanted.back().row != rows[order[i]]) {
-      wanted.push_back({rows[order[i]], 0, i, 0});
-    }
-    wanted.back().count++;
-  }
-  const std::uint64_t now = NodeStep();
-  if (oracle != nullptr) {
-    for (Wanted& w : wanted) w.key = detail::ScheduledKey(oracle->NextUse(ds, w.row, now));
-  }
-  auto first_dest = [&](const Wanted& w) { return dest + order[w.first] * row_bytes; };
-  auto fan_out = [&](const Wanted& w) {  // duplicates of a row in the selection
-    for (std::uint32_t k = 1; k < w.count; ++k) {
-      std::memcpy(dest + order[w.first + k] * row_bytes, first_dest(w), row_bytes);
-    }
-  };
-
-  std::vector<std::uint32_t>& pending = sc.pending;
-  pending.resize(wanted.size());
-  std::iota(pending.begin(), pending.end(), 0u);
-  std::vector<std::uint32_t>& waiting = sc.waiting;
-  std::vector<std::uint32_t>& pinned = sc.pinned;
-  std::vector<std::uint32_t>& pinned_entries = sc.pinned_entries;
-  std::vector<std::uint32_t>& claimed = sc.claimed;
-  std::vector<std::uint32_t>& claimed_entries = sc.claimed_entries;
-  std::vector<std::uint32_t>& uncached = sc.uncached;
-  std::vector<std::uint64_t>& claimed_rows = sc.claimed_rows;
-  std::vector<std::uint64_t>& claimed_keys = sc.claimed_keys;
-  std::vector<std::byte*>& claimed_dest = sc.claimed_dest;
-  const auto wait_deadline = std::chrono::steady_clock::now() + options_.wait_timeout;
-
-  while (!pending.empty()) {
-    waiting.clear();
-    pinned.clear();
-    pinned_entries.clear();
-    claimed.clear();
-    claimed_entries.clear();
-    uncached.clear();
-    std::uint32_t wait_entry = kNone;
-    std::uint32_t wait_seq = 0;
-    std::uint16_t wait_owner_slot = 0;
-    ProcessIdentity wait_owner;
-
-    SegmentLock lock(tables_, options_.lock_timeout);
-    if (!lock.ok()) return lock.status();
-    // Amortised stale detection: a full pass over the entries every
-    // ~num_entries / 2 rows read on the node.
-    tables_.SweepStale(now, 4 + 2 * static_cast<std::uint32_t>(pending.size()));
-    std::uint64_t copied_locked = 0;
-    for (std::uint32_t u : pending) {
-      Wanted& w = wanted[u];
-      const std::uint32_t e = tables_.Find(ds, w.row);
-      if (e == kNone) {
-        const std::uint32_t c = tables_.Claim(ds, w.row, slot);
-        if (c == kNone) {
-          uncached.push_back(u);
-        } else {
-          claimed.push_back(u);
-          claimed_entries.push_back(c);
-          SegmentTables::Add(h.counters.misses, 1);
-        }
-        continue;
-      }
-      Entry& x = tables_.entry(e);
-      if (x.state == detail::kEntryReady) {
-        SegmentTables::Add(w.waited ? h.counters.waits : h.counters.hits, 1);
-        ++(w.waited ? stats->waited : stats->hits);
-        tables_.SetKey(e, oracle != nullptr ? w.key : detail::LruKey(++tables_.header().lru_tick));
-        const bool small = row_bytes <= kCopyUnderLockBytes && copied_locked < kLockHoldCopyBudget;
-        if (small || !tables_.Pin(slot, e)) {
-          copied_locked += row_bytes;
-          tables_.CopyOut(e, first_dest(w));
-          fan_out(w);
-        } else {
-          pinned.push_back(u);
-          pinned_entries.push_back(e);
-        }
-        continue;
-      }
-      // Loading (by another process, or another thread of ours).
-      w.waited = true;
-      waiting.push_back(u);
-      if (wait_entry == kNone) {
-        wait_entry = e;
-        wait_seq = std::atomic_ref<std::uint32_t>(x.seq).load(std::memory_order_acquire);
-        wait_owner_slot = x.owner;
-        wait_owner = tables_.AttachedIdentity(x.owner);
-        x.waiters = 1;
-      }
-    }
-    lock.Unlock();
-
-    // Pinned rows cannot be evicted or rewritten: copy them without the lock.
-    for (std::size_t i = 0; i < pinned.size(); ++i) {
-      tables_.CopyOutPinned(pinned_entries[i], first_dest(wanted[pinned[i]]));
-      fan_out(wanted[pinned[i]]);
-    }
-    if (!pinned.empty()) {
-      if (Status s = lock.Relock(); !s.ok()) return s;
-      for (std::uint32_t e : pinned_entries) tables_.Unpin(slot, e);
-      lock.Unlock();
-    }
-
-    if (!claimed.empty()) {
-      claimed_rows.clear();
-      claimed_keys.clear();
-      claimed_dest.clear();
-      for (std::uint32_t u : claimed) {
-        claimed_rows.push_back(wanted[u].row);
-        claimed_dest.push_back(first_dest(wanted[u]));
-        if (oracle != nullptr) claimed_keys.push_back(wanted[u].key);
-      }
-      Status s = LoadAndPublish(ds, slot, claimed_rows, claimed_entries, claimed_dest, loader,
-                                claimed_keys, stats);
-      if (!s.ok()) return s;
-      stats->loaded += claimed.size();
-      for (std::uint32_t u : claimed) fan_out(wanted[u]);
-    }
-
-    // Past the wait deadline, rows still in flight elsewhere are loaded privately.
-    const bool give_up = !waiting.empty() && std::chrono::steady_clock::now() >= wait_deadline;
-    if (give_up) uncached.insert(uncached.end(), waiting.begin(), waiting.end());
-    if (!uncached.empty()) {
-      std::sort(uncached.begin(), uncached.end());  // wanted is row-ordered
-      claimed_rows.clear();
-      claimed_dest.clear();
-      for (std::uint32_t u : uncached) {
-        claimed_rows.push_back(wanted[u].row);
-        claimed_dest.push_back(first_dest(wanted[u]));
-      }
-      if (Status s = CallLoader(loader, claimed_rows, claimed_dest); !s.ok()) return s;
-      stats->uncached += uncached.size();
-      for (std::uint32_t u : uncached) fan_out(wanted[u]);
-    }
-    if (give_up || waiting.empty()) break;
-
-    // Sleep until the first awaited row changes state, checking its loader's
-    // liveness at every poll; then look everything up again.
-    const auto t0 = std::chrono::steady_clock::now();
-    std::uint32_t* seq = tables_.SeqWord(wait_entry);
-    detail::FutexWait(seq, wait_seq, options_.liveness_poll);
-    stats->wait_time += std::chrono::steady_clock::now() - t0;
-    const bool unchanged =
-        std::atomic_ref<std::uint32_t>(*seq).load(std::memory_order_acquire) == wait_seq;
-    if (unchanged && !IsAlive(wait_owner)) {
-      if (Status s = lock.Relock(); !s.ok()) return s;
-      if (tables_.AttachedIdentity(wait_owner_slot) == wait_owner) {
-        tables_.ReleaseAttachment(wait_owner_slot, /*died=*/true);
-      }
-      lock.Unlock();
-    }
-    pending.swap(waiting);
-  }
-  return Status::Ok();
+  ReadCall call(*this, ds, slot, rows, dest, row_bytes, loader, oracle, stats, *lease);
+  return call.Run();
 } catch (const std::bad_alloc&) {
   return Status::ResourceExhausted("cache: out of memory in ReadRows");
 }

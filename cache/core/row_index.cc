@@ -66,7 +66,22 @@ std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {
     const std::uint32_t e = b[i];
     if (e == kNone) return kNone;
     const Entry& x = entry(e);
-    if (x.row == row && x.dataset == ds) return e;
+    if (x.row == row && x.dataset == ds && x.state != kEntryRevoked) return e;
+  }
+}
+
+std::uint32_t SegmentTables::FindClaim(std::uint32_t ds, std::uint64_t row,
+                                       std::uint16_t owner) const {
+  const std::uint64_t mask = header().hash_buckets - 1;
+  const std::uint32_t* b = buckets();
+  for (std::uint64_t i = Bucket(ds, row);; i = (i + 1) & mask) {
+    const std::uint32_t e = b[i];
+    if (e == kNone) return kNone;
+    const Entry& x = entry(e);
+    if (x.row == row && x.dataset == ds && x.owner == owner &&
+        (x.state == kEntryLoading || x.state == kEntryRevoked)) {
+      return e;
+    }
   }
 }
 

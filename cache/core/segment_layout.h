@@ -22,7 +22,7 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 5;
+inline constexpr std::uint32_t kLayoutVersion = 7;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -40,22 +40,36 @@ enum EntryState : std::uint8_t {
   kEntryFree = 0,
   kEntryLoading = 1,  // claimed by `owner`; may already hold its blocks
   kEntryReady = 2,    // bytes valid; evictable when pins == 0
+  // Taken away from its row (dataset dropped, claim taken over): invisible to
+  // lookups (Find skips it) but still indexed, so its owner finds it, and
+  // still holding its blocks while its owner may write them or readers have
+  // it pinned. Freed when owner == kNoOwner and pins == 0.
+  kEntryRevoked = 3,
 };
+// Entry::owner of a revoked entry no process owns any more.
+inline constexpr std::uint16_t kNoOwner = 0xffff;
 
 struct DatasetRecord {
   DatasetKey key;
   std::uint64_t row_bytes;
   std::uint64_t num_rows;
   std::uint32_t blocks_per_row;
-  std::uint32_t state;  // 0 empty, 1 in use, 2 invalidated by repair (keeps probe chains)
+  // 0 empty, 1 in use, 2 retired (invalidated by repair or dropped; keeps the
+  // probe chain, never matches a key again)
+  std::uint32_t state;
 };
 
 struct AttachRecord {
   std::int32_t pid;  // 0 = free slot
   std::uint32_t pins_used;
   std::uint64_t start_time;
+  // Bit i: the copy-out under pin[i] is finished (set lock-free by the reader,
+  // std::atomic_ref); the pin is dropped by the next lock holder who needs it
+  // gone, so a hit costs no second lock round trip.
+  std::uint64_t pins_done;
   std::uint32_t pin[kPinsPerAttach];  // entry indices pinned by this process, kNone = unused
 };
+static_assert(kPinsPerAttach == 64, "pins_done is a 64-bit mask");
 
 // One participant of the node (a rank of the schedule) and its progress. All
 // fields are read lock-free (std::atomic_ref); a record is (re)written under
@@ -100,6 +114,7 @@ struct SegmentCounters {
   std::uint64_t rows_resident;
   std::uint64_t prefetch_declined;  // rows ClaimForPrefetch left out (no-admit rule)
   std::uint64_t backing_failures;   // data extents the filesystem could not back (full)
+  std::uint64_t dropped_rows;       // resident or in-flight rows of dropped datasets
 };
 
 struct alignas(64) SegmentHeader {

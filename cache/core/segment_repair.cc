@@ -39,6 +39,15 @@ bool SegmentTables::ValidChain(std::uint32_t head, std::uint32_t count) {
   return false;
 }
 
+void SegmentTables::UnmarkChain(std::uint32_t head, std::uint32_t count) {
+  std::uint64_t* bits = bitmap();
+  std::uint32_t b = head;
+  for (std::uint32_t i = 0; i < count && b < header().backed_blocks; ++i) {
+    bits[b / 64] &= ~(std::uint64_t{1} << (b % 64));
+    b = block_next()[b];
+  }
+}
+
 void SegmentTables::Repair() {
   SegmentHeader& h = header();
   const std::uint64_t n = h.num_entries;
@@ -64,26 +73,45 @@ void SegmentTables::Repair() {
   }
 
   // 3. Entries: keep those whose dataset, owner and block chain check out.
+  // An entry whose row is gone but whose blocks a live process may still be
+  // writing (its claim) or reading (a pin) becomes Revoked instead of free.
   std::memset(bitmap(), 0, (h.num_blocks + 63) / 64 * 8);
   std::uint64_t bytes = 0, rows = 0;
+  auto free_entry = [](Entry& x) {
+    x.state = kEntryFree;
+    x.waiters = 1;  // wake anyone who slept on it: it is gone
+  };
   for (std::uint64_t i = 0; i < n; ++i) {
     Entry& x = entry(static_cast<std::uint32_t>(i));
     x.heap_pos = kNone;
     x.pins = 0;
-    if (x.state != kEntryReady && x.state != kEntryLoading) {
+    const std::uint8_t state = x.state;
+    if (state != kEntryReady && state != kEntryLoading && state != kEntryRevoked) {
       x.state = kEntryFree;
       continue;
     }
-    bool ok = x.dataset < h.max_datasets && dataset(x.dataset).state == 1 &&
-              x.row < dataset(x.dataset).num_rows;
-    if (ok && x.state == kEntryLoading) ok = x.owner < kMaxAttach && attach(x.owner).pid != 0;
-    const bool has_blocks = x.state == kEntryReady || x.first_block != kNone;
-    if (ok && has_blocks) ok = ValidChain(x.first_block, dataset(x.dataset).blocks_per_row);
-    if (!ok) {
-      if (x.state == kEntryLoading) Add(h.counters.takeovers, 1);
-      x.state = kEntryFree;
-      x.waiters = 1;  // wake anyone who slept on it: it is gone
+    const bool live_owner = x.owner < kMaxAttach && attach(x.owner).pid != 0;
+    if (state == kEntryLoading && !live_owner) {  // a dead loader's claim
+      Add(h.counters.takeovers, 1);
+      free_entry(x);
       continue;
+    }
+    const bool record = x.dataset < h.max_datasets && dataset(x.dataset).state != 0;
+    const bool in_use =
+        record && dataset(x.dataset).state == 1 && x.row < dataset(x.dataset).num_rows;
+    const bool has_blocks = state == kEntryReady || x.first_block != kNone;
+    if (has_blocks && !(record && ValidChain(x.first_block, dataset(x.dataset).blocks_per_row))) {
+      if (state == kEntryReady) {
+        free_entry(x);
+        continue;
+      }
+      x.first_block = kNone;  // a broken chain: nobody may use those blocks
+    }
+    if (state == kEntryRevoked && !live_owner) x.owner = kNoOwner;
+    if (state != kEntryRevoked && !in_use) {
+      if (state == kEntryReady) x.owner = kNoOwner;
+      x.state = kEntryRevoked;
+      x.waiters = 1;
     }
     if (x.state == kEntryReady) {
       bytes += dataset(x.dataset).row_bytes;
@@ -94,17 +122,31 @@ void SegmentTables::Repair() {
   std::atomic_ref<std::uint64_t>(h.counters.rows_resident).store(rows);
 
   // 4. Pins, from the surviving processes' pin records.
+  // Pins whose copy-out finished are dropped.
   for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
     AttachRecord& a = attach(s);
     a.pins_used = 0;
-    for (std::uint32_t& p : a.pin) {
-      if (a.pid == 0 || p >= n || entry(p).state != kEntryReady) {
+    const std::uint64_t done =
+        std::atomic_ref<std::uint64_t>(a.pins_done).exchange(0, std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < kPinsPerAttach; ++i) {
+      std::uint32_t& p = a.pin[i];
+      if ((done >> i & 1) != 0) p = kNone;
+      if (a.pid == 0 || p >= n ||
+          (entry(p).state != kEntryReady && entry(p).state != kEntryRevoked)) {
         p = kNone;
         continue;
       }
       entry(p).pins++;
       a.pins_used++;
     }
+  }
+
+  // 4b. Revoked entries nobody owns or pins any more: their blocks are free.
+  for (std::uint64_t i = 0; i < n; ++i) {
+    Entry& x = entry(static_cast<std::uint32_t>(i));
+    if (x.state != kEntryRevoked || x.owner != kNoOwner || x.pins != 0) continue;
+    if (x.first_block != kNone) UnmarkChain(x.first_block, dataset(x.dataset).blocks_per_row);
+    free_entry(x);
   }
 
   // 5. Derived structures: free lists, index, heap.

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -38,6 +39,12 @@ const DatasetRecord* SegmentTables::PublishedDataset(std::uint32_t ds) const {
   DatasetRecord& d = dataset_unlocked(ds);
   return std::atomic_ref<std::uint32_t>(d.state).load(std::memory_order_acquire) == 1 ? &d
                                                                                       : nullptr;
+}
+
+bool SegmentTables::RetiredDataset(std::uint32_t ds) const {
+  if (ds >= raw_header().max_datasets) return false;
+  return std::atomic_ref<std::uint32_t>(dataset_unlocked(ds).state)
+             .load(std::memory_order_acquire) == 2;
 }
 
 void SegmentTables::BumpAndWake(std::uint32_t e) {
@@ -89,6 +96,49 @@ void SegmentTables::Release(std::uint32_t e) {
   h.free_entry_head = e;
   h.used_entries--;
   BumpAndWake(e);
+}
+
+void SegmentTables::Revoke(std::uint32_t e) {
+  SegmentHeader& h = header();
+  Entry& x = entry(e);
+  if (x.state == kEntryReady) {
+    HeapRemove(e);
+    const DatasetRecord& d = dataset(x.dataset);
+    Add(h.counters.bytes_resident, -static_cast<std::int64_t>(d.row_bytes));
+    Add(h.counters.rows_resident, -1);
+    x.owner = kNoOwner;
+  } else if (x.state != kEntryLoading) {
+    return;
+  }
+  x.state = kEntryRevoked;
+  if (x.owner == kNoOwner && x.pins == 0) {
+    Release(e);  // wakes
+  } else {
+    BumpAndWake(e);
+  }
+}
+
+void SegmentTables::DisownRevoked(std::uint32_t e) {
+  Entry& x = entry(e);
+  if (x.state != kEntryRevoked) return;
+  x.owner = kNoOwner;
+  if (x.pins == 0) Release(e);
+}
+
+std::uint64_t SegmentTables::DropDataset(std::uint32_t ds) {
+  SegmentHeader& h = header();
+  if (ds >= h.max_datasets) return 0;
+  std::uint64_t dropped = 0;
+  for (std::uint64_t i = 0; i < h.num_entries; ++i) {
+    const std::uint32_t e = static_cast<std::uint32_t>(i);
+    const Entry& x = entry(e);
+    if (x.dataset != ds || (x.state != kEntryReady && x.state != kEntryLoading)) continue;
+    Revoke(e);
+    ++dropped;
+  }
+  std::atomic_ref<std::uint32_t>(dataset(ds).state).store(2, std::memory_order_release);
+  Add(h.counters.dropped_rows, static_cast<std::int64_t>(dropped));
+  return dropped;
 }
 
 void SegmentTables::MarkReady(std::uint32_t e, std::uint64_t key) {
@@ -205,27 +255,66 @@ void SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source) const 
   }
 }
 
-bool SegmentTables::Pin(std::uint16_t slot, std::uint32_t e) {
+int SegmentTables::Pin(std::uint16_t slot, std::uint32_t e) {
   AttachRecord& a = attach(slot);
-  if (a.pins_used >= kPinsPerAttach) return false;
-  for (std::uint32_t& p : a.pin) {
+  if (a.pins_used >= kPinsPerAttach) ReapDonePins(slot);
+  if (a.pins_used >= kPinsPerAttach) return -1;
+  for (int i = 0; i < static_cast<int>(kPinsPerAttach); ++i) {
+    std::uint32_t& p = a.pin[i];
     if (p != kNone) continue;
     p = e;  // the record first: Repair() recounts pins from these
     a.pins_used++;
     entry(e).pins++;  // stays in the heap: MakeRoom skips pinned rows
-    return true;
+    return i;
   }
-  return false;
+  return -1;
+}
+
+void SegmentTables::DropPin(AttachRecord& a, int i) {
+  const std::uint32_t e = a.pin[i];
+  a.pin[i] = kNone;
+  a.pins_used--;
+  std::atomic_ref<std::uint64_t>(a.pins_done)
+      .fetch_and(~(std::uint64_t{1} << i), std::memory_order_relaxed);
+  if (e >= header().num_entries) return;
+  Entry& x = entry(e);
+  if (x.pins > 0) x.pins--;
+  if (x.state == kEntryRevoked && x.pins == 0 && x.owner == kNoOwner) Release(e);
 }
 
 void SegmentTables::Unpin(std::uint16_t slot, std::uint32_t e) {
   AttachRecord& a = attach(slot);
-  for (std::uint32_t& p : a.pin) {
-    if (p != e) continue;
-    p = kNone;
-    a.pins_used--;
-    if (entry(e).pins > 0) entry(e).pins--;
+  for (int i = 0; i < static_cast<int>(kPinsPerAttach); ++i) {
+    if (a.pin[i] != e) continue;
+    DropPin(a, i);
     return;
+  }
+}
+
+void SegmentTables::PinDone(std::uint16_t slot, int index) const {
+  AttachRecord& a = reinterpret_cast<AttachRecord*>(base_ + raw_header().off_attach)[slot];
+  // Release: the copy-out happens-before whoever drops the pin and reuses the blocks.
+  std::atomic_ref<std::uint64_t>(a.pins_done)
+      .fetch_or(std::uint64_t{1} << index, std::memory_order_release);
+}
+
+void SegmentTables::ReapDonePins(std::uint32_t slot) {
+  const std::uint32_t first = slot < kMaxAttach ? slot : 0;
+  const std::uint32_t last = slot < kMaxAttach ? slot + 1 : kMaxAttach;
+  for (std::uint32_t s = first; s < last; ++s) {
+    AttachRecord& a = attach(s);
+    std::uint64_t done =
+        std::atomic_ref<std::uint64_t>(a.pins_done).load(std::memory_order_acquire);
+    while (done != 0) {
+      const int i = std::countr_zero(done);
+      done &= done - 1;
+      if (a.pin[i] != kNone) {
+        DropPin(a, i);
+      } else {
+        std::atomic_ref<std::uint64_t>(a.pins_done)
+            .fetch_and(~(std::uint64_t{1} << i), std::memory_order_relaxed);
+      }
+    }
   }
 }
 
@@ -236,6 +325,7 @@ Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
       if (a.pid != 0) continue;
       a.start_time = self.start_time;
       a.pins_used = 0;
+      std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
       for (std::uint32_t& p : a.pin) p = kNone;
       std::atomic_ref<std::int32_t>(a.pid).store(self.pid, std::memory_order_release);
       return static_cast<std::uint16_t>(s);
@@ -248,13 +338,11 @@ Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
 
 void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
   AttachRecord& a = attach(slot);
-  for (std::uint32_t& p : a.pin) {
-    if (p == kNone) continue;
-    const std::uint32_t e = p;
-    p = kNone;
-    if (entry(e).pins > 0) entry(e).pins--;
+  for (int i = 0; i < static_cast<int>(kPinsPerAttach); ++i) {
+    if (a.pin[i] != kNone) DropPin(a, i);
   }
   a.pins_used = 0;
+  std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
   // Its claims: a scan, but only when a process leaves or died.
   const std::uint64_t n = header().num_entries;
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -262,6 +350,8 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
     if (x.state == kEntryLoading && x.owner == slot) {
       Release(static_cast<std::uint32_t>(i));
       if (died) Add(header().counters.takeovers, 1);
+    } else if (x.state == kEntryRevoked && x.owner == slot) {
+      DisownRevoked(static_cast<std::uint32_t>(i));
     }
   }
   std::atomic_ref<std::int32_t>(a.pid).store(0, std::memory_order_release);

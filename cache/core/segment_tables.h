@@ -74,6 +74,8 @@ class CAPABILITY("segment lock") SegmentTables {
   // Lock-free: the dataset record `ds` if it is complete (state 1), else null.
   // Records are written once, state last, so a complete record never changes.
   const DatasetRecord* PublishedDataset(std::uint32_t ds) const;
+  // Lock-free: the record `ds` was retired (dropped, or invalidated by repair).
+  bool RetiredDataset(std::uint32_t ds) const;
   // Lock-free: the futex word of entry `e` (bumped on every state change).
   std::uint32_t* SeqWord(std::uint32_t e) const { return &entry_unlocked(e).seq; }
 
@@ -93,7 +95,11 @@ class CAPABILITY("segment lock") SegmentTables {
                                        std::uint64_t num_rows) REQUIRES(this);
 
   // --- row index ---
-  std::uint32_t Find(std::uint32_t ds, std::uint64_t row) const REQUIRES(this);  // kNone if absent
+  // The live (Loading or Ready) entry of the row; kNone if absent.
+  std::uint32_t Find(std::uint32_t ds, std::uint64_t row) const REQUIRES(this);
+  // The entry of the row claimed by `owner`, live (Loading) or revoked; kNone if none.
+  std::uint32_t FindClaim(std::uint32_t ds, std::uint64_t row, std::uint16_t owner) const
+      REQUIRES(this);
   void IndexInsert(std::uint32_t e) REQUIRES(this);
   void IndexErase(std::uint32_t e) REQUIRES(this);
 
@@ -104,6 +110,15 @@ class CAPABILITY("segment lock") SegmentTables {
   void Release(std::uint32_t e) REQUIRES(this);
   // Loading -> Ready with `key`: counted resident, in the eviction heap.
   void MarkReady(std::uint32_t e, std::uint64_t key) REQUIRES(this);
+  // Takes the row away from a live entry: Ready rows leave the heap and the
+  // resident counts; the entry becomes Revoked (see kEntryRevoked) and is
+  // freed at once if nobody owns or pins it. Waiters are woken.
+  void Revoke(std::uint32_t e) REQUIRES(this);
+  // The owner of a revoked claim lets go of it (frees it unless pinned).
+  void DisownRevoked(std::uint32_t e) REQUIRES(this);
+  // Revokes every live entry of dataset `ds` and retires its record; returns
+  // how many rows were resident or in flight. O(entries).
+  std::uint64_t DropDataset(std::uint32_t ds) REQUIRES(this);
   // Bumps the entry's futex word and wakes its sleepers, if any.
   void BumpAndWake(std::uint32_t e) REQUIRES(this);
 
@@ -147,8 +162,16 @@ class CAPABILITY("segment lock") SegmentTables {
   void SweepStale(std::uint64_t now, std::uint32_t count) REQUIRES(this);
 
   // --- pins ---
-  bool Pin(std::uint16_t slot, std::uint32_t e) REQUIRES(this);  // false if the pin table is full
+  // Pins `e` for `slot` (it is not evicted or rewritten until unpinned);
+  // returns the pin's index in the slot's table, or -1 if the table is full
+  // (after dropping the slot's finished pins).
+  int Pin(std::uint16_t slot, std::uint32_t e) REQUIRES(this);
   void Unpin(std::uint16_t slot, std::uint32_t e) REQUIRES(this);
+  // Lock-free: the copy-out under pin `index` of `slot` is finished. The pin
+  // is dropped later by a lock holder (ReapDonePins).
+  void PinDone(std::uint16_t slot, int index) const;
+  // Drops the finished pins of `slot`, or of every process (kMaxAttach).
+  void ReapDonePins(std::uint32_t slot) REQUIRES(this);
 
   // --- processes ---
   // A free attach slot for `self`; reaps dead processes first if the table is full.
@@ -193,6 +216,8 @@ class CAPABILITY("segment lock") SegmentTables {
   void SiftDown(std::uint64_t pos) REQUIRES(this);
   void HeapPlace(std::uint64_t pos, std::uint32_t e) REQUIRES(this);
   bool ValidChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);  // marks the bitmap
+  void DropPin(AttachRecord& a, int index) REQUIRES(this);
+  void UnmarkChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
 
   unsigned char* base_;
   const SegmentBacking* backing_;

@@ -126,6 +126,7 @@ TEST(CrashRecovery, KilledWhileLoadingOthersTakeOver) {
   EXPECT_LT(elapsed, std::chrono::milliseconds(1200));  // ...and noticed its death quickly
   EXPECT_EQ(st.loaded, 3u);                             // 40 at once, 10 and 11 after the takeover
   EXPECT_GE(st.wait_time, std::chrono::milliseconds(100));
+  EXPECT_LT(st.load_time, std::chrono::milliseconds(100));  // loading was quick; waiting was not
   EXPECT_GE(cache.value()->Stats().takeovers, 2u);
   EXPECT_EQ(WaitExitCode(child), 128 + SIGKILL);
   // Row 12 was claimed by the dead process too: it is not stuck.

@@ -1,6 +1,7 @@
 // NodeCache::ReadRows and the claim/publish interface in one process.
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <vector>
 
 #include "tests/unit/cache/test_support.h"
@@ -140,6 +141,36 @@ TEST(ClaimPublish, PrefetcherProtocol) {
   EXPECT_EQ(FirstBadByte(9, read, out.data(), kBytes), -1);
   EXPECT_EQ(st.hits, 3u);
   EXPECT_EQ(st.loaded, 1u);
+}
+
+TEST(ReadRows, ReportsTimeInItsOwnLoaderApartFromWaits) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  const DatasetSlot ds = cache->RegisterDataset({1, 5}, 100, 100).value();
+  auto slow = [](std::span<const std::uint64_t> rows, std::span<std::byte* const> dest) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    return PatternLoader{1, 100, nullptr}(rows, dest);
+  };
+  const std::vector<std::uint64_t> rows = {1, 2};
+  std::vector<std::byte> out(rows.size() * 100);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), slow, nullptr, &st).ok());
+  EXPECT_GE(st.load_time, std::chrono::milliseconds(60));
+  EXPECT_EQ(st.wait_time, std::chrono::nanoseconds(0));
+  ReadRowsStats hit;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), slow, nullptr, &hit).ok());
+  EXPECT_EQ(hit.hits, 2u);
+  EXPECT_EQ(hit.load_time, std::chrono::nanoseconds(0));
+  // A failing loader's time counts too.
+  auto failing = [](std::span<const std::uint64_t>, std::span<std::byte* const>) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return Status::IoError("gone");
+  };
+  const std::uint64_t row = 9;
+  ReadRowsStats failed;
+  EXPECT_FALSE(cache->ReadRows(ds, {&row, 1}, out.data(), failing, nullptr, &failed).ok());
+  EXPECT_GE(failed.load_time, std::chrono::milliseconds(20));
 }
 
 TEST(NodeStep, OnlyIncreases) {

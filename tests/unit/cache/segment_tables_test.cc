@@ -128,12 +128,40 @@ TEST_F(TablesTest, PinnedRowIsNeverEvicted) {
   for (std::uint64_t row = 0; row < blocks; ++row) AddReady(ds, row, 1000 + row);
   const std::uint32_t best_victim = t.Find(ds, blocks - 1);
   ASSERT_EQ(t.HeapTop(), best_victim);
-  ASSERT_TRUE(t.Pin(slot_, best_victim));
+  ASSERT_GE(t.Pin(slot_, best_victim), 0);
   EXPECT_TRUE(t.MakeRoom(1, 5));
   EXPECT_EQ(t.Find(ds, blocks - 1), best_victim);  // pinned: kept
   EXPECT_EQ(t.Find(ds, blocks - 2), kNone);        // the next best went instead
   t.Unpin(slot_, best_victim);
   EXPECT_EQ(t.HeapTop(), best_victim);
+}
+
+TEST_F(TablesTest, FinishedPinsAreDroppedLazilyByWhoeverNeedsThemGone) {
+  Build(1 << 20, 4096);
+  SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
+  const DatasetSlot ds = t.FindOrAddDataset({1, 1}, 4096, 100000).value();
+  const std::uint64_t blocks = t.header().num_blocks;
+  for (std::uint64_t row = 0; row < blocks; ++row) AddReady(ds, row, 1000 + row);
+  const std::uint32_t best_victim = t.Find(ds, blocks - 1);
+  const int pin = t.Pin(slot_, best_victim);
+  ASSERT_GE(pin, 0);
+  t.PinDone(slot_, pin);  // the reader's copy-out ended; no second lock round
+  EXPECT_EQ(t.entry(best_victim).pins, 1u);
+  EXPECT_TRUE(t.MakeRoom(1, 5));  // needs that row gone: drops the finished pin first
+  EXPECT_EQ(t.Find(ds, blocks - 1), kNone);
+  EXPECT_NE(t.Find(ds, blocks - 2), kNone);
+  EXPECT_EQ(t.attach(slot_).pins_used, 0u);
+  // A full pin table makes room from its finished pins.
+  std::vector<int> pins;
+  for (std::uint32_t i = 0; i < kPinsPerAttach; ++i) {
+    pins.push_back(t.Pin(slot_, t.Find(ds, i)));
+    ASSERT_GE(pins.back(), 0);
+  }
+  EXPECT_LT(t.Pin(slot_, t.Find(ds, 100)), 0);
+  t.PinDone(slot_, pins[3]);
+  EXPECT_EQ(t.Pin(slot_, t.Find(ds, 100)), pins[3]);
+  EXPECT_EQ(t.entry(t.Find(ds, 3)).pins, 0u);
 }
 
 TEST_F(TablesTest, KeyOrderNeverStaleUnknownScheduled) {
@@ -194,6 +222,48 @@ TEST_F(TablesTest, RepairRebuildsDerivedStateAndDropsBrokenEntries) {
   // Everything still works: evict all, the free list is whole.
   EXPECT_TRUE(t.MakeRoom(static_cast<std::uint32_t>(t.header().num_blocks), 0));
   EXPECT_EQ(t.header().free_blocks, t.header().num_blocks);
+}
+
+TEST_F(TablesTest, RevokedEntriesKeepTheirBlocksWhileOwnedOrPinned) {
+  Build(1 << 20, 4096);
+  SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
+  const DatasetSlot ds = t.FindOrAddDataset({5, 5}, 4096, 1000).value();
+  const std::uint32_t pinned = AddReady(ds, 1, 10);
+  const std::uint32_t plain = AddReady(ds, 2, 10);
+  ASSERT_GE(t.Pin(slot_, pinned), 0);
+  // A claim with reserved blocks, being written by its owner.
+  const std::uint32_t claim = t.Claim(ds, 3, slot_);
+  t.entry(claim).first_block = t.AllocChain(1);
+  const std::uint64_t free_before = t.header().free_blocks;
+  EXPECT_EQ(t.DropDataset(ds), 3u);
+  EXPECT_EQ(t.entry(plain).state, kEntryFree);  // nobody held it: freed at once
+  EXPECT_EQ(t.header().free_blocks, free_before + 1);
+  EXPECT_EQ(t.entry(pinned).state, kEntryRevoked);
+  EXPECT_EQ(t.entry(claim).state, kEntryRevoked);
+  EXPECT_EQ(t.Find(ds, 1), kNone);              // invisible to lookups...
+  EXPECT_EQ(t.FindClaim(ds, 3, slot_), claim);  // ...but its owner finds it
+  EXPECT_EQ(SegmentTables::Load(t.header().counters.rows_resident), 0u);
+  // Repair keeps both (owner alive, pin recorded) with their blocks.
+  t.Repair();
+  EXPECT_EQ(t.entry(pinned).state, kEntryRevoked);
+  EXPECT_EQ(t.entry(claim).state, kEntryRevoked);
+  EXPECT_EQ(t.header().free_blocks, free_before + 1);
+  // The last copy-out ends: freed. The owner lets go: freed.
+  t.Unpin(slot_, pinned);
+  EXPECT_EQ(t.entry(pinned).state, kEntryFree);
+  t.DisownRevoked(claim);
+  EXPECT_EQ(t.entry(claim).state, kEntryFree);
+  EXPECT_EQ(t.header().free_blocks, free_before + 3);
+  // A revoked claim whose owner died is freed by repair.
+  const DatasetSlot ds2 = t.FindOrAddDataset({5, 6}, 4096, 1000).value();
+  const std::uint32_t orphan = t.Claim(ds2, 9, slot_);
+  t.entry(orphan).first_block = t.AllocChain(1);
+  t.Revoke(orphan);
+  t.entry(orphan).owner = 999;  // an attach slot nobody holds
+  t.Repair();
+  EXPECT_EQ(t.entry(orphan).state, kEntryFree);
+  EXPECT_EQ(t.header().free_blocks, free_before + 3);
 }
 
 }  // namespace
