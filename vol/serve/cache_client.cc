@@ -292,6 +292,9 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     if (request.selection.rows.rows() * cached->row_bytes() > found.capacity / kMaxShareOfCache)
       return false;
     if (cached->FileChanged()) {
+      // Its rows must never be served again: dropped from the node's cache
+      // at once (every process sees the slot retired).
+      if (cached->MarkDropped()) (void)cache->DropDataset(cached->slot());
       Runtime::Get().Fallback(Counter::kFallbackFileChanged,
                               cached->path() +
                                   " changed on disk while open (size, modification or status "
@@ -325,13 +328,9 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     // thread (and publishes them), waits for rows others are loading.
     LoadCounters load;
     std::uint64_t read_around = 0;
-    std::chrono::nanoseconds load_time{0};
     auto loader = [&](std::span<const std::uint64_t> missing, std::span<std::byte* const> dest) {
-      const auto start = std::chrono::steady_clock::now();
-      cache::Status status =
-          LoadWithReadAround(*cache, *cached, dataset, missing, dest, &load, oracle, &read_around);
-      load_time += std::chrono::steady_clock::now() - start;
-      return status;
+      return LoadWithReadAround(*cache, *cached, dataset, missing, dest, &load, oracle,
+                                &read_around);
     };
     std::vector<std::byte>& scratch = scratch_space.entry_bytes;
     std::byte* target = static_cast<std::byte*>(buf);
@@ -344,7 +343,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
         cache->ReadRows(cached->slot(), wanted, target, loader, oracle, &read);
     record->storage_reads += load.reads;
     record->storage_bytes += load.bytes;
-    record->stall_storage_ns += static_cast<std::uint64_t>(load_time.count());
+    record->stall_storage_ns += static_cast<std::uint64_t>(read.load_time.count());
     record->stall_wait_ns += static_cast<std::uint64_t>(read.wait_time.count());
     if (!status.ok()) {
       Runtime::Get().Fallback(Counter::kFallbackServeFailed,

@@ -108,6 +108,9 @@ class CachedDataset {
   // rewritten under an open handle is noticed within that time. Thread-safe.
   static constexpr std::chrono::milliseconds kChangeCheckInterval{1000};
   bool FileChanged() const noexcept;
+  // True for the one caller that should drop the dataset's rows from the
+  // cache after FileChanged() (later callers get false).
+  bool MarkDropped() const noexcept { return !dropped_.exchange(true); }
 
  private:
   cache::Status LoadRaw(std::span<const std::uint64_t> rows, std::span<std::byte* const> dest,
@@ -135,6 +138,7 @@ class CachedDataset {
   cache::io::CoalescingOptions coalescing_ = cache::io::kDefaultLocalDiskCoalescing;
   mutable std::atomic<std::int64_t> next_check_ns_{0};
   mutable std::atomic<bool> changed_{false};
+  mutable std::atomic<bool> dropped_{false};
 };
 
 }  // namespace prescient::vol
