@@ -40,3 +40,10 @@ if(HDF5_IS_PARALLEL)
   list(APPEND HDF5_C_INCLUDE_DIRS ${MPI_C_INCLUDE_DIRS})
   list(APPEND HDF5_C_LIBRARIES MPI::MPI_C)
 endif()
+
+# What the connector's libraries link for HDF5. A target that sets PRESCIENT_HDF5_UNBOUND
+# (the connector for pip wheels' processes, loaded_hdf5/) links no libhdf5: it binds to the
+# one already loaded in the process.
+add_library(prescient_hdf5_link INTERFACE)
+target_link_libraries(prescient_hdf5_link INTERFACE
+  "$<$<NOT:$<BOOL:$<TARGET_PROPERTY:PRESCIENT_HDF5_UNBOUND>>>:${HDF5_C_LIBRARIES}>")
