@@ -47,3 +47,7 @@ endif()
 add_library(prescient_hdf5_link INTERFACE)
 target_link_libraries(prescient_hdf5_link INTERFACE
   "$<$<NOT:$<BOOL:$<TARGET_PROPERTY:PRESCIENT_HDF5_UNBOUND>>>:${HDF5_C_LIBRARIES}>")
+
+# For the install tree's package file (cmake/PrescientInstall.cmake): the HDF5 the plugin needs.
+set(PRESCIENT_HDF5_VERSION "${HDF5_VERSION}" CACHE INTERNAL "HDF5 version the connector is built against")
+set(PRESCIENT_HDF5_IS_PARALLEL "${HDF5_IS_PARALLEL}" CACHE INTERNAL "whether that HDF5 is parallel")
