@@ -1,5 +1,5 @@
 // Internal: writes a file under a temporary name and renames it into place,
-// so readers never see a partial file and existing mappings stay valid.
+// so readers never see a partial file and open readers keep the file they opened.
 #ifndef PRESCIENT_SCHEDULER_CORE_ATOMIC_FILE_H_
 #define PRESCIENT_SCHEDULER_CORE_ATOMIC_FILE_H_
 

@@ -188,9 +188,11 @@ NextUseIndex NextUseIndex::Build(const ScheduleReader& reader, std::uint32_t nod
   const ScheduleHeader& h = reader.header();
   std::vector<std::uint64_t> first(h.epochs + 1);
   for (std::uint32_t e = 0; e <= h.epochs; ++e) first[e] = reader.EpochFirstStep(e);
-  return BuildFromParts(
+  NextUseIndex index = BuildFromParts(
       h.num_samples, h.layout, first, node,
       [&](std::uint32_t r, std::uint32_t e) { return reader.Part(r, e); }, progress, options);
+  index.schedule_checksum_ = reader.checksum();
+  return index;
 }
 
 std::span<const std::uint32_t> NextUseIndex::Uses(SampleId sample) const {

@@ -24,9 +24,10 @@
 //   if (when == NextUseIndex::kNever) { /* evict first */ }
 //
 // Sharing one index between the processes of a node: Save() it once and
-// Load() it everywhere; Load maps the file read-only and shared, so the page
-// cache holds a single copy however many ranks and DataLoader workers load
-// it. Copies of a NextUseIndex share their tables (cheap, immutable).
+// Load() it everywhere; Load reads the file into memory the process owns (never
+// mapped: a file truncated under a running job must not raise SIGBUS), so each
+// rank holds one copy and its forked DataLoader workers share it. Copies of a
+// NextUseIndex share their tables (cheap, immutable).
 #ifndef PRESCIENT_SCHEDULER_CORE_NEXT_USE_INDEX_H_
 #define PRESCIENT_SCHEDULER_CORE_NEXT_USE_INDEX_H_
 
@@ -64,13 +65,20 @@ class NextUseIndex {
 
   NextUseIndex() = default;
 
-  // Writes the index to `path` (replaced atomically). Throws
-  // ScheduleFileError(kIo).
+  // Writes the index to `path` (replaced atomically), with the checksum of
+  // the schedule it was built from. Throws ScheduleFileError(kIo).
   void Save(const std::string& path) const;
-  // Maps an index written by Save(), after checking its magic, version,
-  // CRC-32s and structure; ScheduleFileError otherwise (same codes as
-  // schedule files).
-  static NextUseIndex Load(const std::string& path);
+  // Reads an index written by Save() into memory, after checking its magic,
+  // version, CRC-32s and structure (ScheduleFileError with the schedule-file
+  // codes), and that it was built from `schedule`: the recorded schedule
+  // checksum, the node, the sample count and the global steps must match
+  // (kFingerprintMismatch otherwise: an index of another seed of the same
+  // shape would silently give wrong evictions).
+  static NextUseIndex Load(const std::string& path, const ScheduleReader& schedule);
+
+  // ScheduleReader::checksum() of the schedule the index was built from (0
+  // when it was built from an in-memory AccessSchedule).
+  std::uint32_t schedule_checksum() const { return schedule_checksum_; }
 
   // The first global step > `global_step` at which the node reads `sample`,
   // or kNever. Samples >= num_samples() are never used.
@@ -123,11 +131,12 @@ class NextUseIndex {
   void Adopt(std::shared_ptr<const Built> built);
 
   std::uint32_t node_ = 0;
+  std::uint32_t schedule_checksum_ = 0;
   std::uint32_t first_rank_ = 0;
   std::uint32_t node_ranks_ = 0;
   std::uint64_t num_samples_ = 0;
   // The tables; `storage_` owns the memory they point into (built tables or
-  // a read-only file mapping).
+  // tables read from a file).
   std::shared_ptr<const void> storage_;
   std::span<const std::uint64_t> row_begin_;  // sample s: steps_[row_begin_[s], row_begin_[s+1])
   std::span<const std::uint32_t> steps_;

@@ -1,5 +1,7 @@
-// NextUseIndex::Save / Load: the index as a file that every process of a node
-// maps read-only and shared.
+// NextUseIndex::Save / Load: the index as a file built once per node and read
+// by every process of the node. Load reads it into memory the process owns
+// (pread, never a mapping): an index file truncated or rewritten in place
+// while the job runs must not fault (SIGBUS) in the middle of an eviction.
 //
 // Layout (little-endian): an 80-byte header, then the tables back to back,
 // 64-bit ones first so every table is naturally aligned:
@@ -7,21 +9,18 @@
 //   16 u32 first_rank               20 u32 node_ranks      24 u64 num_samples
 //   32 u64 epochs                   40 u64 total_uses      48 u64 total_reads
 //   56 u32 flags (bit 0: read table) 60 u32 CRC-32 of everything after byte 80
-//   64 u64 file size                72 u32 reserved        76 u32 CRC-32 of bytes 0..75
+//   64 u64 file size                72 u32 schedule checksum (ScheduleReader::checksum)
+//   76 u32 CRC-32 of bytes 0..75
 //   80 epoch_first_step[epochs + 1] u64, row_begin[num_samples + 1] u64,
 //      read_begin[epochs * node_ranks + 1] u64 (read table only),
 //      steps[total_uses] u32, read_next[total_reads] u32 (read table only)
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <string>
 
 #include "scheduler/core/atomic_file.h"
+#include "scheduler/core/huge_array.h"
 #include "scheduler/core/next_use_index.h"
+#include "scheduler/core/read_only_file.h"
 #include "scheduler/core/schedule_format.h"
 
 namespace prescient::scheduler {
@@ -30,17 +29,10 @@ namespace {
 using Code = ScheduleFileErrorCode;
 
 constexpr unsigned char kIndexMagic[8] = {0x89, 'P', 'N', 'U', 'I', '\r', '\n', 0x1a};
-constexpr std::uint32_t kIndexVersion = 1;
+// 2: bytes 72..75 hold the schedule's checksum (reserved in version 1).
+constexpr std::uint32_t kIndexVersion = 2;
 constexpr std::size_t kIndexHeaderSize = 80;
 constexpr std::uint32_t kNoStep = std::numeric_limits<std::uint32_t>::max();
-
-struct Mapping {
-  ~Mapping() {
-    if (addr != nullptr) ::munmap(addr, size);
-  }
-  void* addr = nullptr;
-  std::size_t size = 0;
-};
 
 template <typename T>
 std::span<const std::byte> Bytes(std::span<const T> s) {
@@ -49,9 +41,9 @@ std::span<const std::byte> Bytes(std::span<const T> s) {
 
 }  // namespace
 
-// Befriended by NextUseIndex: fills its spans from a mapping.
+// Befriended by NextUseIndex: fills its spans from the file.
 struct NextUseIndexFile {
-  static NextUseIndex Load(const std::string& path);
+  static NextUseIndex Load(const std::string& path, const ScheduleReader& schedule);
 };
 
 void NextUseIndex::Save(const std::string& path) const {
@@ -75,7 +67,7 @@ void NextUseIndex::Save(const std::string& path) const {
   head.U32(crc);
   head.U64(kIndexHeaderSize + epoch_first_step_.size_bytes() + row_begin_.size_bytes() +
            read_begin_.size_bytes() + steps_.size_bytes() + read_next_.size_bytes());
-  head.U32(0);
+  head.U32(schedule_checksum_);
   head.U32(format::Crc32(head.bytes()));
 
   AtomicFile out(path, "next-use index");
@@ -88,32 +80,22 @@ void NextUseIndex::Save(const std::string& path) const {
   out.Commit();
 }
 
-NextUseIndex NextUseIndex::Load(const std::string& path) { return NextUseIndexFile::Load(path); }
+NextUseIndex NextUseIndex::Load(const std::string& path, const ScheduleReader& schedule) {
+  return NextUseIndexFile::Load(path, schedule);
+}
 
-NextUseIndex NextUseIndexFile::Load(const std::string& path) {
+NextUseIndex NextUseIndexFile::Load(const std::string& path, const ScheduleReader& schedule) {
   auto fail = [&](Code code, const std::string& what) -> void {
     throw ScheduleFileError(code, "next-use index '" + path + "': " + what);
   };
-  auto mapping = std::make_shared<Mapping>();
-  {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(Code::kIo, std::string("cannot open: ") + std::strerror(errno));
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(kIndexHeaderSize)) {
-      ::close(fd);
-      fail(Code::kTruncated, "shorter than its header");
-    }
-    mapping->size = static_cast<std::size_t>(st.st_size);
-    void* addr = ::mmap(nullptr, mapping->size, PROT_READ, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (addr == MAP_FAILED) fail(Code::kIo, std::string("cannot map: ") + std::strerror(errno));
-    mapping->addr = addr;
-  }
-  const auto* base = static_cast<const std::byte*>(mapping->addr);
-  const std::span<const std::byte> all(base, mapping->size);
-  if (std::memcmp(base, kIndexMagic, sizeof kIndexMagic) != 0) {
+  const ReadOnlyFile file = ReadOnlyFile::Open(path, "next-use index");
+  std::byte head[kIndexHeaderSize] = {};
+  const std::size_t head_size = file.ReadAt(0, head);
+  if (head_size >= sizeof kIndexMagic && std::memcmp(head, kIndexMagic, sizeof kIndexMagic) != 0) {
     fail(Code::kBadMagic, "not a next-use index (bad magic)");
   }
+  if (head_size < kIndexHeaderSize) fail(Code::kTruncated, "shorter than its header");
+  const std::span<const std::byte> all(head, kIndexHeaderSize);
   format::Decoder in(all.subspan(8, kIndexHeaderSize - 8));
   const std::uint32_t version = in.U32();
   if (version != kIndexVersion) {
@@ -121,7 +103,7 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path) {
                                 "; this build reads version " + std::to_string(kIndexVersion));
   }
   std::uint32_t stored_head_crc;
-  std::memcpy(&stored_head_crc, base + kIndexHeaderSize - 4, 4);
+  std::memcpy(&stored_head_crc, head + kIndexHeaderSize - 4, 4);
   if (format::Crc32(all.first(kIndexHeaderSize - 4)) != stored_head_crc) {
     fail(Code::kBadChecksum, "header checksum mismatch");
   }
@@ -136,10 +118,23 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path) {
   const bool table = (in.U32() & 1) != 0;
   const std::uint32_t data_crc = in.U32();
   const std::uint64_t file_size = in.U64();
-  if (file_size > mapping->size) fail(Code::kTruncated, "truncated");
-  if (file_size < mapping->size) fail(Code::kCorrupt, "unexpected bytes after the end");
+  index.schedule_checksum_ = in.U32();
+  // Made from this schedule? Checked before the tables are read.
+  if (index.schedule_checksum_ != schedule.checksum()) {
+    fail(Code::kFingerprintMismatch,
+         "built from another schedule (schedule checksum " +
+             std::to_string(index.schedule_checksum_) + ", but '" + schedule.path() + "' has " +
+             std::to_string(schedule.checksum()) + "); rebuild it with prescient-schedule index");
+  }
+  if (index.node_ >= schedule.header().layout.nodes() ||
+      index.num_samples_ != schedule.header().num_samples ||
+      index.first_rank_ != index.node_ * schedule.header().layout.ranks_per_node) {
+    fail(Code::kFingerprintMismatch, "its node, ranks or sample count differ from the schedule's");
+  }
+  if (file_size > file.size()) fail(Code::kTruncated, "truncated");
+  if (file_size < file.size()) fail(Code::kCorrupt, "unexpected bytes after the end");
   // Every count is bounded by the file size before any multiplication.
-  const std::uint64_t limit = mapping->size / 4;
+  const std::uint64_t limit = file.size() / 4;
   if (epochs >= limit || index.num_samples_ >= limit || uses > limit || reads > limit ||
       index.node_ranks_ == 0 || (!table && reads != 0) || epochs >= limit / index.node_ranks_) {
     fail(Code::kCorrupt, "impossible table sizes");
@@ -149,10 +144,17 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path) {
                                  8 * (epochs + 1 + index.num_samples_ + 1 + read_begin_count) +
                                  4 * (uses + reads);
   if (expected != file_size) fail(Code::kCorrupt, "table sizes do not add up to the file size");
-  if (format::Crc32(all.subspan(kIndexHeaderSize)) != data_crc) {
-    fail(Code::kBadChecksum, "table checksum mismatch");
+  // The tables, read into 8-byte aligned memory of our own.
+  const std::uint64_t table_bytes = file_size - kIndexHeaderSize;
+  auto tables = std::make_shared<HugeArray<std::uint64_t>>((table_bytes + 7) / 8);
+  const std::span<std::byte> table_span(reinterpret_cast<std::byte*>(tables->data()), table_bytes);
+  if (file.ReadAt(kIndexHeaderSize, table_span) != table_bytes) {
+    fail(Code::kTruncated,
+         "the file is shorter than when it was opened (truncated or rewritten "
+         "in place since)");
   }
-  const std::byte* p = base + kIndexHeaderSize;
+  if (format::Crc32(table_span) != data_crc) fail(Code::kBadChecksum, "table checksum mismatch");
+  const std::byte* p = table_span.data();
   auto take64 = [&](std::uint64_t n) {
     std::span<const std::uint64_t> s(reinterpret_cast<const std::uint64_t*>(p), n);
     p += 8 * n;
@@ -193,7 +195,11 @@ NextUseIndex NextUseIndexFile::Load(const std::string& path) {
   for (std::uint32_t next : index.read_next_) {
     if (next != kNoStep && next >= total_steps) fail(Code::kCorrupt, "read table out of range");
   }
-  index.storage_ = std::move(mapping);
+  if (index.epoch_first_step_.size() != std::size_t{schedule.header().epochs} + 1 ||
+      total_steps != schedule.EpochFirstStep(schedule.header().epochs)) {
+    fail(Code::kFingerprintMismatch, "its epochs and steps differ from the schedule's");
+  }
+  index.storage_ = std::move(tables);
   return index;
 }
 

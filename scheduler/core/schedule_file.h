@@ -4,7 +4,9 @@
 // scheduler/README.md ("Schedule file format").
 //
 // Writers produce the file under a temporary name and rename it into place, so
-// a reader never sees a half-written file and an existing mapping stays valid.
+// a reader never sees a half-written file and an open reader keeps the file it
+// opened. Readers never map the file (see ReadOnlyFile): a file truncated or
+// rewritten in place under them gives an error, not a SIGBUS.
 // Readers validate everything they touch: a corrupt, truncated, wrong-version
 // or mismatched file raises ScheduleFileError with a specific code and a
 // message that names the file and the problem; it never crashes.
@@ -65,7 +67,7 @@ struct ScheduleHeader {
 
 // Every way a schedule file can be unusable.
 enum class ScheduleFileErrorCode {
-  kIo,                   // open/stat/mmap/write failed (errno in the message)
+  kIo,                   // open/stat/read/write failed, or not a regular file
   kTruncated,            // file shorter than its own layout says
   kBadMagic,             // not a schedule file
   kBadVersion,           // a format version this build does not read
@@ -99,7 +101,7 @@ void WriteScheduleFile(const std::string& path, const ScheduleHeader& header,
 // parsing it (std::invalid_argument otherwise).
 void WriteRecipeFile(const std::string& path, const ScheduleHeader& header);
 
-// A read-only view of one rank's epoch. Cheap to copy; keeps the mapping (or
+// A read-only view of one rank's epoch. Cheap to copy; keeps the lists read (or
 // the regenerated lists) alive.
 class RankEpochView {
  public:
@@ -144,6 +146,10 @@ class ScheduleReader {
 
   const ScheduleHeader& header() const;
   const std::string& path() const;
+  // The file's identity for files derived from it (the next-use index): the
+  // preamble's CRC-32, which covers the header's and the index's CRC-32s and
+  // so, through the index entries, every part's.
+  std::uint32_t checksum() const;
 
   // Throws kFingerprintMismatch naming the first differing field.
   void CheckDataset(const DatasetFingerprint& actual, const FingerprintCheck& check = {}) const;
@@ -154,8 +160,8 @@ class ScheduleReader {
   std::uint64_t StepsInEpoch(std::uint32_t epoch) const;
   std::uint64_t EpochFirstStep(std::uint32_t epoch) const;
 
-  // One rank's epoch. Lists: a view into the read-only mapping (only this
-  // part's pages are ever read) after a CRC check on first use. Recipe:
+  // One rank's epoch. Lists: read with pread on first use (only this part's
+  // bytes) and CRC-checked; a short read (the file shrank) is kTruncated. Recipe:
   // regenerated in O(num_samples) time; the last epoch's global order is
   // cached (4 bytes per sample), so the ranks of one epoch share the work.
   // Thread-safe.
@@ -168,7 +174,8 @@ class ScheduleReader {
   AccessSchedule Materialize() const;
 
   // Parses a schedule file held in memory (the fuzzer's entry point; Open
-  // runs the same code on the mapping). The bytes must outlive the reader.
+  // runs the same code on bytes read from the file). The bytes must outlive
+  // the reader.
   static ScheduleReader OpenBytes(std::span<const std::byte> bytes, const std::string& name);
 
   ScheduleReader(ScheduleReader&&) noexcept;

@@ -17,7 +17,7 @@
 namespace prescient::scheduler::format {
 
 static_assert(std::endian::native == std::endian::little,
-              "schedule files are little-endian and mapped in place");
+              "schedule files are little-endian and read in place");
 
 // PNG-style: a non-ASCII first byte and CR LF / ^Z catch text-mode mangling.
 inline constexpr unsigned char kMagic[8] = {0x89, 'P', 'S', 'C', 'H', '\r', '\n', 0x1a};

@@ -1,22 +1,21 @@
-// Reading schedule files: validate the fixed parts at open, each part's
-// lists on first use, and regenerate recipe parts on demand.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
+// Reading schedule files: validate the fixed parts at open, read each part's
+// lists on first use (pread into memory the reader owns, CRC-checked), and
+// regenerate recipe parts on demand. Nothing is mapped: a file truncated or
+// rewritten in place under an open reader gives an error, never a SIGBUS.
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "scheduler/core/loader_orders.h"
 #include "scheduler/core/loader_spec.h"
+#include "scheduler/core/read_only_file.h"
 #include "scheduler/core/schedule_file.h"
 #include "scheduler/core/schedule_format.h"
 
@@ -24,30 +23,67 @@ namespace prescient::scheduler {
 
 using Code = ScheduleFileErrorCode;
 
-struct ScheduleReader::Impl {
-  ~Impl() {
-    if (mapping != nullptr) ::munmap(mapping, mapping_size);
-  }
+namespace {
 
+// One (rank, epoch) of a lists file, read and verified.
+struct PartData {
+  std::vector<SampleId> samples;
+  std::vector<std::uint64_t> step_begin;
+  std::uint64_t bytes() const { return samples.size() * 4 + step_begin.size() * 8; }
+};
+
+// Parts read recently stay in memory up to this many bytes (oldest dropped
+// first), so a caller that asks for the same part again and again (without
+// holding its view) does not read and checksum it every time. Parts whose
+// views are still held elsewhere are shared whatever their age.
+constexpr std::uint64_t kRecentPartBytes = 64ull << 20;
+
+}  // namespace
+
+struct ScheduleReader::Impl {
   [[noreturn]] void Fail(Code code, const std::string& what) const {
     throw ScheduleFileError(code, "schedule file '" + name + "': " + what);
   }
 
+  // Up to out.size() bytes at `offset` of the file (or of the bytes given to
+  // OpenBytes); fewer only past the end.
+  std::size_t ReadAt(std::uint64_t offset, std::span<std::byte> out) const {
+    if (file) return file->ReadAt(offset, out);
+    if (offset >= memory.size()) return 0;
+    const std::size_t n = std::min<std::uint64_t>(out.size(), memory.size() - offset);
+    std::memcpy(out.data(), memory.data() + offset, n);
+    return n;
+  }
+  // Exactly out.size() bytes, else kTruncated: the file shrank after Open.
+  void ReadExactly(std::uint64_t offset, std::span<std::byte> out, const std::string& what) const {
+    if (ReadAt(offset, out) != out.size()) {
+      Fail(Code::kTruncated, what +
+                                 ": the file is shorter than when it was opened (truncated or "
+                                 "rewritten in place since)");
+    }
+  }
+
   void Parse();
-  void ParseIndex(const format::Preamble& pre);
+  void ParseIndex(const format::Preamble& pre, std::span<const std::byte> index);
   void SetUpRecipe();
-  RankEpochView ListPart(std::uint32_t rank, std::uint32_t epoch) const;
+  std::shared_ptr<const PartData> LoadPart(std::uint32_t rank, std::uint32_t epoch) const;
   RankEpochView RecipePart(std::uint32_t rank, std::uint32_t epoch) const;
 
   std::string name;
-  void* mapping = nullptr;
-  std::size_t mapping_size = 0;
-  std::span<const std::byte> bytes;
+  std::optional<ReadOnlyFile> file;   // Open
+  std::span<const std::byte> memory;  // OpenBytes
+  std::uint64_t size = 0;             // of the file at Open, or of `memory`
+  std::uint32_t preamble_crc = 0;
   ScheduleHeader header;
   std::vector<format::IndexEntry> entries;
   std::vector<std::uint64_t> epoch_first_step;  // lists: epochs + 1 entries
   std::uint64_t recipe_steps = 0;               // recipe: steps in every epoch
-  std::unique_ptr<std::atomic<bool>[]> verified;
+
+  // Lists: parts already read (see kRecentPartBytes).
+  mutable std::mutex parts_mutex;
+  mutable std::unordered_map<std::size_t, std::weak_ptr<const PartData>> live_parts;
+  mutable std::deque<std::shared_ptr<const PartData>> recent_parts;
+  mutable std::uint64_t recent_bytes = 0;
 
   // Recipe state: the stream sits after `cached_epoch`, whose order is kept.
   std::optional<LoaderSpec> spec;
@@ -67,15 +103,18 @@ bool RangeOk(std::uint64_t offset, std::uint64_t count, std::uint64_t unit, std:
 }  // namespace
 
 void ScheduleReader::Impl::Parse() {
-  if (bytes.size() >= sizeof format::kMagic &&
-      std::memcmp(bytes.data(), format::kMagic, sizeof format::kMagic) != 0) {
+  std::byte preamble[format::kPreambleSize] = {};
+  const std::size_t got =
+      ReadAt(0, std::span(preamble, std::min<std::uint64_t>(size, format::kPreambleSize)));
+  if (got >= sizeof format::kMagic &&
+      std::memcmp(preamble, format::kMagic, sizeof format::kMagic) != 0) {
     Fail(Code::kBadMagic, "not a Prescient schedule file (bad magic)");
   }
-  if (bytes.size() < format::kPreambleSize) {
+  if (got < format::kPreambleSize) {
     Fail(Code::kTruncated,
-         "truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the preamble");
+         "truncated: " + std::to_string(got) + " bytes, shorter than the preamble");
   }
-  const auto preamble_bytes = bytes.first<format::kPreambleSize>();
+  const std::span<const std::byte, format::kPreambleSize> preamble_bytes(preamble);
   const format::Preamble pre = format::DecodePreamble(preamble_bytes);
   if (pre.version != format::kFormatVersion) {
     Fail(Code::kBadVersion, "format version " + std::to_string(pre.version) +
@@ -83,17 +122,18 @@ void ScheduleReader::Impl::Parse() {
                                 std::to_string(format::kFormatVersion));
   }
   std::uint32_t stored_crc;
-  std::memcpy(&stored_crc, bytes.data() + format::kPreambleSize - 4, 4);
-  if (format::Crc32(bytes.first(format::kPreambleSize - 4)) != stored_crc) {
+  std::memcpy(&stored_crc, preamble + format::kPreambleSize - 4, 4);
+  if (format::Crc32(preamble_bytes.first(format::kPreambleSize - 4)) != stored_crc) {
     Fail(Code::kBadChecksum, "preamble checksum mismatch");
   }
-  if (pre.file_size > bytes.size()) {
-    Fail(Code::kTruncated, "truncated: " + std::to_string(bytes.size()) + " of " +
-                               std::to_string(pre.file_size) + " bytes");
+  preamble_crc = stored_crc;
+  if (pre.file_size > size) {
+    Fail(Code::kTruncated,
+         "truncated: " + std::to_string(size) + " of " + std::to_string(pre.file_size) + " bytes");
   }
-  if (pre.file_size < bytes.size()) {
-    Fail(Code::kCorrupt, std::to_string(bytes.size() - pre.file_size) +
-                             " unexpected bytes after the end of the schedule");
+  if (pre.file_size < size) {
+    Fail(Code::kCorrupt,
+         std::to_string(size - pre.file_size) + " unexpected bytes after the end of the schedule");
   }
   if (pre.header_offset != format::kPreambleSize ||
       !RangeOk(pre.header_offset, pre.header_size, 1, pre.file_size) ||
@@ -102,7 +142,8 @@ void ScheduleReader::Impl::Parse() {
       pre.data_offset != pre.index_offset + pre.index_size) {
     Fail(Code::kCorrupt, "inconsistent section offsets in the preamble");
   }
-  const auto header_bytes = bytes.subspan(pre.header_offset, pre.header_size);
+  std::vector<std::byte> header_bytes(pre.header_size);
+  ReadExactly(pre.header_offset, header_bytes, "header");
   if (format::Crc32(header_bytes) != pre.header_crc)
     Fail(Code::kBadChecksum, "header checksum mismatch");
   if (!format::DecodeHeader(header_bytes, &header)) Fail(Code::kCorrupt, "malformed header");
@@ -114,11 +155,13 @@ void ScheduleReader::Impl::Parse() {
       header.num_samples == 0 || header.num_samples > 0xffffffffULL) {
     Fail(Code::kCorrupt, "header has an empty or impossible shape (ranks, epochs, samples)");
   }
-  if (format::Crc32(bytes.subspan(pre.index_offset, pre.index_size)) != pre.index_crc) {
+  std::vector<std::byte> index_bytes(pre.index_size);
+  ReadExactly(pre.index_offset, index_bytes, "index");
+  if (format::Crc32(index_bytes) != pre.index_crc) {
     Fail(Code::kBadChecksum, "index checksum mismatch");
   }
   if (header.storage == ScheduleStorage::kLists) {
-    ParseIndex(pre);
+    ParseIndex(pre, index_bytes);
   } else {
     if (pre.index_size != 0 || pre.file_size != pre.data_offset) {
       Fail(Code::kCorrupt, "recipe file carries sample lists");
@@ -127,7 +170,8 @@ void ScheduleReader::Impl::Parse() {
   }
 }
 
-void ScheduleReader::Impl::ParseIndex(const format::Preamble& pre) {
+void ScheduleReader::Impl::ParseIndex(const format::Preamble& pre,
+                                      std::span<const std::byte> index) {
   const std::uint64_t ranks = header.layout.ranks;
   const std::uint64_t parts = ranks * header.epochs;
   if (pre.index_size != parts * format::kIndexEntrySize) {
@@ -137,7 +181,7 @@ void ScheduleReader::Impl::ParseIndex(const format::Preamble& pre) {
   epoch_first_step.assign(header.epochs + 1, 0);
   for (std::uint64_t i = 0; i < parts; ++i) {
     const format::IndexEntry e = format::DecodeIndexEntry(
-        bytes.subspan(pre.index_offset + i * format::kIndexEntrySize, format::kIndexEntrySize));
+        index.subspan(i * format::kIndexEntrySize, format::kIndexEntrySize));
     const std::string where =
         "rank " + std::to_string(i % ranks) + " epoch " + std::to_string(i / ranks);
     if (e.samples_offset < pre.data_offset || e.samples_offset % sizeof(SampleId) != 0 ||
@@ -155,7 +199,6 @@ void ScheduleReader::Impl::ParseIndex(const format::Preamble& pre) {
     }
     entries[i] = e;
   }
-  verified = std::make_unique<std::atomic<bool>[]>(parts);
 }
 
 void ScheduleReader::Impl::SetUpRecipe() {
@@ -178,33 +221,49 @@ void ScheduleReader::Impl::SetUpRecipe() {
   recipe_steps = StepsPerEpoch(*spec, header.num_samples, header.layout);
 }
 
-RankEpochView ScheduleReader::Impl::ListPart(std::uint32_t rank, std::uint32_t epoch) const {
+std::shared_ptr<const PartData> ScheduleReader::Impl::LoadPart(std::uint32_t rank,
+                                                               std::uint32_t epoch) const {
   const std::size_t i = static_cast<std::size_t>(epoch) * header.layout.ranks + rank;
-  const format::IndexEntry& e = entries[i];
-  const auto* samples = reinterpret_cast<const SampleId*>(bytes.data() + e.samples_offset);
-  const auto* bounds = reinterpret_cast<const std::uint64_t*>(bytes.data() + e.step_begin_offset);
-  std::span<const SampleId> sample_span(samples, e.sample_count);
-  std::span<const std::uint64_t> bound_span(bounds, e.steps + 1);
-  if (!verified[i].load(std::memory_order_acquire)) {
-    const std::string where =
-        "rank " + std::to_string(rank) + " epoch " + std::to_string(epoch) + ": ";
-    const std::uint32_t crc =
-        format::Crc32(std::as_bytes(bound_span), format::Crc32(std::as_bytes(sample_span)));
-    if (crc != e.crc) Fail(Code::kBadChecksum, where + "sample list checksum mismatch");
-    if (bound_span.front() != 0 || bound_span.back() != e.sample_count) {
-      Fail(Code::kCorrupt, where + "step boundaries do not cover the sample list");
+  {
+    const std::lock_guard lock(parts_mutex);
+    auto it = live_parts.find(i);
+    if (it != live_parts.end()) {
+      if (std::shared_ptr<const PartData> part = it->second.lock()) return part;
     }
-    for (std::size_t s = 1; s < bound_span.size(); ++s) {
-      if (bound_span[s] < bound_span[s - 1]) Fail(Code::kCorrupt, where + "decreasing steps");
-    }
-    for (SampleId id : sample_span) {
-      if (id >= header.num_samples) {
-        Fail(Code::kCorrupt, where + "sample id " + std::to_string(id) + " out of range");
-      }
-    }
-    verified[i].store(true, std::memory_order_release);
   }
-  return RankEpochView(sample_span, bound_span, nullptr);
+  // Read and verify outside the lock: other parts stay available meanwhile.
+  const format::IndexEntry& e = entries[i];
+  const std::string where = "rank " + std::to_string(rank) + " epoch " + std::to_string(epoch);
+  auto part = std::make_shared<PartData>();
+  part->samples.resize(e.sample_count);
+  part->step_begin.resize(e.steps + 1);
+  ReadExactly(e.samples_offset, std::as_writable_bytes(std::span(part->samples)), where);
+  ReadExactly(e.step_begin_offset, std::as_writable_bytes(std::span(part->step_begin)), where);
+  const std::span<const std::uint64_t> bound_span(part->step_begin);
+  const std::uint32_t crc = format::Crc32(std::as_bytes(bound_span),
+                                          format::Crc32(std::as_bytes(std::span(part->samples))));
+  if (crc != e.crc) Fail(Code::kBadChecksum, where + ": sample list checksum mismatch");
+  if (bound_span.front() != 0 || bound_span.back() != e.sample_count) {
+    Fail(Code::kCorrupt, where + ": step boundaries do not cover the sample list");
+  }
+  for (std::size_t s = 1; s < bound_span.size(); ++s) {
+    if (bound_span[s] < bound_span[s - 1]) Fail(Code::kCorrupt, where + ": decreasing steps");
+  }
+  for (SampleId id : part->samples) {
+    if (id >= header.num_samples) {
+      Fail(Code::kCorrupt, where + ": sample id " + std::to_string(id) + " out of range");
+    }
+  }
+  std::shared_ptr<const PartData> shared = std::move(part);
+  const std::lock_guard lock(parts_mutex);
+  live_parts[i] = shared;
+  recent_parts.push_back(shared);
+  recent_bytes += shared->bytes();
+  while (recent_bytes > kRecentPartBytes && recent_parts.size() > 1) {
+    recent_bytes -= recent_parts.front()->bytes();
+    recent_parts.pop_front();
+  }
+  return shared;
 }
 
 RankEpochView ScheduleReader::Impl::RecipePart(std::uint32_t rank, std::uint32_t epoch) const {
@@ -235,28 +294,8 @@ ScheduleReader::~ScheduleReader() = default;
 ScheduleReader ScheduleReader::Open(const std::string& path) {
   auto impl = std::make_shared<Impl>();
   impl->name = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) impl->Fail(Code::kIo, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    impl->Fail(Code::kIo, std::string("cannot stat: ") + std::strerror(err));
-  }
-  const auto size = static_cast<std::size_t>(st.st_size);
-  if (size > 0) {
-    void* addr = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (addr == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      impl->Fail(Code::kIo, std::string("cannot map: ") + std::strerror(err));
-    }
-    ::madvise(addr, size, MADV_RANDOM);
-    impl->mapping = addr;
-    impl->mapping_size = size;
-    impl->bytes = std::span(static_cast<const std::byte*>(addr), size);
-  }
-  ::close(fd);
+  impl->file.emplace(ReadOnlyFile::Open(path, "schedule file"));
+  impl->size = impl->file->size();
   impl->Parse();
   return ScheduleReader(std::move(impl));
 }
@@ -265,13 +304,15 @@ ScheduleReader ScheduleReader::OpenBytes(std::span<const std::byte> bytes,
                                          const std::string& name) {
   auto impl = std::make_shared<Impl>();
   impl->name = name;
-  impl->bytes = bytes;
+  impl->memory = bytes;
+  impl->size = bytes.size();
   impl->Parse();
   return ScheduleReader(std::move(impl));
 }
 
 const ScheduleHeader& ScheduleReader::header() const { return impl_->header; }
 const std::string& ScheduleReader::path() const { return impl_->name; }
+std::uint32_t ScheduleReader::checksum() const { return impl_->preamble_crc; }
 
 void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
                                   const FingerprintCheck& check) const {
@@ -327,20 +368,15 @@ RankEpochView ScheduleReader::Part(std::uint32_t rank, std::uint32_t epoch) cons
                                        std::to_string(impl_->header.layout.ranks) + " ranks, " +
                                        std::to_string(impl_->header.epochs) + " epochs)");
   }
-  RankEpochView view = impl_->header.storage == ScheduleStorage::kLists
-                           ? impl_->ListPart(rank, epoch)
-                           : impl_->RecipePart(rank, epoch);
-  if (impl_->header.storage == ScheduleStorage::kLists) {
-    // Views into the mapping keep the reader's state alive.
-    return RankEpochView(view.samples(), view.step_begin(), impl_);
-  }
-  return view;
+  if (impl_->header.storage == ScheduleStorage::kRecipe) return impl_->RecipePart(rank, epoch);
+  std::shared_ptr<const PartData> part = impl_->LoadPart(rank, epoch);
+  return RankEpochView(part->samples, part->step_begin, part);
 }
 
 void ScheduleReader::VerifyAll() const {
   if (impl_->header.storage != ScheduleStorage::kLists) return;
   for (std::uint32_t e = 0; e < impl_->header.epochs; ++e) {
-    for (std::uint32_t r = 0; r < impl_->header.layout.ranks; ++r) impl_->ListPart(r, e);
+    for (std::uint32_t r = 0; r < impl_->header.layout.ranks; ++r) impl_->LoadPart(r, e);
   }
 }
 

@@ -64,7 +64,7 @@ void NodesPass(const plan::ScheduleView& view, const std::vector<std::uint64_t>&
 NextUseTable ComputeNextUse(const plan::ScheduleView& view,
                             const std::vector<std::uint64_t>& first_steps, unsigned threads) {
   const WorldLayout& layout = view.layout;
-  if (first_steps.back() >= kNoNextUse - 1) {  // 0xfffffffe is SampleMap's reserved value
+  if (first_steps.back() >= kNoNextUse - 1) {  // 0xfffffffe is SampleSlots's reserved value
     throw std::invalid_argument("simulate: more than 2^32 - 2 global steps");
   }
   NextUseTable table;

@@ -1,8 +1,8 @@
 // The two dynamic node caches of the simulator, each O(1) per read:
 //
 //   LruCache     a doubly linked recency list over a pool of `capacity`
-//                entries, plus a SampleMap from sample to entry.
-//   BeladyCache  a SampleMap from sample to its next use (global step) and one
+//                entries, plus a SampleSlots from sample to entry.
+//   BeladyCache  a SampleSlots from sample to its next use (global step) and one
 //                bucket of samples per step; the sample to evict is found by
 //                walking down from the highest non-empty bucket. Every sample
 //                keyed `now` is read at step `now` (that is what its key
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "scheduler/simulate/next_use.h"
-#include "scheduler/simulate/sample_map.h"
+#include "scheduler/simulate/sample_slots.h"
 
 namespace prescient::scheduler::simulate {
 
@@ -33,7 +33,7 @@ class LruCache {
   void PushFront(std::uint32_t e);
 
   std::uint64_t capacity_;
-  SampleMap index_;
+  SampleSlots index_;
   std::vector<SampleId> sample_;
   std::vector<std::uint32_t> prev_, next_;
   std::uint32_t head_ = kNil, tail_ = kNil;  // most / least recent
@@ -64,7 +64,7 @@ class BeladyCache {
 
   std::uint64_t capacity_;
   std::uint64_t size_ = 0;
-  SampleMap key_;
+  SampleSlots key_;
   std::vector<std::vector<SampleId>> bucket_;  // by key (global step)
   std::vector<SampleId> never_;                // held but never read here again
   std::uint64_t top_ = 0;                      // no live entry above bucket top_

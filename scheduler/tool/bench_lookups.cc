@@ -127,7 +127,7 @@ int Run(const std::vector<std::string>& args) {
   std::printf("NextUseIndex::Save:                    %8.2f s\n", Seconds(t));
   t = Clock::now();
   {
-    const NextUseIndex loaded = NextUseIndex::Load(path + ".nextuse");
+    const NextUseIndex loaded = NextUseIndex::Load(path + ".nextuse", reader);
     sink += loaded.NextUseAfter(1, 0);
   }
   std::printf("NextUseIndex::Load (checks every CRC):  %7.2f s\n", Seconds(t));

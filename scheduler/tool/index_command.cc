@@ -17,8 +17,8 @@ constexpr const char* kUsage =
     R"(usage: prescient-schedule index SCHEDULE --node N --output FILE [options]
 
 Builds the next-use index of node N (ranks [N*rpn, (N+1)*rpn)) from SCHEDULE
-and writes it to FILE. Processes load it with NextUseIndex::Load(FILE): the
-file is mapped read-only and shared, so a node holds one copy in memory.
+and writes it to FILE. Processes load it with NextUseIndex::Load(FILE) instead
+of building it themselves (seconds at ImageNet scale).
 
 Options:
   --read-table   also store the per-read table (NextUseOfRead; 4 bytes per read)

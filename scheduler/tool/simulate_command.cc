@@ -69,7 +69,7 @@ std::uint64_t ParseCache(const std::string& text, std::uint64_t num_samples,
   return ParseUnsigned(text, "--cache");
 }
 
-// A view over the mapped file: each part is the reader's own view, kept alive
+// A view over the schedule file: each part is the reader's own view, kept alive
 // by the PartView.
 plan::ScheduleView ViewOfFile(std::shared_ptr<const ScheduleReader> reader,
                               std::uint32_t ranks_per_node) {

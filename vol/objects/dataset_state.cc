@@ -62,6 +62,33 @@ hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
   return op == H5VL_DATASET_GET_SPACE ? args.args.get_space.space_id : args.args.get_type.type_id;
 }
 
+// The path HDF5 knows the dataset by ("/group/x"), or "" if it has none.
+std::string UnderName(const VolObject& dataset) {
+  H5VL_loc_params_t loc{};
+  loc.type = H5VL_OBJECT_BY_SELF;
+  loc.obj_type = H5I_DATASET;
+  std::size_t length = 0;
+  H5VL_object_get_args_t args{};
+  args.op_type = H5VL_OBJECT_GET_NAME;
+  args.args.get_name.buf_size = 0;
+  args.args.get_name.buf = nullptr;
+  args.args.get_name.name_len = &length;
+  if (H5VLobject_get(dataset.under, &loc, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                     nullptr) < 0 ||
+      length == 0) {
+    return {};
+  }
+  std::string name(length + 1, '\0');
+  args.args.get_name.buf_size = name.size();
+  args.args.get_name.buf = name.data();
+  if (H5VLobject_get(dataset.under, &loc, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                     nullptr) < 0) {
+    return {};
+  }
+  name.resize(length);
+  return name;
+}
+
 bool UnderToken(const VolObject& dataset, H5O_token_t* token) {
   H5O_info2_t info{};
   H5VL_loc_params_t loc{};
@@ -124,6 +151,7 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
 
   DatasetIdentity& id = state->identity_;
   std::memcpy(id.token.data(), token.__data, H5O_MAX_TOKEN_SIZE);
+  id.name = UnderName(dataset);
   Fingerprint fp;
   if (dataset.file) {
     const FileIdentity& f = dataset.file->identity;
@@ -140,7 +168,8 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const VolObject& dataset) {
   id.hash = fp.Finish();
 
   std::ostringstream desc;
-  desc << (dataset.file ? dataset.file->name : "?") << " shape (";
+  desc << (dataset.file ? dataset.file->name : "?") << ":" << (id.name.empty() ? "?" : id.name)
+       << " shape (";
   for (std::size_t d = 0; d < state->dims_.size(); ++d) desc << (d ? "," : "") << state->dims_[d];
   desc << ") type size " << state->type_size_;
   id.description = desc.str();

@@ -1,5 +1,8 @@
 #include "vol/objects/object.h"
 
+#include <atomic>
+#include <new>
+
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/runtime/error.h"
@@ -25,8 +28,54 @@ ObjectKind KindOf(H5I_type_t type) {
   }
 }
 
+namespace {
+std::atomic<bool> g_fail_next_wrap{false};
+std::atomic<void (*)(void*, hid_t, ObjectKind)> g_close_recorder{nullptr};
+}  // namespace
+
+namespace testing {
+void FailNextWrap() { g_fail_next_wrap = true; }
+void SetCloseUnderRecorder(void (*recorder)(void*, hid_t, ObjectKind)) {
+  g_close_recorder = recorder;
+}
+}  // namespace testing
+
+void CloseUnder(void* under, hid_t under_vol_id, ObjectKind kind) noexcept {
+  if (under == nullptr) return;
+  if (auto* recorder = g_close_recorder.load()) {
+    recorder(under, under_vol_id, kind);
+    return;
+  }
+  PreservedErrorStack keep;
+  const hid_t dxpl = H5P_DATASET_XFER_DEFAULT;
+  switch (kind) {
+    case ObjectKind::kFile:
+      H5VLfile_close(under, under_vol_id, dxpl, nullptr);
+      break;
+    case ObjectKind::kGroup:
+      H5VLgroup_close(under, under_vol_id, dxpl, nullptr);
+      break;
+    case ObjectKind::kDataset:
+      H5VLdataset_close(under, under_vol_id, dxpl, nullptr);
+      break;
+    case ObjectKind::kDatatype:
+      H5VLdatatype_close(under, under_vol_id, dxpl, nullptr);
+      break;
+    case ObjectKind::kAttribute:
+      H5VLattr_close(under, under_vol_id, dxpl, nullptr);
+      break;
+    case ObjectKind::kRequest:
+      H5VLrequest_free(under, under_vol_id);
+      break;
+    case ObjectKind::kMap:
+    case ObjectKind::kOther:
+      break;  // nothing this connector opens under these kinds
+  }
+}
+
 VolObject* VolObject::Wrap(void* under, hid_t under_vol_id, ObjectKind kind,
                            std::shared_ptr<FileState> file) {
+  if (g_fail_next_wrap.exchange(false)) throw std::bad_alloc();
   auto* object = new VolObject;
   object->under = under;
   object->under_vol_id = under_vol_id;
@@ -34,6 +83,16 @@ VolObject* VolObject::Wrap(void* under, hid_t under_vol_id, ObjectKind kind,
   object->file = std::move(file);
   H5Iinc_ref(under_vol_id);
   return object;
+}
+
+VolObject* VolObject::WrapOpened(void* under, hid_t under_vol_id, ObjectKind kind,
+                                 std::shared_ptr<FileState> file) {
+  try {
+    return Wrap(under, under_vol_id, kind, std::move(file));
+  } catch (...) {
+    CloseUnder(under, under_vol_id, kind);
+    throw;
+  }
 }
 
 void VolObject::Free(VolObject* object) {

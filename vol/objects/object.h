@@ -32,12 +32,28 @@ enum class ObjectKind : std::uint8_t {
 
 ObjectKind KindOf(H5I_type_t type);
 
+// Closes an under object that could not be wrapped (its open succeeded, so
+// it must not leak), with the close of its kind. Keeps the error stack.
+void CloseUnder(void* under, hid_t under_vol_id, ObjectKind kind) noexcept;
+
+namespace testing {
+// Makes the next Wrap throw std::bad_alloc (tests of the cleanup above), and
+// replaces CloseUnder's HDF5 calls with `recorder` while set.
+void FailNextWrap();
+void SetCloseUnderRecorder(void (*recorder)(void* under, hid_t under_vol_id, ObjectKind kind));
+}  // namespace testing
+
 struct VolObject {
   static constexpr std::uint32_t kMagic = 0x50524553;  // "PRES": catches stray pointers in debug
 
-  // Takes a new reference on under_vol_id.
+  // Takes a new reference on under_vol_id. Throws std::bad_alloc; a caller
+  // that just opened `under` then closes it (CloseUnder), so nothing leaks.
   static VolObject* Wrap(void* under, hid_t under_vol_id, ObjectKind kind,
                          std::shared_ptr<FileState> file);
+  // Wrap() for an object the caller has just opened or created: if wrapping
+  // fails, the under object is closed (CloseUnder) before the exception goes on.
+  static VolObject* WrapOpened(void* under, hid_t under_vol_id, ObjectKind kind,
+                               std::shared_ptr<FileState> file);
   // Drops the reference; safe after a failed call (keeps the error stack).
   static void Free(VolObject* object);
 

@@ -16,13 +16,18 @@ namespace prescient::vol {
 namespace {
 
 // Attaches a DatasetState to a freshly wrapped dataset.
+// The open or create succeeded: nothing Prescient learns here may fail it.
 void AttachIdentity(VolObject* dataset, bool created_here) noexcept {
   if (dataset == nullptr || !Runtime::Get().enabled()) return;
-  dataset->file = ResolveFile(*dataset, H5I_DATASET);
-  dataset->dataset = DatasetState::TryIdentify(*dataset);
-  Runtime::Get().stats().Add(Counter::kDatasetsOpened);
-  if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
-  if (!created_here) CacheClient::Get().DatasetOpened(*dataset);
+  try {
+    dataset->file = ResolveFile(*dataset, H5I_DATASET);
+    dataset->dataset = DatasetState::TryIdentify(*dataset);
+    Runtime::Get().stats().Add(Counter::kDatasetsOpened);
+    if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
+    if (!created_here) CacheClient::Get().DatasetOpened(*dataset);
+  } catch (...) {
+    dataset->dataset = nullptr;  // forwarded like any unidentified dataset
+  }
 }
 
 void MarkChanged(void* obj) {
@@ -70,14 +75,30 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
   return Barrier("dataset_cls.read", [&]() -> herr_t {
     Trace("dataset_cls.read");
     Runtime& runtime = Runtime::Get();
+    std::vector<ReadRecord> records;
     if (runtime.enabled()) {
+      records.resize(count);
       for (size_t i = 0; i < count; ++i) {
         const VolObject& dataset = *VolObject::From(dset[i]);
-        std::optional<ReadRequest> request =
-            InspectRead(dataset, mem_type_id[i], mem_space_id[i], file_space_id[i]);
+        const ReadRequest request =
+            InspectRead(dataset, mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id);
+        ReadRecord& record = records[i];
+        record.decoded = request.decoded;
+        record.selection = request.selection;
+        record.simple = request.simple;
+        record.transfer_forwarded = request.transfer != TransferVerdict::kServable;
+        record.bytes = request.bytes;
+        if (request.written) {
+          runtime.Fallback(Counter::kFallbackWritten,
+                           "a dataset written or resized through this process (" +
+                               dataset.dataset->identity().description +
+                               ") is read through another handle: its reads are forwarded, never "
+                               "served from the cache");
+        }
         // A single-dataset read (h5py's only kind) served from the cache is done.
-        if (count == 1 && request && req == nullptr &&
-            CacheClient::Get().TryServe(dataset, *request, buf[0])) {
+        if (count == 1 && request.decoded && req == nullptr &&
+            CacheClient::Get().TryServe(dataset, request, buf[0], &record)) {
+          runtime.stats().Commit(record);
           return 0;
         }
       }
@@ -86,8 +107,8 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
     std::vector<void*> under = UnderObjects(count, dset, &under_vol_id);
     const herr_t status = H5VLdataset_read(count, under.data(), under_vol_id, mem_type_id,
                                            mem_space_id, file_space_id, dxpl_id, buf, req);
+    for (const ReadRecord& record : records) runtime.stats().Commit(record);
     if (status < 0) return status;
-    runtime.stats().Add(Counter::kReadsForwarded, count);
     WrapRequest(req, under_vol_id);
     return status;
   });

@@ -50,19 +50,31 @@ class UnderFapl {
   hid_t vol_id_ = H5I_INVALID_HID;
 };
 
+// Whether file addresses are offsets a plain pread of the file's path can
+// use: HDF5's POSIX driver, and MPI-IO (the same bytes at the same offsets).
+bool RawReadableDriver(hid_t fapl_id) {
+  PreservedErrorStack keep;
+  const hid_t driver = H5Pget_driver(fapl_id);
+  if (driver == H5FD_SEC2) return true;
+#ifdef H5_HAVE_PARALLEL
+  if (driver == H5FD_MPIO) return true;
+#endif
+  return false;
+}
+
 void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, hid_t fapl_id,
                void** req) {
   WrapRequest(req, under_vol_id);
-  Runtime& runtime = Runtime::Get();
-  runtime.stats().Add(Counter::kFilesOpened);
-  bool posix_driver = false;
-  {
-    PreservedErrorStack keep;
-    posix_driver = H5Pget_driver(fapl_id) == H5FD_SEC2;
+  std::shared_ptr<FileState> state;
+  try {
+    Runtime::Get().stats().Add(Counter::kFilesOpened);
+    state = FileState::Make(name, writable, RawReadableDriver(fapl_id));
+    OpenFiles::Remember(state);
+  } catch (...) {
+    CloseUnder(under, under_vol_id, ObjectKind::kFile);
+    throw;
   }
-  std::shared_ptr<FileState> state = FileState::Make(name, writable, posix_driver);
-  OpenFiles::Remember(state);
-  return VolObject::Wrap(under, under_vol_id, ObjectKind::kFile, std::move(state));
+  return VolObject::WrapOpened(under, under_vol_id, ObjectKind::kFile, std::move(state));
 }
 
 // Whether the file's contents may change while it is open: opened for
@@ -123,8 +135,8 @@ herr_t FileSpecific(void* obj, H5VL_file_specific_args_t* args, hid_t dxpl_id, v
     WrapRequest(req, file->under_vol_id);
     if (args->op_type == H5VL_FILE_REOPEN && *args->args.reopen.file != nullptr) {
       auto state = file->file;
-      *args->args.reopen.file = VolObject::Wrap(*args->args.reopen.file, file->under_vol_id,
-                                                ObjectKind::kFile, std::move(state));
+      *args->args.reopen.file = VolObject::WrapOpened(*args->args.reopen.file, file->under_vol_id,
+                                                      ObjectKind::kFile, std::move(state));
     }
     return status;
   });

@@ -137,7 +137,7 @@ struct Forwarder<kName, kUnderFn, kIdPos, kResult, kKind, ObjectsAt<kObjects...>
         WrapRequest(std::get<sizeof...(Args) - 1>(args), under_vol_id);
       }
       if constexpr (kResult == Result::kNewObject) {
-        return VolObject::Wrap(result, under_vol_id, kKind, first ? first->file : nullptr);
+        return VolObject::WrapOpened(result, under_vol_id, kKind, first ? first->file : nullptr);
       } else if constexpr (kResult == Result::kClose) {
         VolObject::Free(first);
       }

@@ -23,12 +23,17 @@ void* ObjectOpen(void* obj, const H5VL_loc_params_t* loc_params, H5I_type_t* ope
     if (under == nullptr) return nullptr;
     WrapRequest(req, parent->under_vol_id);
     VolObject* object =
-        VolObject::Wrap(under, parent->under_vol_id, KindOf(*opened_type), parent->file);
+        VolObject::WrapOpened(under, parent->under_vol_id, KindOf(*opened_type), parent->file);
     if (*opened_type == H5I_DATASET && Runtime::Get().enabled()) {
-      object->file = ResolveFile(*object, H5I_DATASET);
-      object->dataset = DatasetState::TryIdentify(*object);
-      Runtime::Get().stats().Add(Counter::kDatasetsOpened);
-      CacheClient::Get().DatasetOpened(*object);
+      // The open succeeded: what Prescient learns about the dataset must not fail it.
+      try {
+        object->file = ResolveFile(*object, H5I_DATASET);
+        object->dataset = DatasetState::TryIdentify(*object);
+        Runtime::Get().stats().Add(Counter::kDatasetsOpened);
+        CacheClient::Get().DatasetOpened(*object);
+      } catch (...) {
+        object->dataset = nullptr;  // forwarded like any unidentified dataset
+      }
     }
     return object;
   });

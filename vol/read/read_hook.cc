@@ -1,6 +1,8 @@
 #include "vol/read/read_hook.h"
 
+#include <atomic>
 #include <exception>
+#include <string>
 
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
@@ -11,7 +13,7 @@ namespace prescient::vol {
 namespace {
 
 std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
-                                   hid_t file_space) {
+                                   hid_t file_space, TransferVerdict transfer) {
   const DatasetState* state = dataset.dataset.get();
   static const std::vector<hsize_t> kNoDims;
   std::optional<SelectionInput> input =
@@ -23,36 +25,50 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   const size_t mem_type_size = H5Tget_size(mem_type);
   request.bytes = request.selection.elements * mem_type_size;
 
-  request.simple =
-      state != nullptr && state->fixed_size() && !state->changed() && dataset.file != nullptr &&
-      !dataset.file->writable && dataset.file->identity.valid && request.selection.whole_rows &&
-      !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
+  request.transfer = transfer;
+  const bool servable =
+      transfer == TransferVerdict::kServable && state != nullptr && state->fixed_size() &&
+      dataset.file != nullptr && !dataset.file->writable && dataset.file->identity.valid &&
+      request.selection.whole_rows && !request.selection.scalar &&
+      request.selection.kind != SelectionKind::kNone &&
       // Point selections (boolean masks) keep their own order and
       // repeats; rare in loaders, they are always forwarded.
       request.selection.kind != SelectionKind::kPoints && state->IsStoredType(mem_type) &&
       MemoryIsContiguous(mem_space, file_space, request.selection.elements);
+  request.simple = servable && !state->changed();
+  request.written = servable && state->changed();
   return request;
+}
+
+// Says once per process, at info level, why reads of a kind are forwarded.
+void NoteTransferForwarded(TransferVerdict verdict) {
+  static std::atomic<std::uint32_t> noted{0};
+  const std::uint32_t bit = 1u << static_cast<unsigned>(verdict);
+  if ((noted.fetch_or(bit) & bit) != 0) return;
+  Runtime::Get().Log(LogLevel::kInfo, std::string("reads with ") +
+                                          std::string(TransferVerdictName(verdict)) +
+                                          " are forwarded to HDF5, never served from the cache");
 }
 
 }  // namespace
 
-std::optional<ReadRequest> InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
-                                       hid_t file_space) noexcept {
-  Stats& stats = Runtime::Get().stats();
+ReadRequest InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space, hid_t file_space,
+                        hid_t dxpl) noexcept {
+  ReadRequest request;
   try {
-    std::optional<ReadRequest> request = Inspect(dataset, mem_type, mem_space, file_space);
-    if (request) {
-      stats.CountRead(request->selection, request->simple, request->bytes);
-    } else {
-      stats.Add(Counter::kReadsUndecoded);
+    request.transfer = CheckTransfer(dxpl, file_space);
+    if (request.transfer != TransferVerdict::kServable) NoteTransferForwarded(request.transfer);
+    std::optional<ReadRequest> decoded =
+        Inspect(dataset, mem_type, mem_space, file_space, request.transfer);
+    if (decoded) {
+      request = std::move(*decoded);
+      request.decoded = true;
     }
-    return request;
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("read not decoded: ") + e.what());
   } catch (...) {
   }
-  stats.Add(Counter::kReadsUndecoded);
-  return std::nullopt;
+  return request;
 }
 
 }  // namespace prescient::vol

@@ -5,9 +5,11 @@
 // file selection becomes whole rows along dimension 0 (selection.h), and the
 // read is "simple" when it could be served row by row from a cache: the
 // memory type equals the stored type, the memory side is one contiguous run in
-// selection order, the selection covers whole rows, and the dataset holds
+// selection order, the selection covers whole rows, the dataset holds
 // fixed-size data, was not changed through this process and sits in a file
-// opened read-only. Counting happens here too, for every read.
+// opened read-only, and the transfer property list asks for nothing but the
+// stored bytes (transfer_properties.h). The caller counts the read once it is
+// done (Stats::Commit).
 #ifndef PRESCIENT_VOL_READ_READ_HOOK_H_
 #define PRESCIENT_VOL_READ_READ_HOOK_H_
 
@@ -16,19 +18,24 @@
 #include "vol/hdf5_compat.h"
 #include "vol/objects/object.h"
 #include "vol/read/selection.h"
+#include "vol/read/transfer_properties.h"
 
 namespace prescient::vol {
 
 struct ReadRequest {
+  bool decoded = false;  // false: the file selection could not be interpreted
   DecodedSelection selection;
   bool simple = false;
+  // Would be simple, but the dataset was written or resized through this
+  // process (a fallback the caller reports).
+  bool written = false;
+  TransferVerdict transfer = TransferVerdict::kServable;
   std::uint64_t bytes = 0;  // elements x memory type size
 };
 
-// Returns nullopt when the read could not be decoded (it is counted and then
-// simply forwarded). Never throws.
-std::optional<ReadRequest> InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
-                                       hid_t file_space) noexcept;
+// Never throws; a read that could not be decoded is simply forwarded.
+ReadRequest InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space, hid_t file_space,
+                        hid_t dxpl) noexcept;
 
 }  // namespace prescient::vol
 

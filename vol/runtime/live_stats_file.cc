@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,19 +23,46 @@ std::string LiveStatsFile::Open(const std::string& path, std::string text) {
     text.replace(at, kWidth, std::string(kWidth - 1, ' ') + "0");
   }
 
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // What is at the path now: never write through a symbolic link (another
+  // user's link in a shared directory would make this process overwrite what
+  // it points to), never replace another user's file or anything but a
+  // regular file.
+  struct stat existing{};
+  if (::lstat(path.c_str(), &existing) == 0) {
+    if (S_ISLNK(existing.st_mode)) return "refusing " + path + ": it is a symbolic link";
+    if (!S_ISREG(existing.st_mode)) return "refusing " + path + ": not a regular file";
+    if (existing.st_uid != ::geteuid()) return "refusing " + path + ": owned by another user";
+  }
+  // The new file is built under a private temporary name (O_EXCL never
+  // follows a link), created 0600, and renamed into place: a process still
+  // mapping an older file of that name keeps its own, so nothing it maps is
+  // ever truncated under it.
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  ::unlink(temporary.c_str());  // a leftover of this very pid, from a killed run
+  const int fd = ::open(temporary.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
-  if (::ftruncate(fd, static_cast<off_t>(text.size())) != 0) {
-    const std::string error = std::strerror(errno);
+  auto fail = [&](const std::string& what, int err) {
     ::close(fd);
-    return "cannot size " + path + ": " + error;
+    ::unlink(temporary.c_str());
+    return what + " " + path + ": " + std::strerror(err);
+  };
+  // Blocks are reserved before the file is mapped: on a full filesystem a
+  // mapping of a sparse file raises SIGBUS at the first write, while
+  // posix_fallocate fails here with ENOSPC.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(text.size())); err != 0) {
+    return fail("cannot make room for", err);
   }
   void* map = ::mmap(nullptr, text.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return fail("cannot map", errno);
+  std::memcpy(map, text.data(), text.size());
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::munmap(map, text.size());
+    return fail("cannot put in place", err);
+  }
   ::close(fd);
-  if (map == MAP_FAILED) return "cannot map " + path + ": " + std::strerror(errno);
   base_ = static_cast<char*>(map);
   size_ = text.size();
-  std::memcpy(base_, text.data(), text.size());
   for (std::size_t offset : offsets) slots_.push_back(base_ + offset);
   return {};
 }

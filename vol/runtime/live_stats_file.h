@@ -26,9 +26,12 @@ class LiveStatsFile {
   LiveStatsFile(const LiveStatsFile&) = delete;
   LiveStatsFile& operator=(const LiveStatsFile&) = delete;
 
-  // Creates (truncates) `path`, writes `text` into it and maps it. Every run
-  // of kWidth '@' characters in `text` is a counter field, numbered in order
-  // of appearance, starting at 0. Returns an error message or "".
+  // Creates `path` (replacing a file of this user's; refusing a symbolic
+  // link, another user's file or anything but a regular file), writes `text`
+  // into it and maps it. The file is 0600 and its blocks are reserved first,
+  // so a full filesystem is an error here, never a SIGBUS later. Every run of
+  // kWidth '@' characters in `text` is a counter field, numbered in order of
+  // appearance, starting at 0. Returns an error message or "".
   std::string Open(const std::string& path, std::string text);
   static std::string Marker() { return std::string(kWidth, '@'); }
   bool is_open() const { return base_ != nullptr; }

@@ -21,7 +21,21 @@ Runtime& Runtime::Get() {
 }
 
 Runtime::Runtime() : pid_(::getpid()), parent_pid_(::getppid()) {
-  ::pthread_atfork(nullptr, nullptr, &Runtime::AtForkChild);
+  ::pthread_atfork(&Runtime::AtForkPrepare, &Runtime::AtForkParent, &Runtime::AtForkChild);
+}
+
+// Both locks are leaves (no other lock is taken under them), so taking them
+// before fork() cannot deadlock, and the child inherits them consistent.
+void Runtime::AtForkPrepare() {
+  Runtime& r = Get();
+  r.mutex_.lock();
+  r.stats_.LockForFork();
+}
+
+void Runtime::AtForkParent() {
+  Runtime& r = Get();
+  r.stats_.UnlockInParent();
+  r.mutex_.unlock();
 }
 
 void Runtime::AtForkChild() {
@@ -29,10 +43,11 @@ void Runtime::AtForkChild() {
   r.pid_ = ::getpid();
   r.parent_pid_ = ::getppid();
   r.forked_child_ = true;
-  r.stats_.ForkedChild();
-  r.stats_file_checked_ = false;
-  // The parent may have held the mutex at fork time; the child is single-threaded.
-  new (&r.mutex_) std::mutex();
+  r.stats_.ResetInChild();
+  // The child opens its own statistics file on its first count.
+  new (&r.stats_file_once_) std::once_flag();
+  r.stats_file_checked_.store(false, std::memory_order_release);
+  r.mutex_.unlock();
 }
 
 void Runtime::RecordInfoSettings(std::string_view settings) {
@@ -109,14 +124,24 @@ std::string Runtime::StatsPathForThisProcess() {
 }
 
 void Runtime::StartStatsFile() {
-  stats_file_checked_ = true;
-  if (options().stats_path.empty()) return;
-  const std::string error =
-      stats_.StartFile(StatsPathForThisProcess(), {.pid = pid_,
-                                                   .parent_pid = parent_pid_,
-                                                   .forked_child = forked_child_,
-                                                   .enabled = options_.enable});
-  if (!error.empty()) Log(LogLevel::kWarn, "PRESCIENT_STATS: " + error);
+  std::call_once(stats_file_once_, [this] {
+    if (!options().stats_path.empty()) {
+      const std::string error =
+          stats_.StartFile(StatsPathForThisProcess(), {.pid = pid_,
+                                                       .parent_pid = parent_pid_,
+                                                       .forked_child = forked_child_,
+                                                       .enabled = options_.enable});
+      if (!error.empty()) Log(LogLevel::kWarn, "PRESCIENT_STATS: " + error);
+    }
+    stats_file_checked_.store(true, std::memory_order_release);
+  });
+}
+
+void Runtime::Fallback(Counter counter, std::string_view message, std::uint64_t count) {
+  stats().Add(counter, count);
+  if (!fallback_warned_[static_cast<std::size_t>(counter)].exchange(true)) {
+    Log(LogLevel::kWarn, message);
+  }
 }
 
 }  // namespace prescient::vol

@@ -8,6 +8,8 @@
 #ifndef PRESCIENT_VOL_RUNTIME_RUNTIME_H_
 #define PRESCIENT_VOL_RUNTIME_RUNTIME_H_
 
+#include <array>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -32,7 +34,7 @@ class Runtime {
   // The counters; the first call in a process starts its statistics file
   // when PRESCIENT_STATS is set.
   Stats& stats() {
-    if (!stats_file_checked_) StartStatsFile();
+    if (!stats_file_checked_.load(std::memory_order_acquire)) StartStatsFile();
     return stats_;
   }
   // Makes sure this process's statistics file exists even if it counted
@@ -42,8 +44,14 @@ class Runtime {
 
   void Log(LogLevel level, std::string_view message);
 
+  // A fallback happened (a kFallback* counter or kDatasetsWritten): counted
+  // every time, and `message` is warned about once per kind and process.
+  void Fallback(Counter counter, std::string_view message, std::uint64_t count = 1);
+
  private:
   Runtime();
+  static void AtForkPrepare();
+  static void AtForkParent();
   static void AtForkChild();
   std::string StatsPathForThisProcess();
   void StartStatsFile();
@@ -56,7 +64,9 @@ class Runtime {
   long pid_;
   long parent_pid_;
   bool forked_child_ = false;
-  bool stats_file_checked_ = false;
+  std::once_flag stats_file_once_;
+  std::atomic<bool> stats_file_checked_{false};
+  std::array<std::atomic<bool>, static_cast<std::size_t>(Counter::kCount)> fallback_warned_{};
 };
 
 }  // namespace prescient::vol

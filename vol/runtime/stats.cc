@@ -1,5 +1,7 @@
 #include "vol/runtime/stats.h"
 
+#include <cstdio>
+#include <iterator>
 #include <sstream>
 
 namespace prescient::vol {
@@ -14,6 +16,7 @@ constexpr const char* kTopLevelNames[] = {
     "reads_scalar",
     "reads_undecoded",
     "reads_forwarded",
+    "reads_forwarded_transfer",
     "rows",
     "bytes",
     "reads_served",
@@ -21,13 +24,42 @@ constexpr const char* kTopLevelNames[] = {
     "rows_loaded",
     "rows_waited",
     "rows_prefetched",
+    "rows_read_around",
     "storage_reads",
     "storage_bytes",
     "stall_ns",
+    "stall_storage_ns",
+    "stall_wait_ns",
     "schedule_matches",
     "schedule_mismatches",
+    "fallback_serve_failed",
+    "fallback_file_changed",
+    "fallback_prefetch_failed",
+    "fallback_oracle_failed",
+    "fallback_index_rebuilt",
+    "fallback_written",
 };
 constexpr std::size_t kTopLevel = sizeof(kTopLevelNames) / sizeof(kTopLevelNames[0]);
+constexpr const char* kFieldNames[] = {"rows_hit", "rows_loaded", "rows_waited", "rows_prefetched",
+                                       "rows_read_around"};
+static_assert(std::size(kFieldNames) == static_cast<std::size_t>(FieldCounter::kCount));
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
 static_assert(kTopLevel == static_cast<std::size_t>(Counter::kSelectionNone));
 
 }  // namespace
@@ -53,18 +85,75 @@ void Stats::AddInEpoch(std::uint32_t epoch, Counter counter, std::uint64_t delta
   AddLocked(epoch, counter, delta);
 }
 
-void Stats::CountRead(const DecodedSelection& selection, bool simple, std::uint64_t bytes) {
+void Stats::Commit(const ReadRecord& read) {
   std::lock_guard lock(mutex_);
-  AddLocked(std::nullopt, Counter::kReads, 1);
-  if (simple) AddLocked(std::nullopt, Counter::kReadsSimple, 1);
-  if (selection.whole_rows) AddLocked(std::nullopt, Counter::kReadsWholeRows, 1);
-  if (selection.scalar) AddLocked(std::nullopt, Counter::kReadsScalar, 1);
-  AddLocked(std::nullopt, Counter::kRows, selection.rows.rows());
-  AddLocked(std::nullopt, Counter::kBytes, bytes);
-  AddLocked(std::nullopt,
-            static_cast<Counter>(static_cast<std::size_t>(Counter::kSelectionNone) +
-                                 static_cast<std::size_t>(selection.kind)),
-            1);
+  auto add = [&](Counter counter, std::uint64_t delta) {
+    if (delta != 0) AddLocked(std::nullopt, counter, delta);
+  };
+  add(Counter::kReads, 1);
+  add(Counter::kReadsTransferForwarded, read.transfer_forwarded ? 1 : 0);
+  if (!read.decoded) {
+    add(Counter::kReadsUndecoded, 1);
+  } else {
+    add(Counter::kReadsSimple, read.simple ? 1 : 0);
+    add(Counter::kReadsWholeRows, read.selection.whole_rows ? 1 : 0);
+    add(Counter::kReadsScalar, read.selection.scalar ? 1 : 0);
+    add(Counter::kRows, read.selection.rows.rows());
+    add(Counter::kBytes, read.bytes);
+    add(static_cast<Counter>(static_cast<std::size_t>(Counter::kSelectionNone) +
+                             static_cast<std::size_t>(read.selection.kind)),
+        1);
+  }
+  add(read.served ? Counter::kReadsServed : Counter::kReadsForwarded, 1);
+  add(Counter::kRowsHit, read.rows_hit);
+  add(Counter::kRowsLoaded, read.rows_loaded);
+  add(Counter::kRowsWaited, read.rows_waited);
+  add(Counter::kRowsReadAround, read.rows_read_around);
+  add(Counter::kStorageReads, read.storage_reads);
+  add(Counter::kStorageBytes, read.storage_bytes);
+  add(Counter::kStallNs, read.stall_storage_ns + read.stall_wait_ns);
+  add(Counter::kStallStorageNs, read.stall_storage_ns);
+  add(Counter::kStallWaitNs, read.stall_wait_ns);
+  add(Counter::kScheduleMatches, read.schedule_matches);
+  add(Counter::kScheduleMismatches, read.schedule_mismatches);
+  if (read.field && *read.field < fields_.size()) {
+    AddFieldLocked(*read.field, FieldCounter::kRowsHit, read.rows_hit);
+    AddFieldLocked(*read.field, FieldCounter::kRowsLoaded, read.rows_loaded);
+    AddFieldLocked(*read.field, FieldCounter::kRowsWaited, read.rows_waited);
+    AddFieldLocked(*read.field, FieldCounter::kRowsReadAround, read.rows_read_around);
+  }
+}
+
+std::size_t Stats::FieldSlot(std::uint32_t field, FieldCounter counter) const {
+  return values_.size() * (1 + epochs_.size()) + field * std::size(kFieldNames) +
+         static_cast<std::size_t>(counter);
+}
+
+void Stats::AddFieldLocked(std::uint32_t field, FieldCounter counter, std::uint64_t delta) {
+  if (delta == 0 || field >= fields_.size()) return;
+  fields_[field][static_cast<std::size_t>(counter)] += delta;
+  file_.Add(FieldSlot(field, counter), delta);
+}
+
+void Stats::AddField(std::uint32_t field, FieldCounter counter, std::uint64_t delta) {
+  std::lock_guard lock(mutex_);
+  AddFieldLocked(field, counter, delta);
+}
+
+std::uint64_t Stats::GetField(std::uint32_t field, FieldCounter counter) const {
+  std::lock_guard lock(mutex_);
+  return field < fields_.size() ? fields_[field][static_cast<std::size_t>(counter)] : 0;
+}
+
+void Stats::SetFields(const std::vector<std::string>& names) {
+  std::lock_guard lock(mutex_);
+  if (names == field_names_) return;
+  field_names_ = names;
+  fields_.assign(names.size(), FieldValues{});
+  if (file_.is_open()) {
+    file_.Abandon();
+    OpenFileLocked();
+  }
 }
 
 std::uint64_t Stats::Get(Counter counter) const {
@@ -121,7 +210,17 @@ std::string Stats::Render(const ProcessInfo& process, bool markers) const {
     block(out, epochs_[e], "     ");
     out << "}";
   }
-  out << (epochs_.empty() ? "]\n}\n" : "\n  ]\n}\n");
+  out << (epochs_.empty() ? "]" : "\n  ]");
+  out << ",\n  \"fields\": [";
+  for (std::size_t f = 0; f < fields_.size(); ++f) {
+    out << (f ? ",\n" : "\n") << "    {\"field\": " << JsonString(field_names_[f]);
+    for (std::size_t c = 0; c < std::size(kFieldNames); ++c) {
+      out << ", \"" << kFieldNames[c]
+          << "\": " << (markers ? LiveStatsFile::Marker() : std::to_string(fields_[f][c]));
+    }
+    out << "}";
+  }
+  out << (fields_.empty() ? "]\n}\n" : "\n  ]\n}\n");
   return out.str();
 }
 
@@ -132,6 +231,10 @@ std::string Stats::OpenFileLocked() {
   for (std::size_t e = 0; e < epochs_.size(); ++e) {
     for (std::size_t i = 0; i < values_.size(); ++i)
       file_.Set(values_.size() * (1 + e) + i, epochs_[e][i]);
+  }
+  for (std::uint32_t f = 0; f < fields_.size(); ++f) {
+    for (std::size_t c = 0; c < std::size(kFieldNames); ++c)
+      file_.Set(FieldSlot(f, static_cast<FieldCounter>(c)), fields_[f][c]);
   }
   return {};
 }
@@ -149,13 +252,16 @@ bool Stats::has_file() const {
   return file_.is_open();
 }
 
-void Stats::ForkedChild() {
-  // The child is single-threaded here; the mutex may have been held by another
-  // thread of the parent at fork time, so it is re-created, not locked.
-  new (&mutex_) std::mutex();
+void Stats::LockForFork() { mutex_.lock(); }
+
+void Stats::UnlockInParent() { mutex_.unlock(); }
+
+void Stats::ResetInChild() {
   values_.fill(0);
   for (Values& e : epochs_) e.fill(0);
+  for (FieldValues& f : fields_) f.fill(0);
   file_.Abandon();
+  mutex_.unlock();
 }
 
 std::string Stats::ToJson(const ProcessInfo& process) const {

@@ -1,11 +1,13 @@
 // Per-process counters of what the connector saw, kept live in a JSON file.
 //
-// Counters are updated under a mutex (reads are serialised by HDF5's lock
-// anyway, so it is uncontended) and mirrored into this process's statistics
-// file as they change (live_stats_file.h): the file is current whether the
-// process exits normally, with os._exit (DataLoader workers) or is killed.
-// A forked child starts from zero with its own file (Runtime's at-fork
-// handler calls ForkedChild()).
+// A dataset read is counted once, when it is done: its callback fills a
+// ReadRecord (how it was decoded, whether the cache served it, what that cost)
+// and commits it in one step. Other events (files opened, rows prefetched by
+// the I/O threads, fallbacks) are single Add calls. Counters are updated under
+// one mutex and mirrored into this process's statistics file as they change
+// (live_stats_file.h): the file is current whether the process exits normally,
+// with os._exit (DataLoader workers) or is killed. A forked child starts from
+// zero with its own file (Runtime's at-fork handler calls ForkedChild()).
 #ifndef PRESCIENT_VOL_RUNTIME_STATS_H_
 #define PRESCIENT_VOL_RUNTIME_STATS_H_
 
@@ -24,30 +26,71 @@ namespace prescient::vol {
 enum class Counter : std::size_t {
   kFilesOpened,
   kDatasetsOpened,
-  kReads,           // dataset reads (each dataset of an H5Dread_multi counts once)
-  kReadsSimple,     // could be served row by row from a cache (read_hook.h)
-  kReadsWholeRows,  // selection covers whole rows
-  kReadsScalar,
-  kReadsUndecoded,      // selection Prescient could not interpret (still forwarded)
-  kReadsForwarded,      // passed to the connector underneath
-  kRows,                // row visits along dimension 0
-  kBytes,               // bytes delivered to the caller
-  kReadsServed,         // served from the node cache (not forwarded)
-  kRowsHit,             // distinct rows found in the cache
-  kRowsLoaded,          // distinct rows this process loaded on a miss
-  kRowsWaited,          // distinct rows another process was loading
-  kRowsPrefetched,      // rows this process's I/O threads loaded ahead of use
-  kStorageReads,        // read requests to storage (coalesced)
-  kStorageBytes,        // bytes read from storage, gaps included
-  kStallNs,             // time read callbacks spent waiting for other loaders
-  kScheduleMatches,     // read samples found where the schedule said
-  kScheduleMismatches,  // read samples the schedule did not predict
-  kSelectionNone,       // one counter per SelectionKind, in its order
+  kReads,                   // dataset reads (each dataset of an H5Dread_multi counts once)
+  kReadsSimple,             // could be served row by row from a cache (read_hook.h)
+  kReadsWholeRows,          // selection covers whole rows
+  kReadsScalar,             //
+  kReadsUndecoded,          // selection Prescient could not interpret (still forwarded)
+  kReadsForwarded,          // passed to the connector underneath
+  kReadsTransferForwarded,  // forwarded for their transfer property list (transfer_properties.h)
+  kRows,                    // row visits along dimension 0
+  kBytes,                   // bytes delivered to the caller
+  kReadsServed,             // served from the node cache (not forwarded)
+  kRowsHit,                 // distinct rows found in the cache
+  kRowsLoaded,              // distinct rows this process loaded from storage on a miss
+  kRowsWaited,              // distinct rows another process or thread was loading
+  kRowsPrefetched,          // rows the prefetch threads read ahead of need
+  kRowsReadAround,          // rows read beside a miss on the reader's thread (rest of a chunk)
+  kStorageReads,            // read requests to storage (coalesced)
+  kStorageBytes,            // bytes read from storage, gaps included
+  kStallNs,                 // time read callbacks waited for rows: the two below
+  kStallStorageNs,          //   ... for their own storage reads (misses)
+  kStallWaitNs,             //   ... for rows others were loading (prefetch, other processes)
+  kScheduleMatches,         // read samples found where the schedule said
+  kScheduleMismatches,      // read samples the schedule did not predict
+  // Fallbacks: each is also warned about once (Runtime::Fallback).
+  kFallbackServeFailed,     // a cached read failed and was forwarded
+  kFallbackFileChanged,     // reads of a file changed since it was opened, forwarded
+  kFallbackPrefetchFailed,  // prefetch reads that failed (their rows load on demand)
+  kFallbackOracleFailed,    // next-use queries that failed (the row got "never")
+  kFallbackIndexRebuilt,    // next-use index files found unusable and rebuilt in memory
+  kFallbackWritten,         // reads of a dataset written through this process, forwarded
+  kSelectionNone,           // one counter per SelectionKind, in its order
   kSelectionAll,
   kSelectionRegular,
   kSelectionIrregular,
   kSelectionPoints,
   kCount,
+};
+
+// Row counters kept per field of the schedule's sample map (images, labels,
+// ...), so a benchmark can hold each field's storage rows against the
+// simulator's.
+enum class FieldCounter : std::size_t {
+  kRowsHit,
+  kRowsLoaded,
+  kRowsWaited,
+  kRowsPrefetched,
+  kRowsReadAround,
+  kCount,
+};
+
+// One dataset read: what the decoder found and what serving it cost.
+struct ReadRecord {
+  // Decoding (read_hook.h); `decoded` false: the selection was not understood.
+  bool decoded = false;
+  DecodedSelection selection;
+  bool simple = false;
+  bool transfer_forwarded = false;
+  std::uint64_t bytes = 0;
+  // Outcome.
+  bool served = false;  // false: forwarded to the connector underneath
+  std::uint64_t rows_hit = 0, rows_loaded = 0, rows_waited = 0, rows_read_around = 0;
+  std::uint64_t storage_reads = 0, storage_bytes = 0;
+  std::uint64_t stall_storage_ns = 0, stall_wait_ns = 0;
+  std::uint64_t schedule_matches = 0, schedule_mismatches = 0;
+  // The schedule field the dataset is bound to, if any (its row counters).
+  std::optional<std::uint32_t> field;
 };
 
 class Stats {
@@ -63,15 +106,20 @@ class Stats {
   // The same, counted in epoch `epoch`'s block too (prefetch threads know the
   // epoch of the rows they load; reads use the current epoch).
   void AddInEpoch(std::uint32_t epoch, Counter counter, std::uint64_t delta = 1);
+  // One read, all its counters under one lock.
+  void Commit(const ReadRecord& read);
 
   // Per-epoch blocks, once a schedule says how many epochs there are. A
   // running statistics file is rewritten with the larger layout.
   void SetEpochs(std::uint32_t epochs);
   // The epoch reads are counted in (the position tracker's).
   void SetCurrentEpoch(std::uint32_t epoch);
+  // Per-field blocks, once a schedule names its fields (a running file is
+  // rewritten with the larger layout, as for epochs).
+  void SetFields(const std::vector<std::string>& names);
+  void AddField(std::uint32_t field, FieldCounter counter, std::uint64_t delta);
+  std::uint64_t GetField(std::uint32_t field, FieldCounter counter) const;
   std::uint64_t GetInEpoch(std::uint32_t epoch, Counter counter) const;
-  // One dataset read.
-  void CountRead(const DecodedSelection& selection, bool simple, std::uint64_t bytes);
   std::uint64_t Get(Counter counter) const;
 
   // Starts mirroring into `path` (created now, seeded with the current values).
@@ -79,22 +127,32 @@ class Stats {
   std::string StartFile(const std::string& path, const ProcessInfo& process);
   bool has_file() const;
 
-  // In a forked child: zero the counters, forget the parent's file.
-  void ForkedChild();
+  // fork(): the prepare handler takes the lock, so the child inherits it
+  // consistent; the child releases it, zeroes the counters and forgets the
+  // parent's file.
+  void LockForFork();
+  void UnlockInParent();
+  void ResetInChild();
 
   // The same document as the live file, as a string (for tests and tools).
   std::string ToJson(const ProcessInfo& process) const;
 
  private:
   using Values = std::array<std::uint64_t, static_cast<std::size_t>(Counter::kCount)>;
+  using FieldValues = std::array<std::uint64_t, static_cast<std::size_t>(FieldCounter::kCount)>;
   // With values == nullptr, counter fields are LiveStatsFile markers.
   std::string Render(const ProcessInfo& process, bool markers) const;
   void AddLocked(std::optional<std::uint32_t> epoch, Counter counter, std::uint64_t delta);
+  void AddFieldLocked(std::uint32_t field, FieldCounter counter, std::uint64_t delta);
+  // Live-file slot of a field counter: after the totals and every epoch block.
+  std::size_t FieldSlot(std::uint32_t field, FieldCounter counter) const;
   std::string OpenFileLocked();
 
   mutable std::mutex mutex_;
   Values values_{};
   std::vector<Values> epochs_;  // per-epoch blocks (empty without a schedule)
+  std::vector<std::string> field_names_;
+  std::vector<FieldValues> fields_;  // per-field blocks (empty without a sample map)
   std::uint32_t current_epoch_ = 0;
   LiveStatsFile file_;
   std::string file_path_;

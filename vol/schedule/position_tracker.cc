@@ -8,7 +8,8 @@ PositionTracker::PositionTracker(std::shared_ptr<const ScheduleBinding> binding)
     : binding_(std::move(binding)) {
   // Workers run up to prefetch_factor (2) x W batches ahead of each other.
   const scheduler::WorldLayout& layout = binding_->header().layout;
-  window_ = std::max<std::uint64_t>(64, 4ull * layout.batch_size * (layout.workers + 1));
+  ahead_ = std::max<std::uint64_t>(64, 4ull * layout.batch_size * (layout.workers + 1));
+  behind_ = std::max<std::uint64_t>(16, 2ull * layout.batch_size);
 }
 
 std::optional<std::uint64_t> PositionTracker::Find(std::uint32_t epoch, std::uint64_t sample,
@@ -20,47 +21,93 @@ std::optional<std::uint64_t> PositionTracker::Find(std::uint32_t epoch, std::uin
   return p;
 }
 
-PositionTracker::Observation PositionTracker::Matched(std::uint32_t epoch, std::uint64_t position) {
-  known_ = true;
-  epoch_ = epoch;
-  position_ = std::max(position_, position + 1);
-  mismatches_ = 0;
+std::uint64_t PositionTracker::StepOf(std::uint32_t epoch, std::uint64_t position) const {
   const scheduler::RankEpochView part = binding_->Part(binding_->rank(), epoch);
   const auto begins = part.step_begin();
   const auto it = std::upper_bound(begins.begin(), begins.end(), position);
   const std::uint64_t step =
       it == begins.begin() ? 0 : static_cast<std::uint64_t>(it - begins.begin()) - 1;
-  return {true, binding_->GlobalStep(epoch, step), epoch};
+  return binding_->GlobalStep(epoch, step);
 }
 
-PositionTracker::Observation PositionTracker::Observe(std::uint64_t sample,
-                                                      std::uint64_t node_step) {
-  if (abandoned_) return {};
-  if (!known_) {
-    const std::uint32_t epoch = binding_->EpochAndStep(node_step).first;
-    for (std::uint32_t e = epoch; e < std::min(epoch + 2, binding_->epochs()); ++e) {
+PositionTracker::Observation PositionTracker::Place(std::span<const std::uint64_t> samples,
+                                                    std::uint64_t placement) {
+  // The epoch the rank is in, or the next one: the one holding more of the
+  // read's samples wins.
+  const std::uint32_t first = binding_->EpochAndStep(placement).first;
+  Observation best;
+  std::uint64_t best_end = 0;
+  for (std::uint32_t e = first; e < std::min(first + 2, binding_->epochs()); ++e) {
+    Observation o;
+    std::uint64_t furthest = 0;
+    for (std::uint64_t sample : samples) {
       if (auto p = Find(e, sample, 0, UINT64_MAX)) {
-        position_ = 0;
-        return Matched(e, *p);
+        ++o.matched;
+        furthest = std::max(furthest, *p);
+      } else {
+        ++o.mismatched;
       }
     }
-  } else {
-    // One process reads its batches in order, so within an epoch positions
-    // only grow. Near an epoch's end a sample may also be one of the next
-    // epoch's first: the nearer of the two in reading order wins.
-    const std::uint64_t size = binding_->Part(binding_->rank(), epoch_).size();
-    const std::optional<std::uint64_t> here = Find(epoch_, sample, position_, position_ + window_);
-    const std::optional<std::uint64_t> next = Find(epoch_ + 1, sample, 0, window_);
-    if (here && (!next || *here - position_ <= size - std::min(size, position_) + *next)) {
-      return Matched(epoch_, *here);
-    }
-    if (next) {
-      position_ = 0;
-      return Matched(epoch_ + 1, *next);
+    if (o.matched > best.matched) {
+      o.epoch = e;
+      best = o;
+      best_end = furthest + 1;
     }
   }
-  if (++mismatches_ >= kMaxMismatches) abandoned_ = true;
-  return {};
+  if (best.matched == 0) return {.mismatched = samples.size()};
+  known_ = true;
+  epoch_ = best.epoch;
+  position_ = best_end;
+  best.global_step = StepOf(epoch_, position_ - 1);
+  return best;
+}
+
+PositionTracker::Observation PositionTracker::ObserveRead(std::span<const std::uint64_t> samples,
+                                                          std::uint64_t placement) {
+  if (abandoned_ || samples.empty()) return {};
+  Observation o;
+  if (!known_) {
+    o = Place(samples, placement);
+  } else {
+    // Against the position before this read: here (a little behind, well
+    // ahead), or at the start of the next epoch; the nearer of the two in
+    // reading order wins for a sample found in both.
+    const std::uint64_t size = binding_->Part(binding_->rank(), epoch_).size();
+    const std::uint64_t from = position_ > behind_ ? position_ - behind_ : 0;
+    std::uint64_t here_end = 0, next_end = 0;
+    std::uint64_t here_count = 0, next_count = 0;
+    for (std::uint64_t sample : samples) {
+      const std::optional<std::uint64_t> here = Find(epoch_, sample, from, position_ + ahead_);
+      const std::optional<std::uint64_t> next = Find(epoch_ + 1, sample, 0, ahead_);
+      const bool here_wins = here && (!next || (*here >= position_ ? *here - position_ : 0) <=
+                                                   size - std::min(size, position_) + *next);
+      if (here_wins) {
+        ++here_count;
+        here_end = std::max(here_end, *here + 1);
+      } else if (next) {
+        ++next_count;
+        next_end = std::max(next_end, *next + 1);
+      } else {
+        ++o.mismatched;
+      }
+    }
+    o.matched = here_count + next_count;
+    if (next_count > 0) {
+      // The read reaches into the next epoch: this process is there now.
+      ++epoch_;
+      position_ = next_end;
+    } else if (here_count > 0) {
+      position_ = std::max(position_, here_end);
+    }
+    o.epoch = epoch_;
+    if (o.matched > 0) o.global_step = StepOf(epoch_, position_ - 1);
+  }
+  if (o.matched > 0) {
+    mismatches_ = 0;
+  } else if ((mismatches_ += static_cast<std::uint32_t>(o.mismatched)) >= kMaxMismatches) {
+    abandoned_ = true;
+  }
+  return o;
 }
 
 }  // namespace prescient::vol

@@ -13,31 +13,13 @@
 #include "cache/io/raw_loader.h"
 #include "cache/io/task_order.h"
 #include "vol/runtime/runtime.h"
+#include "vol/schedule/task_group.h"
 
 namespace prescient::vol {
 namespace {
 
 namespace io = cache::io;
 using std::chrono::milliseconds;
-
-// Counts finished tasks; the prefetch thread waits for all of one window.
-class Countdown {
- public:
-  explicit Countdown(std::size_t n) : left_(n) {}
-  void Done() {
-    std::lock_guard lock(mutex_);
-    if (--left_ == 0) done_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return left_ == 0; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::size_t left_;
-};
 
 }  // namespace
 
@@ -84,86 +66,36 @@ void Prefetcher::Stop() {
   running_pid_ = 0;
 }
 
-std::vector<io::RowNeed> Prefetcher::RowsOfSteps(std::uint64_t from, std::uint64_t to) const {
-  std::vector<io::RowNeed> needs;
+std::vector<WantedRow> Prefetcher::RowsOfSteps(std::uint64_t from, std::uint64_t to) const {
+  std::vector<WantedRow> wanted;
   for (std::uint64_t g = from; g < to; ++g) {
     const auto [epoch, step] = binding_->EpochAndStep(g);
     for (std::uint32_t rank : binding_->LocalRanks()) {
       const scheduler::RankEpochView part = binding_->Part(rank, epoch);
       if (step >= part.steps()) continue;
-      for (scheduler::SampleId s : part.Step(step)) needs.push_back({.row = s, .step = g});
+      for (scheduler::SampleId s : part.Step(step))
+        wanted.push_back({.dataset = dataset_.get(), .row = s, .step = g});
     }
   }
-  // Whole slabs of chunked data: each chunk is read and decoded once; rows
-  // the oracle would not admit are then left out by Claim.
-  if (const auto* chunked = std::get_if<io::ChunkedLayout>(dataset_->raw_layout().get())) {
-    const std::uint64_t per_slab = chunked->chunk_shape()[0];
-    const std::size_t wanted = needs.size();
-    for (std::size_t i = 0; i < wanted; ++i) {
-      const std::uint64_t first = needs[i].row / per_slab * per_slab;
-      for (std::uint64_t r = first; r < std::min(first + per_slab, dataset_->num_rows()); ++r)
-        needs.push_back({.row = r});
-    }
-  }
-  io::NormalizeNeeds(needs);
-  return needs;
+  return wanted;
 }
 
 void Prefetcher::PrefetchSteps(std::uint64_t from, std::uint64_t to, io::Executor& executor) {
-  const std::vector<io::RowNeed> needs = RowsOfSteps(from, to);
-  if (needs.empty()) return;
-  std::vector<std::uint64_t> rows(needs.size());
-  std::transform(needs.begin(), needs.end(), rows.begin(),
-                 [](const io::RowNeed& n) { return n.row; });
-  cache::Result<std::vector<std::uint64_t>> claimed =
-      cache_.Claim(dataset_->slot(), rows, oracle_.get());
-  if (!claimed.ok() || claimed.value().empty()) return;
-  io::Result<io::ReadPlan> plan =
-      io::PlanReads(*dataset_->raw_layout(), claimed.value(), coalescing_);
-  if (!plan.ok()) {
-    for (std::uint64_t row : claimed.value()) cache_.Abandon(dataset_->slot(), row);
-    return;
-  }
-  // The round spans hundreds of steps; the loaders' next batch goes first.
-  io::OrderTasksByFirstNeed(plan.value(), needs);
+  std::vector<WantedRow> wanted = RowsOfSteps(from, to);
+  if (wanted.empty()) return;
+  PrefetchRound round(cache_, oracle_.get(), executor,
+                      [](const CachedDataset&) { return std::optional<std::uint32_t>(); });
+  const RoundTally tally = round.Run(std::move(wanted));
   Stats& stats = Runtime::Get().stats();
   const std::uint32_t epoch = binding_->EpochAndStep(from).first;
-  Countdown countdown(plan.value().tasks.size());
-  for (const io::ReadTask& task : plan.value().tasks) {
-    auto run = [&, task_ptr = &task] {
-      const io::ReadTask& t = *task_ptr;
-      const std::uint64_t row_bytes = dataset_->row_bytes();
-      std::vector<std::byte> staging(t.rows.size() * row_bytes);
-      auto target = [&](std::uint64_t row) -> std::byte* {
-        const auto it = std::lower_bound(t.rows.begin(), t.rows.end(), row);
-        return staging.data() + static_cast<std::size_t>(it - t.rows.begin()) * row_bytes;
-      };
-      const io::Status status =
-          io::LoadTask(*dataset_->raw_layout(), *dataset_->source(), t, target);
-      std::uint64_t published = 0;
-      for (std::size_t i = 0; i < t.rows.size(); ++i) {
-        if (!status.ok()) {
-          cache_.Abandon(dataset_->slot(), t.rows[i]);
-          continue;
-        }
-        cache::Result<cache::PublishOutcome> outcome = cache_.Publish(
-            dataset_->slot(), t.rows[i], staging.data() + i * row_bytes, oracle_.get());
-        if (outcome.ok() && outcome.value() == cache::PublishOutcome::kStored) ++published;
-      }
-      if (status.ok()) {
-        std::uint64_t bytes = 0;
-        for (const io::FileRead& read : t.reads) bytes += read.length;
-        stats.AddInEpoch(epoch, Counter::kStorageReads, t.reads.size());
-        stats.AddInEpoch(epoch, Counter::kStorageBytes, bytes);
-        stats.AddInEpoch(epoch, Counter::kRowsPrefetched, published);
-      } else {
-        Runtime::Get().Log(LogLevel::kInfo, "prefetch read failed: " + status.ToString());
-      }
-      countdown.Done();
-    };
-    if (!executor.Submit(run)) run();
+  stats.AddInEpoch(epoch, Counter::kStorageReads, tally.storage_reads);
+  stats.AddInEpoch(epoch, Counter::kStorageBytes, tally.storage_bytes);
+  stats.AddInEpoch(epoch, Counter::kRowsPrefetched, tally.rows_prefetched);
+  if (tally.failed_tasks > 0) {
+    Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
+                            "a prefetch read failed; its rows are loaded when they are read",
+                            tally.failed_tasks);
   }
-  countdown.Wait();
 }
 
 void Prefetcher::Run() noexcept {

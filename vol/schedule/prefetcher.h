@@ -23,6 +23,7 @@
 #include "cache/io/coalescing_options.h"
 #include "cache/io/executor.h"
 #include "cache/io/task_order.h"
+#include "vol/schedule/prefetch_round.h"
 #include "vol/schedule/schedule_binding.h"
 #include "vol/serve/cached_dataset.h"
 
@@ -47,9 +48,8 @@ class Prefetcher {
  private:
   void Run() noexcept;
   void PrefetchSteps(std::uint64_t from, std::uint64_t to, cache::io::Executor& executor);
-  // The rows of global steps [from, to) of every local rank, each with its
-  // first step, plus (chunked data) the other rows of their slabs.
-  std::vector<cache::io::RowNeed> RowsOfSteps(std::uint64_t from, std::uint64_t to) const;
+  // The rows of global steps [from, to) of every local rank, each with its step.
+  std::vector<WantedRow> RowsOfSteps(std::uint64_t from, std::uint64_t to) const;
 
   cache::NodeCache& cache_;
   std::shared_ptr<const ScheduleBinding> binding_;

@@ -47,7 +47,7 @@ bool ScheduleBinding::TryLoadIndex(const std::string& schedule_path) {
     return false;  // none, or older than the schedule it would describe
   }
   try {
-    scheduler::NextUseIndex loaded = scheduler::NextUseIndex::Load(index_path);
+    scheduler::NextUseIndex loaded = scheduler::NextUseIndex::Load(index_path, reader_);
     const std::uint64_t last_epoch = header().epochs - 1;
     if (loaded.node() != node_ || loaded.num_samples() != header().num_samples ||
         loaded.total_steps() != reader_.EpochFirstStep(static_cast<std::uint32_t>(last_epoch)) +
@@ -140,6 +140,7 @@ std::shared_ptr<const std::vector<std::uint32_t>> ScheduleBinding::PositionsOf(
 std::uint64_t ScheduleOracle::NextUse(cache::DatasetSlot ds, std::uint64_t row,
                                       std::uint64_t now) const noexcept {
   if (ds != slot_) return kNever;
+  if (rows_per_entry_ > 1) return now + 1;
   try {
     const std::uint64_t next = binding_->NextUse(row, now);
     return next == scheduler::NextUseIndex::kNever ? kNever : next;
@@ -151,6 +152,7 @@ std::uint64_t ScheduleOracle::NextUse(cache::DatasetSlot ds, std::uint64_t row,
 std::uint64_t ReadOracle::NextUse(cache::DatasetSlot ds, std::uint64_t row,
                                   std::uint64_t now) const noexcept {
   if (ds != slot_) return kNever;
+  if (rows_per_entry_ > 1) return std::max(now, read_step_) + 1;
   try {
     const std::uint64_t next = binding_.NextUse(row, std::max(now, read_step_));
     return next == scheduler::NextUseIndex::kNever ? kNever : next;

@@ -32,9 +32,9 @@ class ScheduleBinding {
  public:
   // Null (after one warning through `warn`) when the schedule is unusable.
   // The node's next-use index comes from `<path>.node<N>.index` when that
-  // file exists, is newer than the schedule and fits it (written by
+  // file exists, is newer than the schedule and was built from it (written by
   // `prescient-schedule index <path> --node N --output <path>.node<N>.index`;
-  // it is mapped shared, one copy per node however many processes load it);
+  // Load checks the schedule checksum it records and reads it into memory);
   // otherwise it is built in memory (seconds and ~100 MB per process at
   // ImageNet scale).
   static std::shared_ptr<ScheduleBinding> Open(const std::string& path, std::uint32_t rank,
@@ -77,8 +77,6 @@ class ScheduleBinding {
   // (whose own lock would stay taken in the child) at that moment.
   void LockForFork() const { mutex_.lock(); }
   void UnlockAfterFork() const { mutex_.unlock(); }
-  // In the forked child (single-threaded): a fresh, unlocked mutex.
-  void ResetLockAfterFork() const { new (&mutex_) std::mutex(); }
 
  private:
   ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank, const std::string& path);
@@ -94,17 +92,21 @@ class ScheduleBinding {
   mutable std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> positions_;
 };
 
-// The cache's eviction oracle for the dataset bound to a schedule.
+// The cache's eviction oracle for the dataset bound to a schedule. A dataset
+// of small rows cached several rows to an entry (CachedDataset::grouped) is
+// small by construction: its entries are kept as needed right away.
 class ScheduleOracle final : public cache::NextUseOracle {
  public:
-  ScheduleOracle(std::shared_ptr<const ScheduleBinding> binding, cache::DatasetSlot slot)
-      : binding_(std::move(binding)), slot_(slot) {}
+  ScheduleOracle(std::shared_ptr<const ScheduleBinding> binding, cache::DatasetSlot slot,
+                 std::uint64_t rows_per_entry)
+      : binding_(std::move(binding)), slot_(slot), rows_per_entry_(rows_per_entry) {}
   std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,
                         std::uint64_t now) const noexcept override;
 
  private:
   std::shared_ptr<const ScheduleBinding> binding_;
   cache::DatasetSlot slot_;
+  std::uint64_t rows_per_entry_;
 };
 
 // The oracle for the rows of one read at global step `read_step`: a row just
@@ -114,14 +116,16 @@ class ScheduleOracle final : public cache::NextUseOracle {
 // urgent, and turn away rows that are needed soon.
 class ReadOracle final : public cache::NextUseOracle {
  public:
-  ReadOracle(const ScheduleBinding& binding, cache::DatasetSlot slot, std::uint64_t read_step)
-      : binding_(binding), slot_(slot), read_step_(read_step) {}
+  ReadOracle(const ScheduleBinding& binding, cache::DatasetSlot slot, std::uint64_t rows_per_entry,
+             std::uint64_t read_step)
+      : binding_(binding), slot_(slot), rows_per_entry_(rows_per_entry), read_step_(read_step) {}
   std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,
                         std::uint64_t now) const noexcept override;
 
  private:
   const ScheduleBinding& binding_;
   cache::DatasetSlot slot_;
+  std::uint64_t rows_per_entry_;
   std::uint64_t read_step_;
 };
 

@@ -3,6 +3,8 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <exception>
 #include <variant>
 #include <vector>
@@ -59,7 +61,9 @@ std::string LoadingNote(const CachedDataset& cached) {
   if (!cached.raw_layout()) return "reads through HDF5: " + cached.raw_reason();
   std::string note =
       "raw reads, coalescing gap " + std::to_string(cached.coalescing().max_gap_bytes) + " bytes";
-  if (!cached.storage_profile().empty()) note += "; storage " + cached.storage_profile();
+  if (cached.grouped()) {
+    note += "; small rows cached " + std::to_string(cached.rows_per_entry()) + " to an entry";
+  }
   return note;
 }
 
@@ -75,50 +79,30 @@ CacheClient::CacheClient() {
                    &CacheClient::AtForkChild);
 }
 
+// fork() (a DataLoader starting its workers) runs no work of Prescient's:
+// the segment was opened, the datasets registered and the schedule bound when
+// the datasets were opened. The handlers only make the locks consistent: they
+// are taken before fork() (no thread of the parent is then inside the state
+// they guard, or inside the schedule reader) and released on both sides.
 void CacheClient::AtForkPrepare() {
-  // A process that opened datasets and now forks (a DataLoader's main process
-  // starting its workers) attaches to the node cache first: its workers
-  // inherit the attachment, and the segment outlives each generation of
-  // workers. Nothing here calls HDF5.
-  try {
-    CacheClient& client = Get();
-    std::lock_guard lock(client.mutex_);
-    if (client.datasets_.empty()) return;
-    if (client.OpenCacheLocked() == nullptr) return;
-    for (auto& [key, cached] : client.datasets_) {
-      if (cached && !cached->registered()) client.RegisterLocked(cached);
-    }
-  } catch (...) {
-  }
-  // Last: no prefetch thread may be inside the schedule reader at fork().
   CacheClient& client = Get();
-  std::shared_ptr<ScheduleBinding> schedule;
-  {
-    std::lock_guard lock(client.mutex_);
-    schedule = client.schedule_;
-  }
-  if (schedule) schedule->LockForFork();
-  client.forking_schedule_ = std::move(schedule);
+  client.mutex_.lock();
+  client.forking_schedule_ = client.schedule_;
+  if (client.forking_schedule_) client.forking_schedule_->LockForFork();
 }
 
 void CacheClient::AtForkParent() {
   CacheClient& client = Get();
   if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
   client.forking_schedule_.reset();
+  client.mutex_.unlock();
 }
 
 void CacheClient::AtForkChild() {
-  // The client's own mutex may have been held by a thread that does not exist
-  // in the child (the prefetcher), so it is re-created. The schedule lock is
-  // held by this very thread (AtForkPrepare took it) and is released normally,
-  // which also keeps thread sanitizers' view of it consistent.
   CacheClient& client = Get();
-  new (&client.mutex_) std::mutex();
   if (client.forking_schedule_) client.forking_schedule_->UnlockAfterFork();
-  if (client.schedule_ && client.schedule_ != client.forking_schedule_) {
-    client.schedule_->ResetLockAfterFork();  // replaced after the prepare handler ran
-  }
   client.forking_schedule_.reset();
+  client.mutex_.unlock();
 }
 
 void CacheClient::Shutdown() noexcept {
@@ -174,7 +158,8 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
 bool CacheClient::RegisterLocked(const std::shared_ptr<CachedDataset>& cached) {
   if (cached->registered()) return true;
   Runtime& runtime = Runtime::Get();
-  const cache::Status status = cached->Register(*cache_, runtime.options().coalesce_gap);
+  const cache::Status status = cached->Register(*cache_, runtime.options().cache.block_bytes,
+                                                runtime.options().coalesce_gap);
   if (!status.ok()) {
     runtime.Log(LogLevel::kWarn, "not caching " + cached->description() + ": " + status.message());
     return false;
@@ -193,11 +178,15 @@ void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
         !Runtime::Get().options().cache_enabled) {
       return;
     }
-    // Prepared now (the HDF5 work belongs in this callback); the segment is
-    // opened by the first read it can serve, or when this process forks.
+    // Everything happens now, in the callback: the HDF5 work of preparing the
+    // dataset, opening the node's segment, registering the dataset and
+    // binding the schedule. A DataLoader's main process, which opens the
+    // dataset only to ask its length, is then attached before it forks its
+    // workers (so the segment outlives each generation of them), and fork()
+    // itself has nothing left to do.
     std::lock_guard lock(mutex_);
     std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
-    if (cached && cache_) RegisterLocked(cached);
+    if (cached && OpenCacheLocked() != nullptr) RegisterLocked(cached);
   } catch (...) {
   }
 }
@@ -221,8 +210,9 @@ void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cache
                               [&](const std::string& m) { runtime.Log(LogLevel::kWarn, m); });
   }
   if (!schedule_) return;
-  const std::string mismatch = schedule_->Mismatch(cached->num_rows(), cached->row_bytes(),
-                                                   cached->file_size(), cached->file_mtime_ns());
+  const std::string mismatch =
+      schedule_->Mismatch(cached->num_rows(), cached->row_bytes(), cached->file_identity().size,
+                          cached->file_identity().mtime_ns);
   if (!mismatch.empty()) {
     // Other datasets of the file (labels beside images) differ in shape: only
     // a dataset of the right shape in a changed file deserves a warning.
@@ -237,7 +227,7 @@ void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cache
   }
   bound_slot_ = cached->slot();
   runtime.stats().SetEpochs(schedule_->epochs());
-  oracle_ = std::make_shared<ScheduleOracle>(schedule_, bound_slot_);
+  oracle_ = std::make_shared<ScheduleOracle>(schedule_, bound_slot_, cached->rows_per_entry());
   tracker_ = std::make_unique<PositionTracker>(schedule_);
   runtime.Log(LogLevel::kInfo, "schedule bound to " + cached->description() + " (rank " +
                                    std::to_string(schedule_->rank()) + ", node " +
@@ -250,21 +240,14 @@ void CacheClient::BindScheduleLocked(const std::shared_ptr<CachedDataset>& cache
   }
 }
 
-std::optional<std::uint64_t> CacheClient::FollowSchedule(std::span<const std::uint64_t> rows) {
-  Stats& stats = Runtime::Get().stats();
-  std::uint64_t furthest = 0;
-  bool matched = false;
-  std::uint32_t epoch = 0;
+std::optional<std::uint64_t> CacheClient::FollowSchedule(std::span<const std::uint64_t> rows,
+                                                         ReadRecord* record) {
   const bool was_abandoned = tracker_->abandoned();
-  for (std::uint64_t row : rows) {
-    const PositionTracker::Observation o = tracker_->Observe(row, cache_->NodeStep());
-    stats.Add(o.matched ? Counter::kScheduleMatches : Counter::kScheduleMismatches);
-    if (o.matched) {
-      matched = true;
-      furthest = std::max(furthest, o.global_step);
-      epoch = o.epoch;
-    }
-  }
+  const PositionTracker::Observation o = tracker_->ObserveRead(rows, cache_->NodeStep());
+  record->schedule_matches += o.matched;
+  record->schedule_mismatches += o.mismatched;
+  const bool matched = o.matched > 0;
+  const std::uint64_t furthest = o.global_step;
   if (matched) {
     // The node step must not pass the slowest local reader: what it still
     // reads would look past to the eviction oracle. This process's workers
@@ -272,7 +255,7 @@ std::optional<std::uint64_t> CacheClient::FollowSchedule(std::span<const std::ui
     const scheduler::WorldLayout& layout = schedule_->header().layout;
     const std::uint64_t lag = 2ull * (layout.workers + 1) + 1;
     if (furthest > lag) cache_->AdvanceNodeStep(furthest - lag);
-    stats.SetCurrentEpoch(epoch);
+    Runtime::Get().stats().SetCurrentEpoch(o.epoch);
   }
   if (tracker_->abandoned() && !was_abandoned) {
     Runtime::Get().Log(LogLevel::kWarn,
@@ -286,26 +269,29 @@ std::optional<std::uint64_t> CacheClient::FollowSchedule(std::span<const std::ui
   return furthest;
 }
 
-cache::Status CacheClient::LoadWithReadAround(
-    cache::NodeCache& cache, const CachedDataset& cached, const VolObject& dataset,
-    std::span<const std::uint64_t> missing, std::span<std::byte* const> dest,
-    const cache::io::CoalescingOptions& coalescing, LoadCounters* load,
-    const cache::NextUseOracle* oracle, std::uint64_t* read_around) {
+cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
+                                              const VolObject& dataset,
+                                              std::span<const std::uint64_t> missing,
+                                              std::span<std::byte* const> dest, LoadCounters* load,
+                                              const cache::NextUseOracle* oracle,
+                                              std::uint64_t* read_around) {
   std::vector<std::uint64_t> claimed;
   // Without a schedule nothing says the chunk's other rows are needed before
   // LRU drops them: read around only when the whole dataset fits the cache.
+  // Grouped datasets are small: their entries are their read-around.
   const bool read_around_pays =
-      oracle != nullptr || cached.num_rows() * cached.row_bytes() <= cache.Stats().capacity_bytes;
+      !cached.grouped() &&
+      (oracle != nullptr || cached.num_rows() * cached.row_bytes() <= cache.Stats().capacity_bytes);
   std::vector<std::uint64_t> extra;
   if (read_around_pays) extra = SlabMates(cached, missing);
   if (!extra.empty()) {
     cache::Result<std::vector<std::uint64_t>> c = cache.Claim(cached.slot(), extra, oracle);
     if (c.ok()) claimed = std::move(c.value());
   }
-  if (claimed.empty()) return cached.Load(&dataset, missing, dest, coalescing, load);
+  if (claimed.empty()) return cached.LoadEntries(&dataset, missing, dest, load);
 
   // Load requested and claimed rows in one plan, so each chunk is decoded once.
-  std::vector<std::byte> staging(claimed.size() * cached.row_bytes());
+  std::vector<std::byte> staging(claimed.size() * cached.entry_bytes());
   std::vector<std::uint64_t> rows;
   std::vector<std::byte*> targets;
   rows.reserve(missing.size() + claimed.size());
@@ -316,36 +302,50 @@ cache::Status CacheClient::LoadWithReadAround(
       targets.push_back(dest[i++]);
     } else {
       rows.push_back(claimed[j]);
-      targets.push_back(staging.data() + j++ * cached.row_bytes());
+      targets.push_back(staging.data() + j++ * cached.entry_bytes());
     }
   }
-  const cache::Status status = cached.Load(&dataset, rows, targets, coalescing, load);
+  const cache::Status status = cached.LoadEntries(&dataset, rows, targets, load);
   for (std::size_t j = 0; j < claimed.size(); ++j) {
     if (!status.ok()) {
       cache.Abandon(cached.slot(), claimed[j]);
     } else {
-      cache.Publish(cached.slot(), claimed[j], staging.data() + j * cached.row_bytes(), oracle);
+      cache.Publish(cached.slot(), claimed[j], staging.data() + j * cached.entry_bytes(), oracle);
     }
   }
   if (status.ok()) *read_around += claimed.size();
   return status;
 }
 
-bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
-                           void* buf) noexcept {
+bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request, void* buf,
+                           ReadRecord* record) noexcept {
   try {
     if (!request.simple || request.selection.rows.rows() == 0) return false;
     std::shared_ptr<CachedDataset> cached = Dataset(dataset);
     if (cached == nullptr) return false;
     cache::NodeCache* cache = Cache(false);
-    const std::uint64_t capacity = capacity_bytes_;
-    if (request.selection.rows.rows() * cached->row_bytes() > capacity / kMaxShareOfCache)
+    if (request.selection.rows.rows() * cached->row_bytes() > capacity_bytes_ / kMaxShareOfCache)
       return false;
+    if (cached->FileChanged()) {
+      Runtime::Get().Fallback(Counter::kFallbackFileChanged,
+                              cached->path() +
+                                  " changed on disk while open (size, modification or status "
+                                  "time): its reads are forwarded to HDF5, never served from the "
+                                  "cache");
+      return false;
+    }
 
+    // Rows in transfer order, and the cache entries holding them.
     const std::vector<std::uint64_t> rows = RowsInTransferOrder(request.selection.rows);
-    LoadCounters load;
-    const cache::io::CoalescingOptions coalescing = cached->coalescing();
-    std::uint64_t read_around = 0;
+    std::vector<std::uint64_t> entries;
+    if (cached->grouped()) {
+      entries.reserve(rows.size());
+      for (std::uint64_t row : rows) entries.push_back(row / cached->rows_per_entry());
+      std::sort(entries.begin(), entries.end());
+      entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+    }
+    const std::vector<std::uint64_t>& wanted = cached->grouped() ? entries : rows;
+
     // With a schedule: place the read first, so its rows are keyed by their
     // use after this read (ReadOracle).
     std::shared_ptr<const ScheduleBinding> schedule;
@@ -354,34 +354,73 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       std::lock_guard lock(mutex_);
       if (cached->slot() == bound_slot_ && tracker_) schedule = schedule_;
     }
-    if (schedule) read_step = FollowSchedule(rows);
+    if (schedule) read_step = FollowSchedule(rows, record);
     const cache::NextUseOracle* oracle = nullptr;
     std::optional<ReadOracle> read_oracle;
     if (schedule) {
-      read_oracle.emplace(*schedule, cached->slot(), read_step.value_or(cache->NodeStep()));
+      read_oracle.emplace(*schedule, cached->slot(), cached->rows_per_entry(),
+                          read_step.value_or(cache->NodeStep()));
       oracle = &*read_oracle;
     }
+
+    LoadCounters load;
+    std::uint64_t read_around = 0;
+    std::chrono::nanoseconds load_time{0};
     auto loader = [&](std::span<const std::uint64_t> missing, std::span<std::byte* const> dest) {
-      return LoadWithReadAround(*cache, *cached, dataset, missing, dest, coalescing, &load, oracle,
-                                &read_around);
+      const auto start = std::chrono::steady_clock::now();
+      cache::Status status =
+          LoadWithReadAround(*cache, *cached, dataset, missing, dest, &load, oracle, &read_around);
+      load_time += std::chrono::steady_clock::now() - start;
+      return status;
     };
+    std::vector<std::byte> scratch;
+    std::byte* target = static_cast<std::byte*>(buf);
+    if (cached->grouped()) {
+      scratch.resize(entries.size() * cached->entry_bytes());
+      target = scratch.data();
+    }
     cache::ReadRowsStats read;
     const cache::Status status =
-        cache->ReadRows(cached->slot(), rows, static_cast<std::byte*>(buf), loader, oracle, &read);
-    Stats& stats = Runtime::Get().stats();
-    stats.Add(Counter::kStorageReads, load.reads);
-    stats.Add(Counter::kStorageBytes, load.bytes);
-    stats.Add(Counter::kStallNs, static_cast<std::uint64_t>(read.wait_time.count()));
+        cache->ReadRows(cached->slot(), wanted, target, loader, oracle, &read);
+    record->storage_reads += load.reads;
+    record->storage_bytes += load.bytes;
+    record->stall_storage_ns += static_cast<std::uint64_t>(load_time.count());
+    record->stall_wait_ns += static_cast<std::uint64_t>(read.wait_time.count());
     if (!status.ok()) {
-      Runtime::Get().Log(LogLevel::kInfo,
-                         "cache read failed (" + status.message() + "); forwarding");
+      Runtime::Get().Fallback(Counter::kFallbackServeFailed,
+                              "a read served from the node cache failed (" + status.message() +
+                                  "); it was forwarded to HDF5, as are other reads that fail");
       return false;
     }
-    stats.Add(Counter::kReadsServed);
-    stats.Add(Counter::kRowsHit, read.hits);
-    stats.Add(Counter::kRowsLoaded, read.loaded + read.uncached);
-    stats.Add(Counter::kRowsWaited, read.waited);
-    stats.Add(Counter::kRowsPrefetched, read_around);
+    if (cached->grouped()) {
+      // Copy each requested row out of its entry, in transfer order.
+      const std::uint64_t g = cached->rows_per_entry();
+      const std::uint64_t row_bytes = cached->row_bytes();
+      auto* out = static_cast<std::byte*>(buf);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::uint64_t e = rows[i] / g;
+        const std::size_t at = static_cast<std::size_t>(
+            std::lower_bound(entries.begin(), entries.end(), e) - entries.begin());
+        std::memcpy(out + i * row_bytes,
+                    scratch.data() + at * cached->entry_bytes() + (rows[i] % g) * row_bytes,
+                    row_bytes);
+      }
+    }
+    record->served = true;
+    if (!cached->grouped()) {
+      record->rows_hit += read.hits;
+      record->rows_loaded += read.loaded + read.uncached;
+      record->rows_waited += read.waited;
+      record->rows_read_around += read_around;
+    } else {
+      // Entries of several rows: rows brought from storage are whole entries;
+      // the requested rows count as hits when their entries all were.
+      const std::uint64_t g = cached->rows_per_entry();
+      const std::uint64_t missed = read.loaded + read.uncached + read.waited;
+      record->rows_hit += missed == 0 ? rows.size() : rows.size() * read.hits / entries.size();
+      record->rows_loaded += (read.loaded + read.uncached) * g;
+      record->rows_waited += read.waited * g;
+    }
     return true;
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("cache serve failed: ") + e.what());

@@ -23,6 +23,7 @@
 #include "cache/io/coalescing_options.h"
 #include "vol/objects/object.h"
 #include "vol/read/read_hook.h"
+#include "vol/runtime/stats.h"
 #include "vol/schedule/position_tracker.h"
 #include "vol/schedule/prefetcher.h"
 #include "vol/schedule/schedule_binding.h"
@@ -36,18 +37,19 @@ class CacheClient {
 
   // True when the read was served into `buf` (complete; do not forward).
   // False: nothing was written that matters; forward the read. Never throws.
-  bool TryServe(const VolObject& dataset, const ReadRequest& request, void* buf) noexcept;
+  // What the read cost goes into `record` (committed by the caller).
+  bool TryServe(const VolObject& dataset, const ReadRequest& request, void* buf,
+                ReadRecord* record) noexcept;
 
   // The open cache, or null (disabled, failed, not opened yet and `open`
   // false). Opening happens at most once per process.
   cache::NodeCache* Cache(bool open = true);
   // Called when a dataset of a read-only file opens: prepares it for caching
-  // (all HDF5 work, in this callback). The node segment itself is opened by
-  // the first read it can serve or when this process forks: a DataLoader's
-  // main process, which only opened the dataset to ask its length, attaches
-  // before starting its workers and so keeps the segment alive while
-  // generations of workers come and go. Tools like h5dump that never read
-  // whole rows never create a segment.
+  // (all HDF5 work, in this callback), opens the node segment if needed,
+  // registers the dataset and binds the schedule to it. A DataLoader's main
+  // process, which only opened the dataset to ask its length, is so attached
+  // before it starts its workers and keeps the segment alive while
+  // generations of workers come and go; fork() itself does no work.
   void DatasetOpened(const VolObject& dataset) noexcept;
   // The dataset's registration, made on first use. Null if not cacheable.
   std::shared_ptr<CachedDataset> Dataset(const VolObject& dataset);
@@ -71,9 +73,8 @@ class CacheClient {
   static cache::Status LoadWithReadAround(cache::NodeCache& cache, const CachedDataset& cached,
                                           const VolObject& dataset,
                                           std::span<const std::uint64_t> missing,
-                                          std::span<std::byte* const> dest,
-                                          const cache::io::CoalescingOptions& coalescing,
-                                          LoadCounters* load, const cache::NextUseOracle* oracle,
+                                          std::span<std::byte* const> dest, LoadCounters* load,
+                                          const cache::NextUseOracle* oracle,
                                           std::uint64_t* read_around);
 
   std::mutex mutex_;  // guards everything below
@@ -86,7 +87,8 @@ class CacheClient {
   // The schedule and the one dataset it describes (PRESCIENT_SCHEDULE).
   // A read of the bound dataset: follow the schedule. Returns the read's
   // global step when the schedule predicted it.
-  std::optional<std::uint64_t> FollowSchedule(std::span<const std::uint64_t> rows);
+  std::optional<std::uint64_t> FollowSchedule(std::span<const std::uint64_t> rows,
+                                              ReadRecord* record);
   bool schedule_opened_ = false;
   std::shared_ptr<ScheduleBinding> schedule_;
   cache::DatasetSlot bound_slot_ = cache::kInvalidDatasetSlot;

@@ -1,7 +1,5 @@
 #include "vol/serve/cached_dataset.h"
 
-#include <sys/stat.h>
-
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -9,9 +7,7 @@
 
 #include "cache/io/coalescing_planner.h"
 #include "cache/io/raw_loader.h"
-#include "cache/io/storage_calibration.h"
-#include "vol/objects/file_state.h"
-#include "vol/runtime/error.h"
+#include "vol/serve/file_handles.h"
 #include "vol/serve/raw_layout_hdf5.h"
 
 namespace prescient::vol {
@@ -19,23 +15,15 @@ namespace {
 
 namespace io = cache::io;
 
-cache::DatasetKey KeyOf(const DatasetState& state) {
-  return cache::DatasetKey{state.identity().hash[0], state.identity().hash[1]};
-}
+// A dataset is grouped when its rows are at most this share of a block...
+constexpr std::uint64_t kGroupRowShareOfBlock = 2;
+// ...and all of it is at most this share of the cache.
+constexpr std::uint64_t kGroupDatasetShareOfCache = 16;
 
-// Opens the file for raw reads and checks it is the file HDF5 opened (same
-// device and inode): a path can be replaced between H5Fopen and now.
-io::Result<std::unique_ptr<io::PosixFile>> OpenSameFile(const FileState& file) {
-  io::Result<std::unique_ptr<io::PosixFile>> opened =
-      io::PosixFile::Open(file.name, io::AccessPattern::kRandom);
-  if (!opened.ok()) return opened.status();
-  struct stat st{};
-  if (::fstat(opened.value()->fd(), &st) != 0 ||
-      static_cast<std::uint64_t>(st.st_dev) != file.identity.device ||
-      static_cast<std::uint64_t>(st.st_ino) != file.identity.inode) {
-    return io::Status::Unsupported(file.name + " is no longer the file HDF5 opened");
-  }
-  return opened;
+std::int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -44,11 +32,10 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const VolObject& dataset,
                                                       const DatasetState& state) {
   if (dataset.file == nullptr) throw std::runtime_error("its file is unknown");
   auto cached = std::make_shared<CachedDataset>();
-  cached->key_ = KeyOf(state);
+  cached->key_ = cache::DatasetKey{state.identity().hash[0], state.identity().hash[1]};
   cached->description_ = state.identity().description;
   cached->path_ = dataset.file->name;
-  cached->file_size_ = dataset.file->identity.size;
-  cached->file_mtime_ns_ = dataset.file->identity.mtime_ns;
+  cached->file_identity_ = dataset.file->identity;
   cached->row_bytes_ = state.row_bytes();
   cached->dims_ = state.dims();
   cached->num_rows_ = state.dims().empty() ? 0 : state.dims()[0];
@@ -58,42 +45,57 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const VolObject& dataset,
     cached->raw_reason_ = layout.status().message();
     return cached;
   }
-  io::Result<std::unique_ptr<io::PosixFile>> file = OpenSameFile(*dataset.file);
-  if (!file.ok()) {
-    cached->raw_reason_ = file.status().message();
-    return cached;
-  }
   cached->layout_ = std::make_shared<const io::RawLayout>(std::move(layout.value()));
-  cached->source_ = std::shared_ptr<const io::RandomAccessSource>(std::move(file.value()));
+  cached->source_ = FileHandles::Get().Source(*dataset.file);
   return cached;
 }
 
-cache::Status CachedDataset::Register(cache::NodeCache& cache,
+cache::Status CachedDataset::Register(cache::NodeCache& cache, std::uint64_t block_bytes,
                                       std::optional<std::uint64_t> fixed_gap) {
   if (registered()) return cache::Status::Ok();
-  cache::Result<cache::DatasetSlot> slot = cache.RegisterDataset(key_, row_bytes_, num_rows_);
-  if (!slot.ok()) return slot.status();
-  if (layout_ && fixed_gap) {
-    coalescing_.max_gap_bytes = *fixed_gap;
-  } else if (layout_) {
-    if (io::Result<io::StorageProfile> profile = io::CalibrateStorage(path_); profile.ok()) {
-      coalescing_ = io::CoalescingFromProfile(profile.value());
-      storage_profile_ = profile.value().ToString();
-    }
+  const std::uint64_t capacity = cache.Stats().capacity_bytes;
+  if (row_bytes_ > 0 && row_bytes_ * kGroupRowShareOfBlock <= block_bytes &&
+      row_bytes_ * num_rows_ <= capacity / kGroupDatasetShareOfCache) {
+    rows_per_entry_ = std::max<std::uint64_t>(1, std::min(num_rows_, block_bytes / row_bytes_));
   }
+  cache::DatasetKey key = key_;
+  if (rows_per_entry_ > 1) key.lo ^= rows_per_entry_ * 0x9e3779b97f4a7c15ull;  // another geometry
+  cache::Result<cache::DatasetSlot> slot = cache.RegisterDataset(key, entry_bytes(), num_entries());
+  if (!slot.ok()) return slot.status();
+  if (fixed_gap) coalescing_.max_gap_bytes = *fixed_gap;
   slot_ = slot.value();
   return cache::Status::Ok();
 }
 
-cache::Status CachedDataset::Load(const VolObject* dataset, std::span<const std::uint64_t> rows,
-                                  std::span<std::byte* const> dest,
-                                  const io::CoalescingOptions& coalescing,
-                                  LoadCounters* counters) const noexcept {
+cache::Status CachedDataset::LoadEntries(const VolObject* dataset,
+                                         std::span<const std::uint64_t> entries,
+                                         std::span<std::byte* const> dest,
+                                         LoadCounters* counters) const noexcept {
   try {
-    if (layout_) return LoadRaw(rows, dest, coalescing, counters);
+    std::vector<std::uint64_t> rows;
+    std::vector<std::byte*> targets;
+    if (rows_per_entry_ == 1) {
+      rows.assign(entries.begin(), entries.end());
+      targets.assign(dest.begin(), dest.end());
+    } else {
+      rows.reserve(entries.size() * rows_per_entry_);
+      targets.reserve(entries.size() * rows_per_entry_);
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        const std::uint64_t first = entries[i] * rows_per_entry_;
+        const std::uint64_t end = std::min(num_rows_, first + rows_per_entry_);
+        for (std::uint64_t r = first; r < end; ++r) {
+          rows.push_back(r);
+          targets.push_back(dest[i] + (r - first) * row_bytes_);
+        }
+        // The last entry's rows past the end of the dataset.
+        std::memset(dest[i] + (end - first) * row_bytes_, 0,
+                    (first + rows_per_entry_ - end) * row_bytes_);
+      }
+    }
+    if (layout_) return LoadRaw(rows, targets, counters);
     if (dataset == nullptr)
       return cache::Status::Error("rows of this dataset load only through HDF5");
-    return LoadThroughHdf5(*dataset, rows, dest, counters);
+    return LoadThroughHdf5(*dataset, rows, targets, counters);
   } catch (const std::exception& e) {
     return cache::Status::Error(std::string("loading rows: ") + e.what());
   } catch (...) {
@@ -103,9 +105,8 @@ cache::Status CachedDataset::Load(const VolObject* dataset, std::span<const std:
 
 cache::Status CachedDataset::LoadRaw(std::span<const std::uint64_t> rows,
                                      std::span<std::byte* const> dest,
-                                     const io::CoalescingOptions& coalescing,
                                      LoadCounters* counters) const {
-  io::Result<io::ReadPlan> plan = io::PlanReads(*layout_, rows, coalescing);
+  io::Result<io::ReadPlan> plan = io::PlanReads(*layout_, rows, coalescing_);
   if (!plan.ok()) return cache::Status::Error(plan.status().ToString());
   const io::RowTargetFn target = io::RowTargetsFromArrays(rows, dest);
   for (const io::ReadTask& task : plan.value().tasks) {
@@ -171,6 +172,26 @@ cache::Status CachedDataset::ReadRunsThroughHdf5(const VolObject& dataset, hid_t
     i = j;
   }
   return cache::Status::Ok();
+}
+
+bool CachedDataset::FileChanged() const noexcept {
+  if (changed_.load(std::memory_order_relaxed)) return true;
+  const std::int64_t now = NowNs();
+  std::int64_t due = next_check_ns_.load(std::memory_order_relaxed);
+  if (now < due) return false;
+  // One thread re-checks; the others go on with the last verdict.
+  if (!next_check_ns_.compare_exchange_strong(
+          due, now + std::chrono::nanoseconds(kChangeCheckInterval).count())) {
+    return false;
+  }
+  if (!file_identity_.valid) return false;
+  io::Result<FileIdentity> now_identity =
+      FileHandles::Get().Stat(path_, file_identity_.device, file_identity_.inode);
+  const bool changed = !now_identity.ok() || now_identity.value().size != file_identity_.size ||
+                       now_identity.value().mtime_ns != file_identity_.mtime_ns ||
+                       now_identity.value().ctime_ns != file_identity_.ctime_ns;
+  if (changed) changed_.store(true, std::memory_order_relaxed);
+  return changed;
 }
 
 }  // namespace prescient::vol

@@ -1,25 +1,39 @@
-// A dataset as the node cache knows it: its slot in the shared segment and
-// how to load its rows on a miss.
+// A dataset as the node cache knows it: its slot in the shared segment, how
+// its rows map to cache entries and how to load them on a miss.
 //
-// Registered once per process per dataset identity (not per handle, so
-// h5py's per-sample f['x'][i] reopening finds it again). Rows load raw when
-// the layout allows (pread + deflate/shuffle decoding, coalesced, no HDF5
-// call), otherwise through the connector underneath, one hyperslab read per
-// run of consecutive rows.
+// Prepared once per process per dataset identity (not per handle, so h5py's
+// per-sample f['x'][i] reopening finds it again). Rows load raw when the layout
+// allows (pread + deflate/shuffle decoding, coalesced, no HDF5 call),
+// otherwise through the connector underneath, one hyperslab read per run of
+// consecutive rows.
+//
+// Small rows are cached in groups. The cache allocates whole blocks (4 KiB by
+// default), so an 8-byte label would occupy 512 times its size, and every miss
+// would be a storage read of one row. A dataset whose rows are at most half a
+// block and whose whole size is at most 1/16 of the cache (labels, per-sample
+// metadata) is cached in entries of `rows_per_entry` consecutive rows: a miss
+// loads the entry's rows in one read (HDF5's own sieve buffer does the same
+// for small contiguous reads), and the entries stay resident while the
+// dataset is in use (see ScheduleOracle). Every other dataset has one row per
+// entry.
 #ifndef PRESCIENT_VOL_SERVE_CACHED_DATASET_H_
 #define PRESCIENT_VOL_SERVE_CACHED_DATASET_H_
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "cache/core/node_cache.h"
 #include "cache/io/coalescing_options.h"
 #include "cache/io/random_access_file.h"
 #include "cache/io/raw_layout.h"
 #include "vol/objects/dataset_state.h"
+#include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
 
 namespace prescient::vol {
@@ -31,26 +45,34 @@ struct LoadCounters {
 
 class CachedDataset {
  public:
-  // Works out how to load the dataset's rows (raw layout, file) and records
-  // its identity. Runs on the caller's thread inside a VOL callback: all the
-  // HDF5 work happens here. Throws std::runtime_error when it cannot.
+  // Works out how to load the dataset's rows (raw layout) and records its
+  // identity. Runs on the caller's thread inside a VOL callback: all the HDF5
+  // work happens here. Throws std::runtime_error when it cannot.
   static std::shared_ptr<CachedDataset> Prepare(const VolObject& dataset,
                                                 const DatasetState& state);
 
-  // Registers the prepared dataset in the node cache and sets its coalescing
-  // gap (`fixed_gap`, or a short storage calibration). Calls no HDF5
-  // function, so it may run at fork time. Idempotent.
-  cache::Status Register(cache::NodeCache& cache, std::optional<std::uint64_t> fixed_gap);
+  // Registers the prepared dataset in the node cache, choosing its grouping
+  // from the segment's capacity and `block_bytes`. Calls no HDF5 function, so
+  // it may run at fork time. Idempotent; not thread-safe (the caller's lock).
+  cache::Status Register(cache::NodeCache& cache, std::uint64_t block_bytes,
+                         std::optional<std::uint64_t> fixed_gap);
   bool registered() const { return slot_ != cache::kInvalidDatasetSlot; }
 
-  // The dataset's identity, for the log and the schedule's fingerprint check.
+  // The dataset's identity, for the log and the schedule binding.
   const std::string& description() const { return description_; }
-  std::uint64_t file_size() const { return file_size_; }
-  std::int64_t file_mtime_ns() const { return file_mtime_ns_; }
+  const std::string& path() const { return path_; }
+  const FileIdentity& file_identity() const { return file_identity_; }
 
   cache::DatasetSlot slot() const { return slot_; }
   std::uint64_t row_bytes() const { return row_bytes_; }
   std::uint64_t num_rows() const { return num_rows_; }
+
+  // Cache entries: entry e holds rows [e * rows_per_entry, (e+1) * rows_per_entry).
+  std::uint64_t rows_per_entry() const { return rows_per_entry_; }
+  std::uint64_t entry_bytes() const { return rows_per_entry_ * row_bytes_; }
+  std::uint64_t num_entries() const { return (num_rows_ + rows_per_entry_ - 1) / rows_per_entry_; }
+  bool grouped() const { return rows_per_entry_ > 1; }
+
   // Null when rows must be loaded through HDF5; raw_reason() says why.
   const std::shared_ptr<const cache::io::RawLayout>& raw_layout() const { return layout_; }
   const std::shared_ptr<const cache::io::RandomAccessSource>& source() const { return source_; }
@@ -60,20 +82,25 @@ class CachedDataset {
   std::uint64_t chunk_rows() const { return chunk_rows_; }
   // How misses of this dataset are merged into reads.
   const cache::io::CoalescingOptions& coalescing() const { return coalescing_; }
-  // What calibration found (empty with a fixed gap or no raw layout).
-  const std::string& storage_profile() const { return storage_profile_; }
 
-  // Loads `rows` (ascending, distinct) into dest[i]. Raw when possible, else
-  // through `dataset`'s under connector (REQUIRES: caller's thread, inside a
-  // callback, for that path). Never throws.
-  cache::Status Load(const VolObject* dataset, std::span<const std::uint64_t> rows,
-                     std::span<std::byte* const> dest,
-                     const cache::io::CoalescingOptions& coalescing,
-                     LoadCounters* counters) const noexcept;
+  // Loads cache entries `entries` (ascending, distinct) into dest[i]
+  // (entry_bytes() each; the part of the last entry past the dataset's end is
+  // zeroed). Raw when possible, else through `dataset`'s connector underneath
+  // (REQUIRES: the caller's thread, inside a callback, for that path). Never
+  // throws.
+  cache::Status LoadEntries(const VolObject* dataset, std::span<const std::uint64_t> entries,
+                            std::span<std::byte* const> dest,
+                            LoadCounters* counters) const noexcept;
+
+  // True once the file was found changed since the dataset was prepared
+  // (size, modification or status-change time): its rows must never be served
+  // again. Re-checks the file at most once per kChangeCheckInterval, so a file
+  // rewritten under an open handle is noticed within that time. Thread-safe.
+  static constexpr std::chrono::milliseconds kChangeCheckInterval{1000};
+  bool FileChanged() const noexcept;
 
  private:
   cache::Status LoadRaw(std::span<const std::uint64_t> rows, std::span<std::byte* const> dest,
-                        const cache::io::CoalescingOptions& coalescing,
                         LoadCounters* counters) const;
   cache::Status LoadThroughHdf5(const VolObject& dataset, std::span<const std::uint64_t> rows,
                                 std::span<std::byte* const> dest, LoadCounters* counters) const;
@@ -84,18 +111,19 @@ class CachedDataset {
   cache::DatasetKey key_;
   std::string description_;
   std::string path_;
-  std::uint64_t file_size_ = 0;
-  std::int64_t file_mtime_ns_ = 0;
+  FileIdentity file_identity_;
   cache::DatasetSlot slot_ = cache::kInvalidDatasetSlot;
   std::uint64_t row_bytes_ = 0;
   std::uint64_t num_rows_ = 0;
+  std::uint64_t rows_per_entry_ = 1;
   std::vector<hsize_t> dims_;
   std::shared_ptr<const cache::io::RawLayout> layout_;
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
   std::string raw_reason_;
   std::uint64_t chunk_rows_ = 0;
   cache::io::CoalescingOptions coalescing_ = cache::io::kDefaultLocalDiskCoalescing;
-  std::string storage_profile_;
+  mutable std::atomic<std::int64_t> next_check_ns_{0};
+  mutable std::atomic<bool> changed_{false};
 };
 
 }  // namespace prescient::vol

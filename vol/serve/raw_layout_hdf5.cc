@@ -1,7 +1,10 @@
 #include "vol/serve/raw_layout_hdf5.h"
 
+#include <algorithm>
+#include <array>
 #include <exception>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -93,12 +96,26 @@ struct ChunkVisit {
   io::Status status;
 };
 
+// Called by HDF5 from C for every chunk: must not throw. It allocates nothing
+// (the offset goes into a fixed array) and turns anything thrown below it
+// into a failed visit.
 int VisitChunk(const hsize_t* offset, unsigned filter_mask, haddr_t address, hsize_t size,
-               void* data) {
+               void* data) noexcept {
   auto* visit = static_cast<ChunkVisit*>(data);
-  std::vector<std::uint64_t> element_offset(offset, offset + visit->rank);
-  visit->status =
-      visit->layout->SetChunk(element_offset, io::ChunkLocation{address, size, filter_mask});
+  try {
+    std::array<std::uint64_t, H5S_MAX_RANK> element_offset{};
+    if (visit->rank > element_offset.size()) {
+      visit->status = io::Status::Unsupported("chunk rank above H5S_MAX_RANK");
+      return H5_ITER_ERROR;
+    }
+    std::copy(offset, offset + visit->rank, element_offset.begin());
+    visit->status = visit->layout->SetChunk(std::span(element_offset.data(), visit->rank),
+                                            io::ChunkLocation{address, size, filter_mask});
+  } catch (const std::exception& e) {
+    visit->status = io::Status::Internal(std::string("chunk index: ") + e.what());
+  } catch (...) {
+    visit->status = io::Status::Internal("chunk index: unknown exception");
+  }
   return visit->status.ok() ? H5_ITER_CONT : H5_ITER_ERROR;
 }
 

@@ -2,14 +2,17 @@
 
 The byte layout is specified in scheduler/README.md ("Schedule file format");
 this module and scheduler/core/schedule_reader.cc implement the same checks.
-Each (rank, epoch) part is mapped on its own with numpy.memmap, so a process
-touches only the lists it reads.
+Each (rank, epoch) part is read on its first use with os.pread into memory the
+process owns (never mapped: a schedule truncated or rewritten in place while
+the job runs gives a ScheduleFileError, not a SIGBUS), so a process reads only
+the lists it uses.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import struct
 import zlib
 from typing import Dict, Tuple
@@ -115,23 +118,19 @@ class ScheduleFile:
     """An open schedule file: the header, the index, and lazily mapped parts.
 
     >>> f = ScheduleFile("train.sched")
-    >>> samples, step_begin = f.part(rank=0, epoch=3)   # numpy arrays (memmaps)
+    >>> samples, step_begin = f.part(rank=0, epoch=3)   # numpy arrays in memory
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
         self._parts: Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray]] = {}
-        try:
-            with open(self.path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                preamble = f.read(PREAMBLE_SIZE)
-                self._parse_preamble(preamble, size)
-                f.seek(self._header_offset)
-                header_bytes = f.read(self._header_size)
-                f.seek(self._index_offset)
-                index_bytes = f.read(self._index_size)
-        except OSError as e:
-            raise ScheduleFileError("io", f"schedule file '{self.path}': {e.strerror}") from e
+        self._fd = -1
+        self._open()
+        size = self._size
+        preamble = self._read(0, min(size, PREAMBLE_SIZE))
+        self._parse_preamble(preamble, size)
+        header_bytes = self._read_exactly(self._header_offset, self._header_size, "header")
+        index_bytes = self._read_exactly(self._index_offset, self._index_size, "index")
         if zlib.crc32(header_bytes) != self._header_crc:
             self._fail("bad-checksum", "header checksum mismatch")
         try:
@@ -149,6 +148,60 @@ class ScheduleFile:
         self._entries = []
         if h.storage == STORAGE_LISTS:
             self._parse_index(index_bytes)
+
+    def _open(self) -> None:
+        # O_NONBLOCK: a FIFO in place of the schedule must not hang the open.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.path, flags)
+        except OSError as e:
+            raise ScheduleFileError("io", f"schedule file '{self.path}': cannot open: "
+                                    f"{e.strerror}") from e
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            kind = " (a FIFO)" if stat.S_ISFIFO(st.st_mode) else (
+                " (a directory)" if stat.S_ISDIR(st.st_mode) else "")
+            self._fail("io", f"not a regular file{kind}")
+        self._fd, self._size = fd, st.st_size
+
+    def close(self) -> None:
+        """Closes the file; parts already read stay usable."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self):
+        self.close()
+
+    def __getstate__(self):
+        # Picklable (DataLoader workers started with spawn): the descriptor is
+        # not sent; the copy reopens the file by path when it needs a part.
+        state = self.__dict__.copy()
+        state["_fd"] = -1
+        return state
+
+    def _read(self, offset: int, count: int) -> bytes:
+        if self._fd < 0:
+            self._open()
+        chunks, done = [], 0
+        while done < count:
+            try:
+                chunk = os.pread(self._fd, count - done, offset + done)
+            except OSError as e:
+                self._fail("io", f"read failed: {e.strerror}")
+            if not chunk:
+                break
+            chunks.append(chunk)
+            done += len(chunk)
+        return b"".join(chunks)
+
+    def _read_exactly(self, offset: int, count: int, what: str) -> bytes:
+        data = self._read(offset, count)
+        if len(data) != count:
+            self._fail("truncated", f"{what}: the file is shorter than when it was opened "
+                       "(truncated or rewritten in place since)")
+        return data
 
     def _fail(self, code: str, what: str):
         raise ScheduleFileError(code, f"schedule file '{self.path}': {what}")
@@ -222,7 +275,8 @@ class ScheduleFile:
                 "or regenerate the file with 'prescient-schedule generate --store lists'")
 
     def part(self, rank: int, epoch: int) -> Tuple[np.ndarray, np.ndarray]:
-        """(samples uint32[n], step_begin uint64[steps + 1]) of one rank's epoch."""
+        """(samples uint32[n], step_begin uint64[steps + 1]) of one rank's epoch
+        (read-only arrays in memory)."""
         self._require_lists()
         h = self.header
         if not (0 <= rank < h.layout.ranks and 0 <= epoch < h.epochs):
@@ -234,10 +288,12 @@ class ScheduleFile:
         if cached is not None:
             return cached
         so, count, bo, steps, crc = self._entries[epoch * h.layout.ranks + rank]
-        samples = self._map(np.uint32, so, count)
-        bounds = self._map(np.uint64, bo, steps + 1)
         where = f"rank {rank} epoch {epoch}: "
-        if zlib.crc32(bounds.tobytes(), zlib.crc32(samples.tobytes())) != crc:
+        sample_bytes = self._read_exactly(so, 4 * count, where.rstrip(": "))
+        bound_bytes = self._read_exactly(bo, 8 * (steps + 1), where.rstrip(": "))
+        samples = np.frombuffer(sample_bytes, dtype="<u4")
+        bounds = np.frombuffer(bound_bytes, dtype="<u8")
+        if zlib.crc32(bound_bytes, zlib.crc32(sample_bytes)) != crc:
             self._fail("bad-checksum", where + "sample list checksum mismatch")
         if bounds[0] != 0 or int(bounds[-1]) != count or np.any(np.diff(bounds.astype(np.int64)) < 0):
             self._fail("corrupt", where + "step boundaries do not cover the sample list")
@@ -245,11 +301,6 @@ class ScheduleFile:
             self._fail("corrupt", where + "sample id out of range")
         self._parts[key] = (samples, bounds)
         return samples, bounds
-
-    def _map(self, dtype, offset: int, count: int) -> np.ndarray:
-        if count == 0:
-            return np.zeros(0, dtype=dtype)
-        return np.memmap(self.path, dtype=dtype, mode="r", offset=offset, shape=(count,))
 
     def check_dataset(self, actual: DatasetFingerprint, *, path: bool = False,
                       dataset_name: bool = True, shape: bool = True,

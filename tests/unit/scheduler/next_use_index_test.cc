@@ -154,7 +154,19 @@ TEST(NextUseIndexTest, FromARecipeFileEqualsFromTheSchedule) {
 namespace prescient::scheduler {
 namespace {
 
-TEST(NextUseIndexTest, SaveAndLoadShareOneFile) {
+// Writes `s` as a lists file (loader source `spec`) at `path`; returns it.
+std::string WriteLists(const AccessSchedule& s, const LoaderSpec& spec, const std::string& path) {
+  ScheduleHeader h;
+  h.source = "torch-distributed";
+  h.parameters = CanonicalLoaderParameters(spec);
+  h.layout = s.layout();
+  h.epochs = s.epochs();
+  h.num_samples = s.num_samples();
+  WriteScheduleFile(path, h, s);
+  return path;
+}
+
+TEST(NextUseIndexTest, SaveAndLoadRoundTrip) {
   WorldLayout l;
   l.ranks = 4;
   l.ranks_per_node = 2;
@@ -163,10 +175,13 @@ TEST(NextUseIndexTest, SaveAndLoadShareOneFile) {
   spec.seed = 21;
   const AccessSchedule s = GenerateLoaderSchedule(spec, 77, l, 3);
   const std::string path = ::testing::TempDir() + "next_use_" + std::to_string(::getpid());
+  const ScheduleReader reader = ScheduleReader::Open(WriteLists(s, spec, path + ".sched"));
   for (bool table : {false, true}) {
-    const NextUseIndex built = NextUseIndex::Build(s, 1, {.read_table = table});
+    const NextUseIndex built = NextUseIndex::Build(reader, 1, {}, {.read_table = table});
+    EXPECT_EQ(built.schedule_checksum(), reader.checksum());
     built.Save(path);
-    const NextUseIndex loaded = NextUseIndex::Load(path);
+    const NextUseIndex loaded = NextUseIndex::Load(path, reader);
+    EXPECT_EQ(loaded.schedule_checksum(), reader.checksum());
     EXPECT_EQ(loaded.node(), 1u);
     EXPECT_EQ(loaded.has_read_table(), table);
     EXPECT_EQ(loaded.total_steps(), built.total_steps());
@@ -194,7 +209,7 @@ TEST(NextUseIndexTest, SaveAndLoadShareOneFile) {
       out.write(b.data(), static_cast<std::streamsize>(b.size()));
     }
     try {
-      NextUseIndex::Load(path);
+      NextUseIndex::Load(path, reader);
       return -1;
     } catch (const ScheduleFileError& e) {
       return static_cast<int>(e.code());
@@ -213,9 +228,55 @@ TEST(NextUseIndexTest, SaveAndLoadShareOneFile) {
   b[30] ^= 4;
   EXPECT_EQ(code_of(b), static_cast<int>(ScheduleFileErrorCode::kBadChecksum));
   EXPECT_EQ(code_of(std::vector<char>(10, 'a')),
+            static_cast<int>(ScheduleFileErrorCode::kBadMagic));
+  EXPECT_EQ(code_of(std::vector<char>(bytes.begin(), bytes.begin() + 40)),
             static_cast<int>(ScheduleFileErrorCode::kTruncated));
   std::remove(path.c_str());
-  EXPECT_THROW(NextUseIndex::Load(path), ScheduleFileError);
+  EXPECT_THROW(NextUseIndex::Load(path, reader), ScheduleFileError);
+  std::remove((path + ".sched").c_str());
+}
+
+// Issue 10: an index is tied to the schedule it was built from, not only to
+// its shape. Another seed of the same shape (same samples, ranks, steps) is
+// refused, and so is the index of another node.
+TEST(NextUseIndexTest, AnIndexOfAnotherScheduleIsRefused) {
+  WorldLayout l;
+  l.ranks = 4;
+  l.ranks_per_node = 2;
+  l.batch_size = 5;
+  LoaderSpec one, two;
+  one.seed = 1;
+  two.seed = 2;
+  const std::string dir = ::testing::TempDir() + "next_use_other_" + std::to_string(::getpid());
+  const ScheduleReader a =
+      ScheduleReader::Open(WriteLists(GenerateLoaderSchedule(one, 77, l, 3), one, dir + ".a"));
+  const ScheduleReader b =
+      ScheduleReader::Open(WriteLists(GenerateLoaderSchedule(two, 77, l, 3), two, dir + ".b"));
+  ASSERT_NE(a.checksum(), b.checksum());
+  NextUseIndex::Build(a, 1).Save(dir + ".index");
+  EXPECT_NO_THROW(NextUseIndex::Load(dir + ".index", a));
+  try {
+    NextUseIndex::Load(dir + ".index", b);
+    FAIL() << "accepted the index of another schedule";
+  } catch (const ScheduleFileError& e) {
+    EXPECT_EQ(e.code(), ScheduleFileErrorCode::kFingerprintMismatch);
+    EXPECT_NE(std::string(e.what()).find("another schedule"), std::string::npos) << e.what();
+  }
+  // The same schedule rewritten (same bytes) keeps its checksum: still valid.
+  const ScheduleReader again = ScheduleReader::Open(dir + ".a");
+  EXPECT_EQ(again.checksum(), a.checksum());
+  EXPECT_NO_THROW(NextUseIndex::Load(dir + ".index", again));
+  // A recipe of the other seed differs too.
+  ScheduleHeader h;
+  h.source = "torch-distributed";
+  h.parameters = CanonicalLoaderParameters(two);
+  h.layout = l;
+  h.epochs = 3;
+  h.num_samples = 77;
+  WriteRecipeFile(dir + ".r", h);
+  EXPECT_THROW(NextUseIndex::Load(dir + ".index", ScheduleReader::Open(dir + ".r")),
+               ScheduleFileError);
+  for (const char* ext : {".a", ".b", ".r", ".index"}) std::remove((dir + ext).c_str());
 }
 
 }  // namespace

@@ -5,18 +5,18 @@
 
 #include "scheduler/plan/plan_rng.h"
 #include "scheduler/simulate/node_caches.h"
-#include "scheduler/simulate/sample_map.h"
+#include "scheduler/simulate/sample_slots.h"
 
 namespace prescient::scheduler::simulate {
 namespace {
 
-class SampleMapTest : public testing::TestWithParam<std::uint64_t> {};
+class SampleSlotsTest : public testing::TestWithParam<std::uint64_t> {};
 
 // Universe 2,000: 8 x 500 = 4,000 >= 2,000 gives the dense array; a 100-entry
 // map over the same universe is hashed.
-TEST_P(SampleMapTest, AgreesWithUnorderedMapUnderChurn) {
+TEST_P(SampleSlotsTest, AgreesWithUnorderedMapUnderChurn) {
   const std::uint64_t limit = GetParam();
-  SampleMap map(limit, 2000);
+  SampleSlots map(limit, 2000);
   std::unordered_map<SampleId, std::uint32_t> want;
   plan::PlanRng rng(5);
   for (int i = 0; i < 200000; ++i) {
@@ -39,7 +39,7 @@ TEST_P(SampleMapTest, AgreesWithUnorderedMapUnderChurn) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DenseAndHashed, SampleMapTest, testing::Values(500, 100));
+INSTANTIATE_TEST_SUITE_P(DenseAndHashed, SampleSlotsTest, testing::Values(500, 100));
 
 TEST(LruCache, AgreesWithAListLru) {
   for (const std::uint64_t capacity : {0, 1, 7, 64}) {

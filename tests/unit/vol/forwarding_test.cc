@@ -103,6 +103,33 @@ TEST_F(ForwarderTest, FailurePassesThroughWithoutWrapping) {
   EXPECT_EQ(wrapped_->magic, VolObject::kMagic);
 }
 
+struct Closed {
+  void* under = nullptr;
+  hid_t id = H5I_INVALID_HID;
+  ObjectKind kind = ObjectKind::kOther;
+  int count = 0;
+};
+Closed g_closed;
+void RecordClose(void* under, hid_t id, ObjectKind kind) {
+  g_closed = {under, id, kind, g_closed.count + 1};
+}
+
+TEST_F(ForwarderTest, AnObjectThatCannotBeWrappedIsClosedNotLeaked) {
+  using F = Forwarder<"open", FakeOpen, 2, Result::kNewObject, ObjectKind::kDataset, ObjectsAt<0>,
+                      OpenCallback>;
+  g_closed = {};
+  testing::SetCloseUnderRecorder(&RecordClose);
+  testing::FailNextWrap();
+  void* result = F::Call(wrapped_, "name", nullptr);
+  testing::SetCloseUnderRecorder(nullptr);
+  EXPECT_EQ(result, nullptr);  // the open fails, with an error on the stack
+  EXPECT_EQ(g_closed.count, 1);
+  EXPECT_EQ(g_closed.under, &g_under_object);
+  EXPECT_EQ(g_closed.id, H5VL_NATIVE);
+  EXPECT_EQ(g_closed.kind, ObjectKind::kDataset);
+  H5Eclear2(H5E_DEFAULT);
+}
+
 TEST_F(ForwarderTest, SuccessfulCloseFreesWrapper) {
   using F =
       Forwarder<"close", FakeGet, 1, Result::kClose, ObjectKind::kOther, ObjectsAt<0>, GetCallback>;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 
 #include "scheduler/core/loader_spec.h"
@@ -58,8 +59,8 @@ TEST_F(PositionTrackerTest, FollowsAWorkerAcrossEpochs) {
   std::uint64_t last_step = 0;
   for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
     for (std::uint64_t sample : WorkerReads(epoch, 1)) {
-      const PositionTracker::Observation o = tracker.Observe(sample, 0);
-      ASSERT_TRUE(o.matched) << "epoch " << epoch << " sample " << sample;
+      const PositionTracker::Observation o = tracker.ObserveRead({&sample, 1}, 0);
+      ASSERT_EQ(o.matched, 1u) << "epoch " << epoch << " sample " << sample;
       EXPECT_EQ(o.epoch, epoch);
       EXPECT_GE(o.global_step, last_step);
       last_step = o.global_step;
@@ -76,8 +77,8 @@ TEST_F(PositionTrackerTest, FreshWorkerIsPlacedThroughTheNodeStep) {
   PositionTracker tracker(binding_);
   const std::uint64_t node_step = binding_->GlobalStep(2, 0);
   const std::vector<std::uint64_t> reads = WorkerReads(2, 0);
-  const PositionTracker::Observation first = tracker.Observe(reads[0], node_step);
-  ASSERT_TRUE(first.matched);
+  const PositionTracker::Observation first = tracker.ObserveRead({&reads[0], 1}, node_step);
+  ASSERT_EQ(first.matched, 1u);
   EXPECT_EQ(first.epoch, 2u);
   EXPECT_EQ(first.global_step, node_step);
 }
@@ -85,7 +86,7 @@ TEST_F(PositionTrackerTest, FreshWorkerIsPlacedThroughTheNodeStep) {
 TEST_F(PositionTrackerTest, ForeignOrderIsCountedThenAbandoned) {
   PositionTracker tracker(binding_);
   const std::vector<std::uint64_t> reads = WorkerReads(0, 0);
-  ASSERT_TRUE(tracker.Observe(reads[0], 0).matched);
+  ASSERT_EQ(tracker.ObserveRead({&reads[0], 1}, 0).matched, 1u);
   // Samples far from where this process is: late in epoch 0 and in epoch 1.
   const auto positions0 = binding_->PositionsOf(0);
   const auto positions1 = binding_->PositionsOf(1);
@@ -96,15 +97,53 @@ TEST_F(PositionTrackerTest, ForeignOrderIsCountedThenAbandoned) {
   ASSERT_FALSE(foreign.empty());
   std::uint32_t mismatches = 0;
   for (std::uint32_t i = 0; !tracker.abandoned() && i < 10 * PositionTracker::kMaxMismatches; ++i) {
-    if (!tracker.Observe(foreign[i % foreign.size()], 0).matched) ++mismatches;
+    if (tracker.ObserveRead({&foreign[i % foreign.size()], 1}, 0).matched == 0) ++mismatches;
   }
   EXPECT_TRUE(tracker.abandoned());
   EXPECT_EQ(mismatches, PositionTracker::kMaxMismatches);
-  EXPECT_FALSE(tracker.Observe(reads[1], 0).matched);  // stays off
+  EXPECT_EQ(tracker.ObserveRead({&reads[1], 1}, 0).matched, 0u);  // stays off
+}
+
+TEST_F(PositionTrackerTest, SortedBatchReadsMatchAsAWhole) {
+  // DataLoader(batch_size=None, sampler=BatchSampler(...)) with d[sorted(batch)]:
+  // a worker reads each of its batches in one read, rows sorted, not in list order.
+  PositionTracker tracker(binding_);
+  const scheduler::RankEpochView part = binding_->Part(0, 0);
+  std::uint64_t matched = 0, mismatched = 0;
+  for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
+    const scheduler::RankEpochView p = binding_->Part(0, epoch);
+    for (std::size_t step = 0; step < p.steps(); step += kWorkers) {  // worker 0
+      std::vector<std::uint64_t> batch(p.Step(step).begin(), p.Step(step).end());
+      std::sort(batch.begin(), batch.end());
+      const PositionTracker::Observation o = tracker.ObserveRead(batch, 0);
+      matched += o.matched;
+      mismatched += o.mismatched;
+      EXPECT_EQ(o.global_step, binding_->GlobalStep(epoch, step));
+      // Its label, read right after from another dataset: the same samples again.
+      const PositionTracker::Observation label = tracker.ObserveRead(batch, 0);
+      EXPECT_EQ(label.matched, batch.size());
+    }
+  }
+  EXPECT_EQ(mismatched, 0u);
+  EXPECT_EQ(matched, kEpochs * part.size() / 2);
+}
+
+TEST_F(PositionTrackerTest, SlicesOverSeveralStepsMatch) {
+  // One process (no workers in the loop) reading two steps at a time.
+  PositionTracker tracker(binding_);
+  const scheduler::RankEpochView p = binding_->Part(0, 1);
+  for (std::size_t step = 0; step + 1 < p.steps(); step += 2) {
+    std::vector<std::uint64_t> rows(p.Step(step).begin(), p.Step(step).end());
+    rows.insert(rows.end(), p.Step(step + 1).begin(), p.Step(step + 1).end());
+    std::reverse(rows.begin(), rows.end());
+    const PositionTracker::Observation o = tracker.ObserveRead(rows, binding_->GlobalStep(1, 0));
+    EXPECT_EQ(o.mismatched, 0u);
+    EXPECT_EQ(o.global_step, binding_->GlobalStep(1, step + 1));
+  }
 }
 
 TEST_F(PositionTrackerTest, OracleAnswersFromTheNodeIndex) {
-  ScheduleOracle oracle(binding_, /*slot=*/3);
+  ScheduleOracle oracle(binding_, /*slot=*/3, /*rows_per_entry=*/1);
   const scheduler::RankEpochView epoch1 = binding_->Part(0, 1);
   const std::uint64_t sample = epoch1.sample(0);
   const std::uint64_t step = oracle.NextUse(3, sample, binding_->GlobalStep(0, 49));

@@ -62,11 +62,14 @@ TEST(Stats, FileMatchesToJson) {
   stats.Add(Counter::kFilesOpened);
   const Stats::ProcessInfo info{.pid = 12, .parent_pid = 1, .forked_child = false, .enabled = true};
   ASSERT_EQ(stats.StartFile(path, info), "");  // seeded with values counted before
-  DecodedSelection selection;
-  selection.kind = SelectionKind::kRegular;
-  selection.rows = RowSelection::Pattern(5, 1, 1, 3);
-  selection.whole_rows = true;
-  stats.CountRead(selection, true, 4096);
+  ReadRecord read;
+  read.decoded = true;
+  read.selection.kind = SelectionKind::kRegular;
+  read.selection.rows = RowSelection::Pattern(5, 1, 1, 3);
+  read.selection.whole_rows = true;
+  read.simple = true;
+  read.bytes = 4096;
+  stats.Commit(read);
   // The live file has padded numbers; compare after squeezing the padding.
   auto squeeze = [](std::string s) {
     std::string out;
@@ -83,7 +86,8 @@ TEST(Stats, FileMatchesToJson) {
   EXPECT_EQ(squeeze(ReadFile(path)), squeeze(stats.ToJson(info)));
   EXPECT_EQ(stats.Get(Counter::kRows), 3u);
   EXPECT_EQ(stats.Get(Counter::kSelectionRegular), 1u);
-  stats.ForkedChild();
+  stats.LockForFork();
+  stats.ResetInChild();
   EXPECT_EQ(stats.Get(Counter::kReads), 0u);
   EXPECT_FALSE(stats.has_file());
   ::unlink(path.c_str());
@@ -115,6 +119,80 @@ TEST(Stats, PerEpochBlocksAppearWhenEpochsAreKnown) {
   // The rewritten file kept the counts made before it grew.
   EXPECT_NE(text.find("\"reads\": " + std::string(LiveStatsFile::kWidth - 1, ' ') + "2"),
             std::string::npos);
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace prescient::vol
+
+namespace prescient::vol {
+namespace {
+
+TEST(Stats, OneCommitPerReadCountsEveryOutcome) {
+  Stats stats;
+  ReadRecord served;
+  served.decoded = true;
+  served.simple = true;
+  served.selection.kind = SelectionKind::kIrregular;
+  served.selection.rows = RowSelection::Pattern(0, 2, 1, 4);
+  served.served = true;
+  served.rows_hit = 1;
+  served.rows_loaded = 2;
+  served.rows_waited = 1;
+  served.rows_read_around = 30;
+  served.stall_storage_ns = 700;
+  served.stall_wait_ns = 300;
+  served.schedule_matches = 4;
+  stats.Commit(served);
+  ReadRecord forwarded;  // undecoded, forwarded for its transfer list
+  forwarded.transfer_forwarded = true;
+  stats.Commit(forwarded);
+
+  EXPECT_EQ(stats.Get(Counter::kReads), 2u);
+  EXPECT_EQ(stats.Get(Counter::kReadsServed), 1u);
+  EXPECT_EQ(stats.Get(Counter::kReadsForwarded), 1u);
+  EXPECT_EQ(stats.Get(Counter::kReadsUndecoded), 1u);
+  EXPECT_EQ(stats.Get(Counter::kReadsTransferForwarded), 1u);
+  EXPECT_EQ(stats.Get(Counter::kReadsSimple), 1u);
+  EXPECT_EQ(stats.Get(Counter::kSelectionIrregular), 1u);
+  EXPECT_EQ(stats.Get(Counter::kRows), 4u);
+  EXPECT_EQ(stats.Get(Counter::kRowsReadAround), 30u);
+  // The stall is the sum of both waits, each also kept on its own.
+  EXPECT_EQ(stats.Get(Counter::kStallNs), 1000u);
+  EXPECT_EQ(stats.Get(Counter::kStallStorageNs), 700u);
+  EXPECT_EQ(stats.Get(Counter::kStallWaitNs), 300u);
+  EXPECT_EQ(stats.Get(Counter::kScheduleMatches), 4u);
+}
+
+}  // namespace
+}  // namespace prescient::vol
+
+namespace prescient::vol {
+namespace {
+
+TEST(Stats, PerFieldBlocksCountTheirRowsInTheLiveFile) {
+  const std::string path = TempPath("fields");
+  Stats stats;
+  const Stats::ProcessInfo info{.pid = 5, .parent_pid = 1, .forked_child = false, .enabled = true};
+  ASSERT_EQ(stats.StartFile(path, info), "");
+  stats.SetFields({"images", "labels \"x\""});
+  ReadRecord read;
+  read.decoded = read.served = true;
+  read.rows_loaded = 3;
+  read.rows_hit = 29;
+  read.field = 1;
+  stats.Commit(read);
+  stats.AddField(0, FieldCounter::kRowsPrefetched, 64);
+  stats.SetEpochs(2);  // the file grows; the field counts move along
+  stats.AddField(0, FieldCounter::kRowsPrefetched, 1);
+  EXPECT_EQ(stats.GetField(1, FieldCounter::kRowsLoaded), 3u);
+  EXPECT_EQ(stats.GetField(0, FieldCounter::kRowsPrefetched), 65u);
+  const std::string text = ReadFile(path);
+  EXPECT_NE(text.find("{\"field\": \"images\", \"rows_hit\": "), std::string::npos) << text;
+  EXPECT_NE(text.find("\"field\": \"labels \\\"x\\\"\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"rows_prefetched\": " + std::string(LiveStatsFile::kWidth - 2, ' ') + "65"),
+            std::string::npos)
+      << text;
   ::unlink(path.c_str());
 }
 

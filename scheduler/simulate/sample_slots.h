@@ -4,8 +4,8 @@
 // hash table's memory); otherwise open addressing with linear probing and
 // backward-shift deletion (no tombstones), so a node cache costs memory in
 // proportion to its capacity, not to the dataset.
-#ifndef PRESCIENT_SCHEDULER_SIMULATE_SAMPLE_MAP_H_
-#define PRESCIENT_SCHEDULER_SIMULATE_SAMPLE_MAP_H_
+#ifndef PRESCIENT_SCHEDULER_SIMULATE_SAMPLE_SLOTS_H_
+#define PRESCIENT_SCHEDULER_SIMULATE_SAMPLE_SLOTS_H_
 
 #include <algorithm>
 #include <bit>
@@ -16,11 +16,11 @@
 
 namespace prescient::scheduler::simulate {
 
-class SampleMap {
+class SampleSlots {
  public:
   static constexpr std::uint32_t kReserved = 0xfffffffeu;
 
-  SampleMap(std::uint64_t max_entries, std::uint64_t num_samples)
+  SampleSlots(std::uint64_t max_entries, std::uint64_t num_samples)
       : dense_(num_samples <= 8 * max_entries) {
     if (dense_) {
       value_.assign(num_samples, kReserved);
@@ -92,4 +92,4 @@ class SampleMap {
 
 }  // namespace prescient::scheduler::simulate
 
-#endif  // PRESCIENT_SCHEDULER_SIMULATE_SAMPLE_MAP_H_
+#endif  // PRESCIENT_SCHEDULER_SIMULATE_SAMPLE_SLOTS_H_

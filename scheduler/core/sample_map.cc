@@ -1,0 +1,139 @@
+#include "scheduler/core/sample_map.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+namespace prescient::scheduler {
+
+struct SampleMap::Tables {
+  std::vector<MapFile> files;
+  std::vector<MapField> fields;
+  std::vector<std::uint64_t> first_sample;  // files.size() + 1 entries
+  std::uint64_t uniform_rows = 0;           // > 0: every file but the last has this many rows
+  std::unordered_map<std::string_view, std::uint32_t> by_path;  // views into `files`
+};
+
+std::string_view BareDatasetName(std::string_view dataset) {
+  const std::size_t first = dataset.find_first_not_of('/');
+  return first == std::string_view::npos ? std::string_view() : dataset.substr(first);
+}
+
+SampleMap::SampleMap() : SampleMap({}, {}) {}
+
+SampleMap::SampleMap(std::vector<MapFile> files, std::vector<MapField> fields) {
+  auto t = std::make_shared<Tables>();
+  if (files.size() > kMaxFiles) throw std::invalid_argument("sample map: too many files");
+  if (!files.empty() && fields.empty()) {
+    throw std::invalid_argument("sample map: files but no field (dataset) to read in them");
+  }
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (BareDatasetName(fields[i].dataset) == BareDatasetName(fields[j].dataset)) {
+        throw std::invalid_argument("sample map: dataset '" + fields[i].dataset +
+                                    "' is listed twice");
+      }
+    }
+  }
+  t->files = std::move(files);
+  t->fields = std::move(fields);
+  t->first_sample.assign(t->files.size() + 1, 0);
+  t->by_path.reserve(t->files.size());
+  bool uniform = true;
+  for (std::size_t i = 0; i < t->files.size(); ++i) {
+    const MapFile& f = t->files[i];
+    if (f.rows == 0) throw std::invalid_argument("sample map: file '" + f.path + "' has no rows");
+    if (f.path.empty() || f.path.front() != '/') {
+      throw std::invalid_argument("sample map: file path '" + f.path + "' is not absolute");
+    }
+    t->first_sample[i + 1] = t->first_sample[i] + f.rows;
+    if (t->first_sample[i + 1] > 0xffffffffull) {
+      throw std::invalid_argument("sample map: 2^32 or more samples (sample ids are 32-bit)");
+    }
+    if (!t->by_path.emplace(f.path, static_cast<std::uint32_t>(i)).second) {
+      throw std::invalid_argument("sample map: file '" + f.path + "' is listed twice");
+    }
+    if (i + 1 < t->files.size() && f.rows != t->files[0].rows) uniform = false;
+  }
+  if (!t->files.empty() && uniform && t->files.back().rows <= t->files[0].rows) {
+    t->uniform_rows = t->files[0].rows;
+  }
+  tables_ = std::move(t);
+}
+
+const std::vector<MapFile>& SampleMap::files() const { return tables_->files; }
+const std::vector<MapField>& SampleMap::fields() const { return tables_->fields; }
+std::uint64_t SampleMap::num_samples() const { return tables_->first_sample.back(); }
+
+std::uint64_t SampleMap::bytes_per_sample() const {
+  std::uint64_t total = 0;
+  for (const MapField& f : tables_->fields) total += f.row_bytes;
+  return total;
+}
+
+SampleLocation SampleMap::Locate(SampleId sample) const {
+  const Tables& t = *tables_;
+  if (sample >= t.first_sample.back()) {
+    throw std::out_of_range("sample map: sample " + std::to_string(sample) +
+                            " >= " + std::to_string(t.first_sample.back()) + " samples");
+  }
+  std::uint32_t file;
+  if (t.uniform_rows > 0) {
+    file = static_cast<std::uint32_t>(sample / t.uniform_rows);
+  } else {
+    const auto it = std::upper_bound(t.first_sample.begin(), t.first_sample.end(),
+                                     static_cast<std::uint64_t>(sample));
+    file = static_cast<std::uint32_t>(it - t.first_sample.begin() - 1);
+  }
+  return {file, sample - t.first_sample[file]};
+}
+
+std::uint64_t SampleMap::FirstSample(std::uint32_t file) const {
+  return tables_->first_sample.at(file);
+}
+
+std::optional<std::uint32_t> SampleMap::FileIndex(std::string_view absolute_path) const {
+  const auto it = tables_->by_path.find(absolute_path);
+  if (it == tables_->by_path.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::uint32_t> SampleMap::FieldIndex(std::string_view dataset) const {
+  const std::vector<MapField>& fields = tables_->fields;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (BareDatasetName(fields[i].dataset) == BareDatasetName(dataset)) {
+      return static_cast<std::uint32_t>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string SampleMap::Mismatch(std::uint32_t file, std::uint32_t field, std::uint64_t rows,
+                                std::uint64_t row_bytes, std::uint64_t size,
+                                std::int64_t mtime_ns) const {
+  const Tables& t = *tables_;
+  if (file >= t.files.size() || field >= t.fields.size()) return "not in the schedule's map";
+  const MapFile& f = t.files[file];
+  const MapField& d = t.fields[field];
+  const std::string where = "dataset '" + d.dataset + "' of '" + f.path + "'";
+  if (f.size != size || f.mtime_ns != mtime_ns) {
+    return "'" + f.path +
+           "' changed since the schedule was made (size or modification time differ)";
+  }
+  if (f.rows != rows) {
+    return where + " has " + std::to_string(rows) + " rows, the schedule " + std::to_string(f.rows);
+  }
+  if (d.row_bytes != 0 && d.row_bytes != row_bytes) {
+    return where + " has rows of " + std::to_string(row_bytes) + " bytes, the schedule " +
+           std::to_string(d.row_bytes);
+  }
+  return {};
+}
+
+bool SampleMap::operator==(const SampleMap& other) const {
+  return tables_ == other.tables_ ||
+         (tables_->files == other.tables_->files && tables_->fields == other.tables_->fields);
+}
+
+}  // namespace prescient::scheduler

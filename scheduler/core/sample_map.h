@@ -1,0 +1,114 @@
+// The sample map of a schedule: which HDF5 rows a sample id stands for.
+//
+// A dataset for training is an ordered list of files, each holding the same
+// fields (HDF5 datasets: images, labels, records_0..k, ...) with one row per
+// sample. Samples are numbered over the files in order, then rows:
+//
+//   sample = FirstSample(file) + row
+//
+// so a sample is the same row of every field of its file, and all fields of
+// a sample share its next use. One file with one field is the classic
+// single-dataset schedule; a map with no files describes abstract samples (a
+// schedule made without --dataset) and may still carry row sizes.
+//
+// The connector binds what it opens to the map:
+//
+//   const SampleMap& map = reader.header().map;
+//   std::optional<std::uint32_t> file = map.FileIndex(realpath_of_opened_file);
+//   std::optional<std::uint32_t> field = map.FieldIndex(dataset_name);   // "/images" == "images"
+//   std::string why = map.Mismatch(*file, *field, rows, row_bytes, st_size, mtime_ns);
+//   if (why.empty()) sample = map.FirstSample(*file) + row;
+//
+// A value type: copies share the (immutable) tables.
+#ifndef PRESCIENT_SCHEDULER_CORE_SAMPLE_MAP_H_
+#define PRESCIENT_SCHEDULER_CORE_SAMPLE_MAP_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/core/access_schedule.h"
+
+namespace prescient::scheduler {
+
+// One file of the map, as it was when the schedule was made.
+struct MapFile {
+  std::string path;           // absolute, symbolic links resolved (realpath)
+  std::uint64_t rows = 0;     // rows of every field in this file (samples it holds)
+  std::uint64_t size = 0;     // st_size
+  std::int64_t mtime_ns = 0;  // st_mtim, nanoseconds since the epoch
+
+  bool operator==(const MapFile&) const = default;
+};
+
+// One field: a dataset read for every sample, present in every file.
+struct MapField {
+  std::string dataset;          // path inside each file; a leading '/' is not significant
+  std::uint64_t row_bytes = 0;  // bytes of one row (0 = unknown)
+
+  bool operator==(const MapField&) const = default;
+};
+
+struct SampleLocation {
+  std::uint32_t file = 0;
+  std::uint64_t row = 0;
+  bool operator==(const SampleLocation&) const = default;
+};
+
+class SampleMap {
+ public:
+  // Most files a map may hold (file indices are 32-bit; the header caps
+  // strings per string, so only the file size limits the header).
+  static constexpr std::uint64_t kMaxFiles = 0xffffffffull;
+
+  SampleMap();  // no files, no fields
+  // Throws std::invalid_argument: a file with no rows or a relative path, the
+  // same path twice, two fields of the same dataset, files without fields, or
+  // 2^32 samples or more (sample ids are 32-bit).
+  SampleMap(std::vector<MapFile> files, std::vector<MapField> fields);
+
+  const std::vector<MapFile>& files() const;
+  const std::vector<MapField>& fields() const;
+  bool has_files() const { return !files().empty(); }
+
+  // Sum of the files' rows (0 without files).
+  std::uint64_t num_samples() const;
+  // Sum of the known row sizes of the fields: the bytes a sample occupies.
+  std::uint64_t bytes_per_sample() const;
+
+  // The file and row of `sample`: O(1) when every file but the last has the
+  // same rows, else a binary search. Throws std::out_of_range when
+  // sample >= num_samples().
+  SampleLocation Locate(SampleId sample) const;
+  // The first sample of `file` (REQUIRES file <= files().size(); the value
+  // for files().size() is num_samples()).
+  std::uint64_t FirstSample(std::uint32_t file) const;
+  // The file with this absolute path (compared byte for byte: resolve the
+  // opened file's path with realpath() first). A hash lookup.
+  std::optional<std::uint32_t> FileIndex(std::string_view absolute_path) const;
+  // The field of this dataset ("/images" and "images" are the same).
+  std::optional<std::uint32_t> FieldIndex(std::string_view dataset) const;
+
+  // "" when the dataset `field` of `file`, as the caller sees it now (rows
+  // along dimension 0, bytes per row, the file's st_size and st_mtim), is
+  // what the map describes; otherwise why not, naming the file. A row size
+  // of 0 in the map is not compared.
+  std::string Mismatch(std::uint32_t file, std::uint32_t field, std::uint64_t rows,
+                       std::uint64_t row_bytes, std::uint64_t size, std::int64_t mtime_ns) const;
+
+  bool operator==(const SampleMap& other) const;
+
+ private:
+  struct Tables;
+  std::shared_ptr<const Tables> tables_;
+};
+
+// "/images" -> "images": the form in which dataset names are compared.
+std::string_view BareDatasetName(std::string_view dataset);
+
+}  // namespace prescient::scheduler
+
+#endif  // PRESCIENT_SCHEDULER_CORE_SAMPLE_MAP_H_

@@ -1,0 +1,70 @@
+"""Serving from the node cache: small rows (labels) and files that change under an open handle.
+
+Every sequence runs natively and through the connector; the digests of every read must be
+equal. The statistics show how it was served: labels are cached a block's worth of rows to an
+entry (a few storage reads for 3,000 labels, not one per label), and a file rewritten or
+truncated under an open handle is noticed within the connector's change-check interval, after
+which its reads are forwarded (the stale rows are never served).
+"""
+
+import json
+import os
+
+import pytest
+
+from voltest_support import read_stats
+
+
+def totals_of(directory):
+    """Counters summed over every statistics file of a run."""
+    totals = {}
+    for stats in read_stats(directory).values():
+        for key, value in stats.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+    return totals
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "voltest_serving.py")
+
+
+def run_both(runner, tmp_path, args, name):
+    data = tmp_path / f"{name}.h5"
+    results = {}
+    for mode in ("native", "connector"):
+        runner.run([SCRIPT, "write", data], "native", tmp_path)  # a fresh file for each run
+        out = tmp_path / f"{name}-{mode}.json"
+        stats = tmp_path / f"{name}-stats"
+        stats.mkdir(exist_ok=True)
+        extra = {"PRESCIENT_NODE_ID": f"serving-{name}-{os.getpid()}",
+                 "PRESCIENT_CACHE_SIZE": "64MiB"}
+        runner.run([SCRIPT, args[0], data, out, *args[1:]], mode, tmp_path,
+                   stats=stats / "stats.json" if mode == "connector" else None, extra=extra)
+        results[mode] = json.loads(out.read_text())
+    return results, tmp_path / f"{name}-stats"
+
+
+def test_labels_beside_images_are_exact_and_grouped(runner, tmp_path):
+    results, stats_dir = run_both(runner, tmp_path, ["labels"], "labels")
+    assert results["connector"] == results["native"]
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    assert totals["reads_forwarded"] == 0, totals
+    # 3,000 images of 256 bytes, 3,000 8-byte labels and 1-byte flags are all small, so
+    # they are cached in entries of a 4 KiB block's worth of rows (16, 512 and 3,000 rows):
+    # at most 188 + 6 + 1 storage reads, where one per distinct row read would be ~7,000.
+    assert totals["storage_reads"] <= 195, totals
+    assert totals["rows_read_around"] == 0, totals
+
+
+@pytest.mark.parametrize("mode", ["same-size", "truncate"])
+def test_file_changed_under_an_open_handle(runner, tmp_path, mode):
+    results, stats_dir = run_both(runner, tmp_path, ["rewrite", mode], f"rewrite-{mode}")
+    assert results["connector"] == results["native"], results
+    assert results["native"][0] != results["native"][3]  # the test really changed the bytes
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    assert totals["fallback_file_changed"] == 3, totals
+    assert totals["reads_served"] == 3, totals

@@ -1,0 +1,94 @@
+"""Read sequences for the serving tests, run natively and through the connector.
+
+    python3 voltest_serving.py write FILE
+    python3 voltest_serving.py labels FILE OUT.json
+    python3 voltest_serving.py rewrite FILE OUT.json MODE      (MODE: same-size | truncate)
+
+`labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
+fancy lists) and by slices, twice over (the second pass from the cache). `rewrite` keeps one
+h5py handle open, reads rows, changes the file under it (MODE), waits for the connector's
+change check, and reads again. OUT holds a digest of every read, or the error it raised.
+"""
+
+import hashlib
+import json
+import os
+import sys
+import time
+
+import h5py
+import numpy as np
+
+N = 3000
+SHAPE = (8, 8)
+CHANGE_WAIT_S = 1.3  # the connector re-checks a file at most once a second
+
+
+def write(path):
+    rng = np.random.default_rng(7)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("images", data=rng.random((N, *SHAPE), dtype=np.float32))
+        f.create_dataset("labels", data=rng.integers(0, 1000, N, dtype=np.int64))
+        f.create_dataset("flags", data=rng.integers(0, 2, N, dtype=np.uint8))
+
+
+def digest(value):
+    return hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:16]
+
+
+def attempt(fn):
+    try:
+        return digest(fn())
+    except Exception as e:  # an error is part of what is compared
+        return f"error: {type(e).__name__}"
+
+
+def labels(path, out):
+    rng = np.random.default_rng(11)
+    order = rng.permutation(N)
+    results = []
+    with h5py.File(path, "r") as f:
+        x, y, z = f["images"], f["labels"], f["flags"]
+        for _ in range(2):
+            for i in order[:400]:
+                results.append(digest(x[i]) + digest(y[i]) + digest(z[i]))
+            for b in range(0, 800, 32):
+                batch = sorted(order[b:b + 32])
+                results.append(digest(x[batch]) + digest(y[batch]) + digest(z[batch]))
+            for start in range(0, N, 257):
+                results.append(digest(y[start:start + 100]) + digest(z[start:start + 7]))
+            results.append(digest(y[()]))
+    json.dump(results, open(out, "w"))
+
+
+def rewrite(path, out, mode):
+    results = []
+    with h5py.File(path, "r") as f:
+        x = f["images"]
+        results += [attempt(lambda: x[5]), attempt(lambda: x[6]), attempt(lambda: x[2000])]
+        offset = x.id.get_offset()
+        row_bytes = int(np.prod(SHAPE)) * 4
+        with open(path, "r+b") as raw:
+            if mode == "same-size":
+                # New values for rows 0..99, same file size: only the data changes.
+                raw.seek(offset)
+                raw.write(np.full((100, *SHAPE), 42.0, dtype=np.float32).tobytes())
+            else:
+                raw.truncate(offset + 3 * row_bytes)
+            raw.flush()
+            os.fsync(raw.fileno())
+        time.sleep(CHANGE_WAIT_S)
+        # Not row 2000 again: native HDF5 may answer it from its sieve buffer (the 64 KiB it
+        # read around row 2000 before the change), which the connector's process never filled.
+        results += [attempt(lambda: x[5]), attempt(lambda: x[6]), attempt(lambda: x[1500])]
+    json.dump(results, open(out, "w"))
+
+
+if __name__ == "__main__":
+    command = sys.argv[1]
+    if command == "write":
+        write(sys.argv[2])
+    elif command == "labels":
+        labels(sys.argv[2], sys.argv[3])
+    else:
+        rewrite(sys.argv[2], sys.argv[3], sys.argv[4])

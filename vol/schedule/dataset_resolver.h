@@ -1,0 +1,42 @@
+// Prepares datasets the application has not opened, so the prefetch leader
+// can read their rows ahead. A job over many files opens each file just
+// before reading it (one sample per file: the open *is* the read), too late
+// for a prefetcher that only knows the datasets opened so far.
+//
+// The file is opened read-only with HDF5's native connector directly (not
+// through this connector), the dataset is identified and prepared exactly as
+// the open callback would (same identity, so the application's later open
+// finds it registered), and everything is closed again. This runs on the
+// prefetch thread, so it is done only where HDF5 is thread-safe
+// (H5is_library_threadsafe): every HDF5 call then takes HDF5's own lock. The
+// prefetch thread holds no cache claim while it resolves, so a read callback
+// that waits for a prefetched row (holding that lock) never waits for it.
+// With a library that is not thread-safe Available() is false, and only the
+// datasets the application opened are prefetched.
+//
+// Files the application has open are never opened a second time here (their
+// datasets are prepared by the application's own opens).
+#ifndef PRESCIENT_VOL_SCHEDULE_DATASET_RESOLVER_H_
+#define PRESCIENT_VOL_SCHEDULE_DATASET_RESOLVER_H_
+
+#include <memory>
+#include <string>
+
+#include "cache/io/status.h"
+#include "vol/serve/cached_dataset.h"
+
+namespace prescient::vol {
+
+class DatasetResolver {
+ public:
+  // True when HDF5 is thread-safe: background resolution is allowed.
+  static bool Available();
+
+  // The prepared (not registered) dataset `dataset` of `path`, or why not.
+  static cache::io::Result<std::shared_ptr<CachedDataset>> Resolve(const std::string& path,
+                                                                   const std::string& dataset);
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_SCHEDULE_DATASET_RESOLVER_H_

@@ -1,0 +1,200 @@
+#include "vol/schedule/prefetch_round.h"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+#include <variant>
+
+#include "cache/io/coalescing_planner.h"
+#include "cache/io/raw_loader.h"
+#include "cache/io/task_order.h"
+#include "vol/runtime/runtime.h"
+#include "vol/schedule/task_group.h"
+
+namespace prescient::vol {
+
+namespace io = cache::io;
+
+struct PrefetchRound::DatasetWork {
+  const CachedDataset* dataset = nullptr;
+  std::vector<io::RowNeed> needs;  // normalized: by row, earliest step
+  std::vector<std::uint64_t> claimed;
+  io::ReadPlan plan;
+};
+
+namespace {
+
+// The earliest step any row of `task` is needed (needs sorted by row).
+std::uint64_t FirstNeed(const io::ReadTask& task, std::span<const io::RowNeed> needs) {
+  std::uint64_t first = io::RowNeed::kNotNeeded;
+  for (std::uint64_t row : task.rows) {
+    const auto it =
+        std::lower_bound(needs.begin(), needs.end(), row,
+                         [](const io::RowNeed& n, std::uint64_t r) { return n.row < r; });
+    if (it != needs.end() && it->row == row) first = std::min(first, it->step);
+  }
+  return first;
+}
+
+}  // namespace
+
+PrefetchRound::PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle* oracle,
+                             io::Executor& executor, FieldOf field_of)
+    : cache_(cache), oracle_(oracle), executor_(executor), field_of_(std::move(field_of)) {}
+
+void PrefetchRound::PlanDataset(DatasetWork& work) {
+  const CachedDataset& dataset = *work.dataset;
+  // Whole slabs of chunked data: each chunk is read and decoded once; rows
+  // the cache would not admit are left out by Claim.
+  if (const auto* chunked = std::get_if<io::ChunkedLayout>(dataset.raw_layout().get())) {
+    const std::uint64_t per_slab = chunked->chunk_shape()[0];
+    const std::size_t wanted = work.needs.size();
+    for (std::size_t i = 0; i < wanted; ++i) {
+      const std::uint64_t first = work.needs[i].row / per_slab * per_slab;
+      for (std::uint64_t r = first; r < std::min(first + per_slab, dataset.num_rows()); ++r)
+        work.needs.push_back({.row = r});
+    }
+  }
+  io::NormalizeNeeds(work.needs);
+  std::vector<std::uint64_t> rows(work.needs.size());
+  std::transform(work.needs.begin(), work.needs.end(), rows.begin(),
+                 [](const io::RowNeed& n) { return n.row; });
+  cache::Result<std::vector<std::uint64_t>> claimed = cache_.Claim(dataset.slot(), rows, oracle_);
+  if (!claimed.ok() || claimed.value().empty()) return;
+  work.claimed = std::move(claimed.value());
+  io::Result<io::ReadPlan> plan =
+      io::PlanReads(*dataset.raw_layout(), work.claimed, dataset.coalescing());
+  if (!plan.ok()) {
+    for (std::uint64_t row : work.claimed) (void)cache_.Abandon(dataset.slot(), row);
+    work.claimed.clear();
+    return;
+  }
+  work.plan = std::move(plan.value());
+}
+
+void PrefetchRound::RunSmallDataset(DatasetWork& work, RoundTally& tally) {
+  // Cached several rows to an entry: load the few entries on this thread.
+  const CachedDataset& dataset = *work.dataset;
+  std::vector<std::uint64_t> entries;
+  entries.reserve(work.needs.size());
+  for (const io::RowNeed& need : work.needs) entries.push_back(need.row / dataset.rows_per_entry());
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  cache::Result<std::vector<std::uint64_t>> claimed =
+      cache_.Claim(dataset.slot(), entries, oracle_);
+  if (!claimed.ok() || claimed.value().empty()) return;
+  const std::uint64_t entry_bytes = dataset.entry_bytes();
+  std::vector<std::byte> staging(claimed.value().size() * entry_bytes);
+  std::vector<std::byte*> dest;
+  for (std::size_t i = 0; i < claimed.value().size(); ++i)
+    dest.push_back(staging.data() + i * entry_bytes);
+  LoadCounters load;
+  const cache::Status status = dataset.LoadEntries(nullptr, claimed.value(), dest, &load);
+  std::uint64_t stored = 0;
+  for (std::size_t i = 0; i < claimed.value().size(); ++i) {
+    if (!status.ok()) {
+      (void)cache_.Abandon(dataset.slot(), claimed.value()[i]);
+      continue;
+    }
+    auto outcome = cache_.Publish(dataset.slot(), claimed.value()[i], dest[i], oracle_);
+    if (outcome.ok() && outcome.value() == cache::PublishOutcome::kStored) ++stored;
+  }
+  if (!status.ok()) {
+    ++tally.failed_tasks;
+    return;
+  }
+  tally.storage_reads += load.reads;
+  tally.storage_bytes += load.bytes;
+  tally.rows_prefetched += stored * dataset.rows_per_entry();
+  if (const auto field = field_of_(dataset)) {
+    Runtime::Get().stats().AddField(*field, FieldCounter::kRowsPrefetched,
+                                    stored * dataset.rows_per_entry());
+  }
+}
+
+RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
+  RoundTally tally;
+  std::sort(wanted.begin(), wanted.end(), [](const WantedRow& a, const WantedRow& b) {
+    return a.dataset != b.dataset ? a.dataset < b.dataset : a.row < b.row;
+  });
+  std::vector<DatasetWork> works;
+  for (const WantedRow& w : wanted) {
+    if (w.dataset == nullptr || !w.dataset->raw_layout() || !w.dataset->registered()) continue;
+    if (works.empty() || works.back().dataset != w.dataset) {
+      works.emplace_back();
+      works.back().dataset = w.dataset;
+    }
+    works.back().needs.push_back({.row = w.row, .step = w.step});
+  }
+
+  // Every dataset's tasks, most urgent first across datasets.
+  struct Pending {
+    DatasetWork* work;
+    const io::ReadTask* task;
+    std::uint64_t first_need;
+  };
+  std::vector<Pending> pending;
+  for (DatasetWork& work : works) {
+    if (work.dataset->grouped()) {
+      RunSmallDataset(work, tally);
+      continue;
+    }
+    PlanDataset(work);
+    for (const io::ReadTask& task : work.plan.tasks)
+      pending.push_back({&work, &task, FirstNeed(task, work.needs)});
+  }
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const Pending& a, const Pending& b) { return a.first_need < b.first_need; });
+
+  std::mutex tally_mutex;
+  TaskGroup group(executor_);
+  for (const Pending& p : pending) {
+    group.Run([&, p] {
+      const CachedDataset& dataset = *p.work->dataset;
+      const io::ReadTask& task = *p.task;
+      const std::uint64_t row_bytes = dataset.row_bytes();
+      std::vector<std::byte> staging(task.rows.size() * row_bytes);
+      auto target = [&](std::uint64_t row) -> std::byte* {
+        const auto it = std::lower_bound(task.rows.begin(), task.rows.end(), row);
+        return staging.data() + static_cast<std::size_t>(it - task.rows.begin()) * row_bytes;
+      };
+      const io::Status status =
+          io::LoadTask(*dataset.raw_layout(), *dataset.source(), task, target);
+      std::uint64_t stored = 0;
+      for (std::size_t i = 0; i < task.rows.size(); ++i) {
+        if (!status.ok()) {
+          (void)cache_.Abandon(dataset.slot(), task.rows[i]);
+          continue;
+        }
+        cache::Result<cache::PublishOutcome> outcome =
+            cache_.Publish(dataset.slot(), task.rows[i], staging.data() + i * row_bytes, oracle_);
+        if (outcome.ok() && outcome.value() == cache::PublishOutcome::kStored) ++stored;
+      }
+      std::uint64_t bytes = 0;
+      for (const io::FileRead& read : task.reads) bytes += read.length;
+      std::lock_guard lock(tally_mutex);
+      if (!status.ok()) {
+        ++tally.failed_tasks;
+        return;
+      }
+      tally.storage_reads += task.reads.size();
+      tally.storage_bytes += bytes;
+      tally.rows_prefetched += stored;
+      if (const auto field = field_of_(dataset)) {
+        Runtime::Get().stats().AddField(*field, FieldCounter::kRowsPrefetched, stored);
+      }
+    });
+  }
+  group.Wait();
+  if (group.failures() > 0) {
+    // A task that threw left its rows claimed: release them (rows it did
+    // publish are no longer ours, and Abandon leaves them alone).
+    for (const Pending& p : pending) {
+      for (std::uint64_t row : p.task->rows) (void)cache_.Abandon(p.work->dataset->slot(), row);
+    }
+    tally.failed_tasks += group.failures();
+  }
+  return tally;
+}
+
+}  // namespace prescient::vol

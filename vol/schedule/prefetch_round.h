@@ -1,0 +1,70 @@
+// One prefetch round: the rows the loaders will read over the next steps, in
+// any number of datasets (fields of a sample map, across many files), read
+// ahead on the I/O threads.
+//
+// For each dataset the round claims the rows nobody has or loads (the cache
+// admits a prefetched row only if it is needed before the row it would
+// displace, and reserves its space), plans them into coalesced, chunk-aligned
+// reads, and runs every dataset's tasks on the executor, most urgent first
+// (by the earliest step any of a task's rows is needed), then publishes each
+// task's rows. pread and decode only: no HDF5 call (datasets without a raw
+// layout are left to the read path). Claimed rows are always published or
+// abandoned, also when a task fails or throws.
+#ifndef PRESCIENT_VOL_SCHEDULE_PREFETCH_ROUND_H_
+#define PRESCIENT_VOL_SCHEDULE_PREFETCH_ROUND_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cache/core/node_cache.h"
+#include "cache/io/executor.h"
+#include "vol/serve/cached_dataset.h"
+
+namespace prescient::vol {
+
+// A row wanted by a round: its dataset, row, and the first global step at
+// which a loader needs it (io::RowNeed::kNotNeeded for rows read only because
+// they share a chunk with needed ones).
+struct WantedRow {
+  const CachedDataset* dataset = nullptr;
+  std::uint64_t row = 0;
+  std::uint64_t step = 0;
+};
+
+// What a round did, for the statistics (per dataset field, when bound).
+struct RoundTally {
+  std::uint64_t rows_prefetched = 0;  // rows stored (entries x rows per entry)
+  std::uint64_t storage_reads = 0;
+  std::uint64_t storage_bytes = 0;
+  std::uint64_t failed_tasks = 0;
+};
+
+class PrefetchRound {
+ public:
+  // `field_of(dataset)` names the statistics field of a dataset (or nullopt).
+  using FieldOf = std::function<std::optional<std::uint32_t>(const CachedDataset&)>;
+
+  PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle* oracle,
+                cache::io::Executor& executor, FieldOf field_of);
+
+  // Claims, reads and publishes `wanted` (any order, repeats allowed). Returns
+  // when every task has ended. Chunked datasets have the other rows of every
+  // slab they touch added, so that each chunk is read and decoded once.
+  RoundTally Run(std::vector<WantedRow> wanted);
+
+ private:
+  struct DatasetWork;
+  void PlanDataset(DatasetWork& work);
+  void RunSmallDataset(DatasetWork& work, RoundTally& tally);
+
+  cache::NodeCache& cache_;
+  const cache::NextUseOracle* oracle_;
+  cache::io::Executor& executor_;
+  FieldOf field_of_;
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_SCHEDULE_PREFETCH_ROUND_H_
