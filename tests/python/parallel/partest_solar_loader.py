@@ -8,7 +8,8 @@ and every sample and its label are read independently, a batch at a time, for se
 
 Writes OUT_PREFIX.rank<R>.json: per epoch and batch the sample ids and a digest of every
 array (dtype, shape, bytes). --collective also reads one block of rows per rank inside
-`with dset.collective:` (a collective transfer: every rank takes part) and records its digest.
+`with dset.collective:`, as a slice and with read_direct (only the latter reaches HDF5 as a
+collective transfer: see below), and records their digests.
 --make N writes FILE (serially, no MPI driver): N samples, a contiguous and a gzip-chunked
 dataset of samples and a label dataset.
 """
@@ -87,8 +88,16 @@ def main():
             comm.Barrier()  # ranks meet after each epoch, as a training step's allreduce makes them
         if args.collective:
             rows = images.shape[0] // comm.size
+            mine = np.s_[comm.rank * rows:(comm.rank + 1) * rows]
+            # h5py reads a numeric slice through its fast reader, which passes HDF5 the default
+            # (independent) transfer list even inside `collective`; read_direct passes the
+            # dataset's list, which `collective` made collective. Both are recorded.
             with images.collective:
-                block = images[comm.rank * rows:(comm.rank + 1) * rows]
+                sliced = images[mine]
+            block = np.empty((rows,) + images.shape[1:], images.dtype)
+            with images.collective:
+                images.read_direct(block, mine)
+            out["collective_slice"] = digest(sliced)
             out["collective"] = digest(block)
     with open(f"{args.out}.rank{comm.rank}.json", "w") as f:
         json.dump(out, f)
