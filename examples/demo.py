@@ -60,7 +60,10 @@ LOADER = textwrap.dedent(
 
     ds = Samples()
     sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=True, seed=42)
-    loader = DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers)
+    # Forked workers, as on Linux before Python 3.14 (whose default, forkserver, cannot
+    # import a class defined in this -c script).
+    loader = DataLoader(ds, batch_size=batch, sampler=sampler, num_workers=workers,
+                        multiprocessing_context="fork" if workers else None)
     got = np.zeros((len(ds),) + tuple({shape}), dtype=np.float32)
     start = time.perf_counter()
     for epoch in range(epochs):

@@ -16,7 +16,9 @@ import sys
 
 RESULT_TOKENS = {" PASSED": "passed", "*FAILED*": "failed", " -SKIP-": "skipped"}
 TEST_LINE = re.compile(r"^(  )?Testing (.*)$")
-SUMMARY = re.compile(r"^(\d+)/(\d+) \([\d.]+%\) API tests (passed|did not pass|were skipped)")
+# h5_api_test_parallel says "At least N/M ... passed across all ranks" when ranks disagree.
+SUMMARY = re.compile(r"^(?:At least )?(\d+)/(\d+) \([\d.]+%\) API tests "
+                     r"(passed|did not pass|were skipped)")
 
 
 def split_result(text):
@@ -167,7 +169,8 @@ def check_activity(run, mode):
     problems = []
     expected = "pass_through" if mode == "stand-in" else "prescient"
     for interface, out in run["stdout"].items():
-        if f"Running API tests with VOL connector '{expected}'" not in out:
+        if (f"Running API tests with VOL connector '{expected}'" not in out and
+                f"Running parallel API tests with VOL connector '{expected}'" not in out):
             problems.append(f"{interface}: h5_api_test did not report running with '{expected}'")
         err = run["stderr"][interface]
         if "wasn't correctly registered" in err or "didn't match" in err:

@@ -166,7 +166,9 @@ bool DatasetState::IsStoredType(hid_t mem_type) const {
   return equal;
 }
 
-hid_t DatasetState::NewStoredTypeId() const { return H5Tdecode(encoded_type_.data()); }
+hid_t DatasetState::NewStoredTypeId() const {
+  return hdf5::DecodeType(encoded_type_.data(), encoded_type_.size());
+}
 
 void DatasetState::MarkChanged() noexcept {
   changed_.store(true, std::memory_order_relaxed);

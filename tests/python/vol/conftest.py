@@ -90,3 +90,29 @@ def prescient(runner):
     if runner.stand_in:
         pytest.skip("tests a prescient feature; the pass_through stand-in does not have it")
     return runner
+
+
+def _libhdf5_of(path):
+    """The libhdf5 a binary or plugin loads (resolved path), from ldd; None if it has none."""
+    proc = subprocess.run(["ldd", path], capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        fields = line.split()
+        if fields and fields[0].startswith("libhdf5") and "_hl" not in fields[0] and "=>" in fields:
+            return os.path.realpath(fields[fields.index("=>") + 1])
+    return None
+
+
+@pytest.fixture
+def hdf5_tools(runner):
+    """For tests running h5dump/h5ls with the connector: the tools must load the libhdf5 the
+    plugin links (one HDF5 per process). Debian builds the tools against the serial library
+    only, so with the parallel HDF5 (PRESCIENT_ENV_FLAVOR=parallel) these tests skip."""
+    if not runner.stand_in:
+        import shutil
+        tool = shutil.which("h5dump")
+        tools_lib = _libhdf5_of(tool) if tool else None
+        plugin_lib = _libhdf5_of(os.path.join(runner.plugin_dir, PLUGIN_NAME))
+        if tools_lib != plugin_lib:
+            pytest.skip(f"h5dump loads {tools_lib}, the plugin {plugin_lib}: the HDF5 tools of this "
+                        "environment are built against another libhdf5")
+    return runner

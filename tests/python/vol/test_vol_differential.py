@@ -70,7 +70,7 @@ def test_scenario_matches_native(scenario, runner, tmp_path):
     assert dump_conn == dump_native
 
 
-def test_h5dump_and_h5ls_with_connector(runner, tmp_path):
+def test_h5dump_and_h5ls_with_connector(runner, hdf5_tools, tmp_path):
     """The HDF5 tools work with the variables set and print exactly what they print natively."""
     path = tmp_path / "tools.h5"
     for scenario in ("compound_vlen", "groups_links", "chunked"):
@@ -89,7 +89,7 @@ def test_h5dump_and_h5ls_with_connector(runner, tmp_path):
             assert conn.stderr == native.stderr
 
 
-def test_h5ls_reports_connector_activity(prescient, tmp_path):
+def test_h5ls_reports_connector_activity(prescient, hdf5_tools, tmp_path):
     """h5ls really went through prescient: the stats file shows the file it opened."""
     path = tmp_path / "tools.h5"
     prescient.run([SCRIPT, "basic", "write", path], "native", tmp_path)

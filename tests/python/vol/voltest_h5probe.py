@@ -10,8 +10,9 @@ import re
 
 
 def hdf5_library_path():
-    """Path of the libhdf5 shared library mapped into this process (import h5py first)."""
-    pattern = re.compile(r"/libhdf5(_serial)?\.so[.\d]*$")
+    """Path of the libhdf5 shared library mapped into this process (import h5py first): Debian's
+    libhdf5_serial / libhdf5_openmpi, a plain libhdf5, or a pip wheel's libhdf5-<hash>."""
+    pattern = re.compile(r"/libhdf5(_serial|_openmpi|_mpich)?(-[0-9a-f]{8})?\.so[.\d]*$")
     with open("/proc/self/maps") as maps:
         for line in maps:
             fields = line.split()
