@@ -7,6 +7,8 @@
 #include <cmath>
 #include <string>
 
+#include "cache/core/segment_layout.h"
+
 namespace prescient::cache {
 namespace {
 
@@ -131,7 +133,10 @@ std::string SegmentPath(const CacheOptions& options) {
   }
   std::string dir = options.shm_dir.empty() ? std::string("/dev/shm") : options.shm_dir;
   if (dir.back() != '/') dir += '/';
-  return dir + options.name_prefix + "-u" + std::to_string(geteuid()) + "-" + node;
+  // The layout version is part of the name: builds with different layouts
+  // never meet at one path, so a version mismatch there means corruption.
+  return dir + options.name_prefix + "-v" + std::to_string(detail::kLayoutVersion) + "-u" +
+         std::to_string(geteuid()) + "-" + node;
 }
 
 }  // namespace prescient::cache

@@ -30,7 +30,7 @@ struct CacheOptions {
   // next job on the node starts warm. Otherwise the last process unlinks it.
   bool keep_after_exit = false;
 
-  // Where segments live and how they are named: <shm_dir>/<name_prefix>-u<uid>-<node>.
+  // Where segments live and how they are named (SegmentPath).
   // /dev/shm is what shm_open uses; tests point both elsewhere.
   std::string shm_dir = "/dev/shm";
   std::string name_prefix = "prescient-cache";
@@ -72,8 +72,8 @@ std::uint64_t DefaultCapacityBytes(const std::string& shm_dir);
 // The node identity used when CacheOptions::node_id is empty: the host name.
 std::string DefaultNodeId();
 
-// <shm_dir>/<name_prefix>-u<uid>-<node>, with characters of the node id other
-// than [A-Za-z0-9._-] replaced by '_'.
+// <shm_dir>/<name_prefix>-v<layout version>-u<uid>-<node>, with characters of
+// the node id other than [A-Za-z0-9._-] replaced by '_'.
 std::string SegmentPath(const CacheOptions& options);
 
 }  // namespace prescient::cache

@@ -4,6 +4,9 @@
 
 namespace prescient::cache::detail {
 
+// Heap positions and the entries stored at them are checked against the
+// geometry (a corrupt heap stops a sift, marks the tables corrupt, and is
+// rebuilt by Repair before the lock is released).
 void SegmentTables::HeapPlace(std::uint64_t pos, std::uint32_t e) {
   heap()[pos] = e;
   entry(e).heap_pos = static_cast<std::uint32_t>(pos);
@@ -15,6 +18,10 @@ void SegmentTables::SiftUp(std::uint64_t pos) {
   const std::uint64_t key = entry(e).heap_key;
   while (pos > 0) {
     const std::uint64_t parent = (pos - 1) / 2;
+    if (h[parent] >= geo_.num_entries) {
+      MarkCorrupt();
+      break;
+    }
     if (entry(h[parent]).heap_key >= key) break;
     HeapPlace(pos, h[parent]);
     pos = parent;
@@ -30,6 +37,10 @@ void SegmentTables::SiftDown(std::uint64_t pos) {
   for (;;) {
     std::uint64_t child = 2 * pos + 1;
     if (child >= size) break;
+    if (h[child] >= geo_.num_entries || (child + 1 < size && h[child + 1] >= geo_.num_entries)) {
+      MarkCorrupt();
+      break;
+    }
     if (child + 1 < size && entry(h[child + 1]).heap_key > entry(h[child]).heap_key) ++child;
     if (entry(h[child]).heap_key <= key) break;
     HeapPlace(pos, h[child]);
@@ -40,6 +51,10 @@ void SegmentTables::SiftDown(std::uint64_t pos) {
 
 void SegmentTables::HeapPush(std::uint32_t e) {
   if (entry(e).heap_pos != kNone) return;
+  if (header().heap_size >= geo_.num_entries) {
+    MarkCorrupt();
+    return;
+  }
   entry(e).heap_key = entry(e).key;
   const std::uint64_t pos = header().heap_size++;
   HeapPlace(pos, e);
@@ -50,6 +65,12 @@ void SegmentTables::HeapRemove(std::uint32_t e) {
   const std::uint32_t pos = entry(e).heap_pos;
   if (pos == kNone) return;
   entry(e).heap_pos = kNone;
+  const std::uint64_t size = header().heap_size;
+  if (size == 0 || size > geo_.num_entries || pos >= size || heap()[pos] != e ||
+      heap()[size - 1] >= geo_.num_entries) {
+    MarkCorrupt();
+    return;
+  }
   const std::uint64_t last = --header().heap_size;
   if (pos == last) return;
   HeapPlace(pos, heap()[last]);
@@ -62,18 +83,32 @@ void SegmentTables::SetKey(std::uint32_t e, std::uint64_t key) {
   Entry& x = entry(e);
   x.key = key;
   if (x.heap_pos != kNone && key > x.heap_key) {
+    if (x.heap_pos >= header().heap_size || header().heap_size > geo_.num_entries ||
+        heap()[x.heap_pos] != e) {
+      MarkCorrupt();
+      return;
+    }
     x.heap_key = key;
     SiftUp(x.heap_pos);
   }
 }
 
 std::uint32_t SegmentTables::HeapTop() {
-  while (header().heap_size > 0) {
-    Entry& top = entry(heap()[0]);
-    if (top.key == top.heap_key) return heap()[0];
+  if (header().heap_size > geo_.num_entries) {
+    MarkCorrupt();
+    return kNone;
+  }
+  // Each round either returns or pushes a lowered key down: bounded by the
+  // heap size (a key lowered again meanwhile would need a concurrent writer).
+  for (std::uint64_t rounds = 0; header().heap_size > 0 && rounds <= geo_.num_entries; ++rounds) {
+    const std::uint32_t e = heap()[0];
+    if (e >= geo_.num_entries) break;
+    Entry& top = entry(e);
+    if (top.key == top.heap_key) return e;
     top.heap_key = top.key;  // lowered since it was sifted: push it down now
     SiftDown(0);
   }
+  if (header().heap_size > 0) MarkCorrupt();
   return kNone;
 }
 
@@ -88,8 +123,13 @@ bool SegmentTables::MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) {
   // Unbacked space first: growing costs no row.
   if (h.free_blocks < blocks) Grow(blocks - h.free_blocks);
   while (h.free_blocks < blocks) {
-    const std::uint32_t victim = HeapTop();
-    if (victim == kNone) {  // everything left is pinned or loading
+    const std::uint32_t victim = corrupt() ? kNone : HeapTop();
+    if (victim == kNone) {  // everything left is pinned or loading (or the heap is broken)
+      ok = false;
+      break;
+    }
+    if (entry(victim).state != kEntryReady) {  // only Ready rows belong in the heap
+      MarkCorrupt();
       ok = false;
       break;
     }
@@ -123,7 +163,7 @@ bool SegmentTables::MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) {
 void SegmentTables::SweepStale(std::uint64_t now, std::uint32_t count) {
   SegmentHeader& h = header();
   for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint32_t e = static_cast<std::uint32_t>(h.sweep_hand % h.num_entries);
+    const std::uint32_t e = static_cast<std::uint32_t>(h.sweep_hand % geo_.num_entries);
     h.sweep_hand = e + 1;
     const Entry& x = entry(e);
     if (x.state == kEntryReady && IsScheduledKey(x.key) && x.key < now) SetKey(e, kStaleKey);

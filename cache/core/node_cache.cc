@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <new>
 #include <string>
 #include <utility>
@@ -22,9 +23,9 @@ std::uint64_t Pack(std::int32_t pid, std::uint16_t slot) {
 std::int32_t PackedPid(std::uint64_t packed) { return static_cast<std::int32_t>(packed >> 16); }
 std::uint16_t PackedSlot(std::uint64_t packed) { return static_cast<std::uint16_t>(packed); }
 
-bool SameGeometry(const SegmentHeader& h, const detail::LayoutPlan& plan) {
-  return h.segment_bytes == plan.segment_bytes && h.block_bytes == plan.block_bytes &&
-         h.max_datasets == plan.max_datasets && h.num_entries == plan.num_entries;
+bool SameGeometry(const detail::LayoutPlan& a, const detail::LayoutPlan& b) {
+  return a.segment_bytes == b.segment_bytes && a.block_bytes == b.block_bytes &&
+         a.max_datasets == b.max_datasets && a.num_entries == b.num_entries;
 }
 
 }  // namespace
@@ -41,6 +42,7 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
   if (!plan.ok()) return plan.status();
   const std::string path = SegmentPath(options);
   const ProcessIdentity self = SelfIdentity();
+  std::vector<std::string> notices;
 
   for (int attempt = 0; attempt < 16; ++attempt) {
     detail::MappedSegment segment;
@@ -48,12 +50,15 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
     switch (detail::OpenSegment(path, &segment, &error)) {
       case detail::OpenOutcome::kFailed:
         return error;
+      case detail::OpenOutcome::kCorrupt:
+        notices.push_back(error.message());  // removed: make a fresh one
+        continue;
       case detail::OpenOutcome::kNotFound: {
         switch (detail::CreateSegment(path, plan.value(), options.keep_after_exit, self, &segment,
                                       &error)) {
           case detail::CreateOutcome::kCreated:
-            return std::unique_ptr<NodeCache>(
-                new NodeCache(options, path, std::move(segment), self, /*slot=*/0));
+            return std::unique_ptr<NodeCache>(new NodeCache(options, path, std::move(segment), self,
+                                                            /*slot=*/0, std::move(notices)));
           case detail::CreateOutcome::kExists:
             continue;  // another process created it first: open theirs
           case detail::CreateOutcome::kFailed:
@@ -64,12 +69,29 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
       case detail::OpenOutcome::kOpened:
         break;
     }
-    SegmentTables t(segment.base());
+    SegmentTables t(segment.base(), segment.geometry);
     Result<std::uint16_t> slot = Status::Unavailable("retry");
     bool retry = false;
+    if (!t.AnyAttachedAliveUnlocked()) {
+      // Nobody alive uses it: whatever state its lock is in, a segment that
+      // is not kept is removed without touching the lock (a leftover whose
+      // mutex bytes are garbage must not make every later job wait).
+      if (t.raw_header().keep_after_exit == 0) {
+        detail::UnlinkIfSame(path, segment);
+        detail::UnmapSegment(&segment);
+        continue;
+      }
+    }
     {
       SegmentLock lock(t, options.lock_timeout);
       if (!lock.ok()) {
+        if (!t.AnyAttachedAliveUnlocked()) {  // a kept leftover with an unusable lock
+          notices.push_back("cache segment " + path + " was kept but its lock is unusable (" +
+                            lock.status().message() + "); replaced it");
+          detail::UnlinkIfSame(path, segment);
+          detail::UnmapSegment(&segment);
+          continue;
+        }
         detail::UnmapSegment(&segment);
         return lock.status();
       }
@@ -78,12 +100,12 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
         retry = true;
       } else if (t.ReapDead() == 0) {
         // A stale segment: everyone attached died (or it was kept on purpose).
-        if (h.keep_after_exit == 0 || !SameGeometry(h, plan.value())) {
+        if (h.keep_after_exit == 0 || !SameGeometry(segment.geometry, plan.value())) {
           h.state = detail::kSegmentRetired;
           detail::UnlinkIfSame(path, segment);
           retry = true;
         } else {
-          t.Repair();  // reuse the kept rows; validate everything first
+          t.Repair(/*verify_backing=*/true);  // reuse the kept rows; validate everything first
         }
       }
       if (!retry) slot = t.Attach(self);
@@ -97,7 +119,7 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
       return slot.status();
     }
     return std::unique_ptr<NodeCache>(
-        new NodeCache(options, path, std::move(segment), self, slot.value()));
+        new NodeCache(options, path, std::move(segment), self, slot.value(), std::move(notices)));
   }
   return Status::Unavailable("cache: segment " + path + " kept changing while opening it");
 } catch (const std::bad_alloc&) {
@@ -105,12 +127,15 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
 }
 
 NodeCache::NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
-                     const ProcessIdentity& self, std::uint16_t slot)
+                     const ProcessIdentity& self, std::uint16_t slot,
+                     std::vector<std::string> notices)
     : options_(options),
       path_(std::move(path)),
+      notices_(std::move(notices)),
       segment_(std::move(segment)),
       backing_(path_, segment_),
-      tables_(segment_.base(), &backing_) {
+      tables_(segment_.base(), segment_.geometry, &backing_),
+      local_datasets_(new LocalDataset[segment_.geometry.max_datasets]) {
   attachment_.store(Pack(self.pid, slot));
   self_start_time_.store(self.start_time);
 }
@@ -158,21 +183,45 @@ Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
   return slot.value();
 }
 
+bool NodeCache::ShapeOf(DatasetSlot ds, DatasetShape* shape, bool or_retired) const noexcept {
+  if (ds >= tables_.geometry().max_datasets) return false;
+  if (tables_.PublishedDataset(ds) == nullptr && !(or_retired && tables_.RetiredDataset(ds))) {
+    return false;
+  }
+  const LocalDataset& local = local_datasets_[ds];
+  shape->row_bytes = local.row_bytes.load(std::memory_order_acquire);
+  if (shape->row_bytes == 0) return false;
+  shape->num_rows = local.num_rows.load(std::memory_order_relaxed);
+  const std::uint64_t block = tables_.geometry().block_bytes;
+  shape->blocks_per_row = static_cast<std::uint32_t>((shape->row_bytes + block - 1) / block);
+  return true;
+}
+
 bool NodeCache::ValidSlot(DatasetSlot ds) const noexcept {
-  return tables_.PublishedDataset(ds) != nullptr;
+  DatasetShape shape;
+  return ShapeOf(ds, &shape);
 }
 
 std::uint64_t NodeCache::RowBytes(DatasetSlot ds) const noexcept {
-  const detail::DatasetRecord* d = tables_.PublishedDataset(ds);
-  return d != nullptr ? d->row_bytes : 0;
+  DatasetShape shape;
+  return ShapeOf(ds, &shape) ? shape.row_bytes : 0;
 }
 
 Result<DatasetSlot> NodeCache::RegisterDataset(const DatasetKey& key, std::uint64_t row_bytes,
                                                std::uint64_t num_rows) noexcept try {
   if (auto slot = EnsureAttached(); !slot.ok()) return slot.status();
-  SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return lock.status();
-  return tables_.FindOrAddDataset(key, row_bytes, num_rows);
+  Result<DatasetSlot> slot = Status::Unavailable("cache: segment lock");
+  {
+    SegmentLock lock(tables_, options_.lock_timeout);
+    if (!lock.ok()) return lock.status();
+    slot = tables_.FindOrAddDataset(key, row_bytes, num_rows);
+  }
+  if (slot.ok()) {
+    LocalDataset& local = local_datasets_[slot.value()];
+    local.num_rows.store(num_rows, std::memory_order_relaxed);
+    local.row_bytes.store(row_bytes, std::memory_order_release);
+  }
+  return slot;
 } catch (const std::bad_alloc&) {
   return Status::ResourceExhausted("cache: out of memory");
 }
@@ -225,11 +274,14 @@ CacheStats NodeCache::Stats() const noexcept {
   s.prefetch_declined = SegmentTables::Load(c.prefetch_declined);
   s.bytes_resident = SegmentTables::Load(c.bytes_resident);
   s.rows_resident = SegmentTables::Load(c.rows_resident);
-  s.capacity_bytes = h.num_blocks * h.block_bytes;
-  s.backed_bytes = h.off_data + SegmentTables::Load(h.backed_blocks) * h.block_bytes;
+  const detail::LayoutPlan& g = tables_.geometry();
+  s.capacity_bytes = g.num_blocks * g.block_bytes;
+  s.backed_bytes =
+      g.off_data + std::min(SegmentTables::Load(h.backed_blocks), g.num_blocks) * g.block_bytes;
   s.backing_failures = SegmentTables::Load(c.backing_failures);
   s.dropped_rows = SegmentTables::Load(c.dropped_rows);
-  s.segment_bytes = h.segment_bytes;
+  s.corruptions = SegmentTables::Load(c.corruptions);
+  s.segment_bytes = g.segment_bytes;
   s.node_step = NodeStep();
   return s;
 }

@@ -77,6 +77,7 @@ struct CacheStats {
   std::uint64_t backed_bytes = 0;
   std::uint64_t backing_failures = 0;  // extents the filesystem could not back (full)
   std::uint64_t dropped_rows = 0;      // rows of dropped datasets (resident or in flight)
+  std::uint64_t corruptions = 0;       // out-of-range values found in the segment, repaired
   std::uint64_t node_step = 0;
 };
 
@@ -213,10 +214,28 @@ class NodeCache {
   CacheStats Stats() const noexcept;
   std::uint64_t RowBytes(DatasetSlot ds) const noexcept;  // 0 if not registered
   const std::string& path() const { return path_; }
+  // What Open had to do that a user should hear about once (e.g. a corrupt
+  // segment found and replaced), each a message fit for one warning.
+  const std::vector<std::string>& notices() const { return notices_; }
 
  private:
   NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
-            const ProcessIdentity& self, std::uint16_t slot);
+            const ProcessIdentity& self, std::uint16_t slot, std::vector<std::string> notices);
+  // This process's own record of a registered dataset: sizes come from here,
+  // never from the segment (whose bytes anyone running as the user could
+  // change), so a corrupt record cannot make a copy overrun a buffer.
+  struct LocalDataset {
+    std::atomic<std::uint64_t> row_bytes{0};  // 0 = not registered by this process
+    std::atomic<std::uint64_t> num_rows{0};
+  };
+  struct DatasetShape {
+    std::uint64_t row_bytes = 0;
+    std::uint64_t num_rows = 0;
+    std::uint32_t blocks_per_row = 0;
+  };
+  // The shape of `ds` if this process registered it and it is not dropped
+  // (`or_retired`: dropped too, for an owner letting go of revoked claims).
+  bool ShapeOf(DatasetSlot ds, DatasetShape* shape, bool or_retired = false) const noexcept;
   // This process's attach slot; attaches after a fork.
   Result<std::uint16_t> EnsureAttached() noexcept EXCLUDES(tables_);
   bool ValidSlot(DatasetSlot ds) const noexcept;
@@ -242,11 +261,13 @@ class NodeCache {
 
   CacheOptions options_;
   std::string path_;
+  std::vector<std::string> notices_;
   detail::MappedSegment segment_;
   detail::FileBacking backing_;  // puts memory behind the data area as it fills
   // The segment's tables; also the capability "segment lock" that guards them
   // (taken with detail::SegmentLock).
   mutable detail::SegmentTables tables_;
+  std::unique_ptr<LocalDataset[]> local_datasets_;  // geometry.max_datasets of them
   // This process's attachment, packed as pid << 16 | slot so a forked child
   // sees a foreign pid (and attaches itself) in one atomic read.
   std::atomic<std::uint64_t> attachment_{0};

@@ -38,15 +38,15 @@ Result<std::vector<std::uint64_t>> NodeCache::ClaimReserved(DatasetSlot ds,
                                                             bool lru) noexcept try {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
-  const detail::DatasetRecord* record = tables_.PublishedDataset(ds);
-  if (record == nullptr) return Status::InvalidArgument(kNotRegistered);
+  DatasetShape shape;
+  if (!ShapeOf(ds, &shape)) return Status::InvalidArgument(kNotRegistered);
   for (const RowWithKey& r : rows) {
-    if (r.row >= record->num_rows) {
+    if (r.row >= shape.num_rows) {
       return Status::InvalidArgument("cache: row " + std::to_string(r.row) + " out of range (" +
-                                     std::to_string(record->num_rows) + " rows)");
+                                     std::to_string(shape.num_rows) + " rows)");
     }
   }
-  const std::uint32_t blocks = record->blocks_per_row;
+  const std::uint32_t blocks = shape.blocks_per_row;
   std::vector<std::uint64_t> out;
   out.reserve(rows.size());
   SegmentLock lock(tables_, options_.lock_timeout);
@@ -100,9 +100,8 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
   // A retired (dropped) slot still lets an owner let go of its revoked claims.
-  if (tables_.PublishedDataset(ds) == nullptr && !tables_.RetiredDataset(ds)) {
-    return Status::InvalidArgument(kNotRegistered);
-  }
+  DatasetShape shape;
+  if (!ShapeOf(ds, &shape, /*or_retired=*/true)) return Status::InvalidArgument(kNotRegistered);
   const std::uint64_t now = NodeStep();
   const std::uint64_t fresh =
       oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, now)) : 0;
@@ -122,7 +121,7 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   if (x.first_block == kNone) {
     // A claim that reserved nothing (made by ReadRows): admit now or decline.
     const std::uint64_t key = oracle != nullptr ? fresh : detail::LruKey(++h.lru_tick);
-    const std::uint32_t blocks = tables_.dataset(ds).blocks_per_row;
+    const std::uint32_t blocks = shape.blocks_per_row;
     if (!tables_.MakeRoom(blocks, key)) {
       tables_.Release(e);
       SegmentTables::Add(h.counters.rejections, 1);
@@ -133,11 +132,15 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   }
   lock.Unlock();
   // Still Loading to everyone else, and only we release our claims.
-  tables_.CopyInOwned(e, data);
+  const bool copied = tables_.CopyInOwned(e, data, shape.row_bytes);
   if (Status s = lock.Relock(); !s.ok()) return s;
   if (!OwnedClaim(tables_.entry(e), ds, row, self)) {  // revoked while we copied
     tables_.DisownRevoked(e);
     return PublishOutcome::kNotClaimed;
+  }
+  if (!copied) {  // a broken chain (corrupt segment): not cached
+    tables_.Release(e);
+    return PublishOutcome::kNotAdmitted;
   }
   tables_.MarkReady(e, tables_.entry(e).key);
   return PublishOutcome::kStored;
@@ -147,9 +150,8 @@ Status NodeCache::Abandon(DatasetSlot ds, std::uint64_t row) noexcept {
   auto slot = EnsureAttached();
   if (!slot.ok()) return slot.status();
   // A retired (dropped) slot still lets an owner let go of its revoked claims.
-  if (tables_.PublishedDataset(ds) == nullptr && !tables_.RetiredDataset(ds)) {
-    return Status::InvalidArgument(kNotRegistered);
-  }
+  DatasetShape shape;
+  if (!ShapeOf(ds, &shape, /*or_retired=*/true)) return Status::InvalidArgument(kNotRegistered);
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();
   const std::uint32_t e = tables_.FindClaim(ds, row, slot.value());

@@ -50,28 +50,51 @@ StatLine ReadStat(std::int32_t pid) {
   return out;
 }
 
-}  // namespace
+// This process's pid and start time, kept in a page the kernel zeroes in a
+// forked child (MADV_WIPEONFORK): a child re-reads its own identity on first
+// use, whatever at-fork handlers ran and in which order. Null where the
+// kernel lacks MADV_WIPEONFORK (then nothing is cached).
+struct IdentityPage {
+  std::int32_t pid;
+  std::uint64_t start_time;
+};
 
-std::int32_t CurrentPid() noexcept {
-  // getpid() is a system call on every hit; the pid is kept in a page the
-  // kernel zeroes in a forked child (MADV_WIPEONFORK), so a child re-reads its
-  // own pid on first use whatever at-fork handlers ran, and in which order.
-  static std::int32_t* const page = []() -> std::int32_t* {
+IdentityPage* WipeOnForkPage() {
+  static IdentityPage* const page = []() -> IdentityPage* {
     void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return nullptr;
 #ifdef MADV_WIPEONFORK
-    if (::madvise(p, 4096, MADV_WIPEONFORK) == 0) return static_cast<std::int32_t*>(p);
+    if (::madvise(p, 4096, MADV_WIPEONFORK) == 0) return static_cast<IdentityPage*>(p);
 #endif
     ::munmap(p, 4096);
     return nullptr;
   }();
+  return page;
+}
+
+}  // namespace
+
+std::int32_t CurrentPid() noexcept {
+  IdentityPage* page = WipeOnForkPage();
   if (page == nullptr) return static_cast<std::int32_t>(::getpid());
-  std::int32_t pid = __atomic_load_n(page, __ATOMIC_RELAXED);
+  std::int32_t pid = __atomic_load_n(&page->pid, __ATOMIC_RELAXED);
   if (pid == 0) {
     pid = static_cast<std::int32_t>(::getpid());
-    __atomic_store_n(page, pid, __ATOMIC_RELAXED);
+    __atomic_store_n(&page->pid, pid, __ATOMIC_RELAXED);
   }
   return pid;
+}
+
+ProcessIdentity SelfIdentityCached() noexcept {
+  IdentityPage* page = WipeOnForkPage();
+  if (page == nullptr) return SelfIdentity();
+  const std::int32_t pid = CurrentPid();
+  std::uint64_t start = __atomic_load_n(&page->start_time, __ATOMIC_ACQUIRE);
+  if (start == 0) {
+    start = ReadStat(pid).start_time;
+    __atomic_store_n(&page->start_time, start, __ATOMIC_RELEASE);
+  }
+  return {pid, start};
 }
 
 ProcessIdentity SelfIdentity() noexcept {

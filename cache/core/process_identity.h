@@ -19,6 +19,10 @@ struct ProcessIdentity {
 // The calling process (re-read after fork: no caching).
 ProcessIdentity SelfIdentity() noexcept;
 
+// SelfIdentity() read once per process (the start time costs a read of /proc),
+// renewed in a forked child like CurrentPid().
+ProcessIdentity SelfIdentityCached() noexcept;
+
 // The process `pid` now; pid 0 when it does not exist (or is a zombie).
 ProcessIdentity IdentityOf(std::int32_t pid) noexcept;
 

@@ -243,8 +243,11 @@ class NodeCache::ReadCall {
         const int pin = small ? -1 : t_.Pin(slot_, e);
         if (pin < 0) {
           copied_locked += row_bytes_;
-          t_.CopyOut(e, FirstDest(w));
-          FanOut(w);
+          if (t_.CopyOut(e, FirstDest(w), row_bytes_)) {
+            FanOut(w);
+          } else {
+            sc_.uncached.push_back(u);  // a broken chain: load the row privately
+          }
         } else {
           sc_.pinned.push_back({u, e, pin});
         }
@@ -274,9 +277,13 @@ class NodeCache::ReadCall {
   void CopyPinned() {
     for (const Scratch::Pinned& p : sc_.pinned) {
       const Wanted& w = sc_.wanted[p.wanted];
-      t_.CopyOutPinned(p.entry, FirstDest(w));
+      const bool copied = t_.CopyOutPinned(p.entry, FirstDest(w), row_bytes_);
       t_.PinDone(slot_, p.pin);
-      FanOut(w);
+      if (copied) {
+        FanOut(w);
+      } else {
+        sc_.uncached.push_back(p.wanted);  // a broken chain: load the row privately
+      }
     }
   }
 
@@ -365,8 +372,12 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     }
     return loaded;
   }
-  const std::uint64_t row_bytes = tables_.dataset(ds).row_bytes;
-  const std::uint32_t blocks = tables_.dataset(ds).blocks_per_row;
+  DatasetShape shape;
+  if (!ShapeOf(ds, &shape, /*or_retired=*/true)) {
+    return Status::InvalidArgument("cache: dataset slot not registered by this process");
+  }
+  const std::uint64_t row_bytes = shape.row_bytes;
+  const std::uint32_t blocks = shape.blocks_per_row;
   std::uint64_t copied_locked = 0;
   bool any_deferred = false;
   std::vector<unsigned char> deferred(rows.size(), 0);
@@ -385,8 +396,11 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     tables_.entry(e).first_block = tables_.AllocChain(blocks);
     if (row_bytes <= kCopyUnderLockBytes && copied_locked < kLockHoldCopyBudget) {
       copied_locked += row_bytes;
-      tables_.CopyIn(e, dest[i]);
-      tables_.MarkReady(e, key);
+      if (tables_.CopyIn(e, dest[i], row_bytes)) {
+        tables_.MarkReady(e, key);
+      } else {
+        tables_.Release(e);  // a broken chain (corrupt segment): not cached
+      }
     } else {
       any_deferred = true;  // copy outside the lock, still Loading to others
       deferred[i] = 1;
@@ -397,13 +411,19 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   // Our own claims with blocks attached cannot change under us (only we, or
   // a repair after our death, release them): copy without the lock.
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (deferred[i] != 0) tables_.CopyInOwned(entries[i], dest[i]);
+    if (deferred[i] != 0 && !tables_.CopyInOwned(entries[i], dest[i], row_bytes)) deferred[i] = 2;
   }
   if (Status s = lock.Relock(); !s.ok()) return s;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
     if (deferred[i] == 0) continue;
-    if (OwnedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.MarkReady(e, tables_.entry(e).key);
+    if (OwnedClaim(tables_.entry(e), ds, rows[i], slot)) {
+      if (deferred[i] == 1) {
+        tables_.MarkReady(e, tables_.entry(e).key);
+      } else {
+        tables_.Release(e);  // the copy found a broken chain: not cached
+      }
+    }
     if (RevokedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.DisownRevoked(e);
   }
   return Status::Ok();
@@ -427,11 +447,12 @@ bool NodeCache::ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row
     tables_.SetKey(e, oracle != nullptr ? scheduled : detail::LruKey(++h.lru_tick));
     SegmentTables::Add(h.counters.hits, 1);
     if (row_bytes > kCopyUnderLockBytes) pin = tables_.Pin(slot, e);
-    if (pin < 0) tables_.CopyOut(e, dest);
+    if (pin < 0 && !tables_.CopyOut(e, dest, row_bytes)) return false;  // corrupt: general path
   }
   if (pin >= 0) {
-    tables_.CopyOutPinned(e, dest);
+    const bool copied = tables_.CopyOutPinned(e, dest, row_bytes);
     tables_.PinDone(slot, pin);  // dropped by a later lock holder
+    if (!copied) return false;
   }
   ++stats->hits;
   return true;
@@ -445,12 +466,12 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
   auto attached = EnsureAttached();
   if (!attached.ok()) return attached.status();
   const std::uint16_t slot = attached.value();
-  const detail::DatasetRecord* record = tables_.PublishedDataset(ds);
-  if (record == nullptr) {
+  DatasetShape shape;
+  if (!ShapeOf(ds, &shape)) {
     return Status::InvalidArgument("cache: dataset slot not registered (or dropped)");
   }
-  const std::uint64_t row_bytes = record->row_bytes;
-  const std::uint64_t num_rows = record->num_rows;
+  const std::uint64_t row_bytes = shape.row_bytes;
+  const std::uint64_t num_rows = shape.num_rows;
   if (rows.empty()) return Status::Ok();
   if (rows.size() >= kNone) return Status::InvalidArgument("cache: too many rows in one read");
   for (std::uint64_t r : rows) {

@@ -21,13 +21,13 @@ std::uint64_t Mix(std::uint64_t x) {  // splitmix64 finaliser
 Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::uint64_t row_bytes,
                                                     std::uint64_t num_rows) {
   SegmentHeader& h = header();
-  const std::uint64_t block = h.block_bytes;
+  const std::uint64_t block = geo_.block_bytes;
   const std::uint64_t blocks_per_row = (row_bytes + block - 1) / block;
-  if (row_bytes == 0 || blocks_per_row > h.num_blocks) {
+  if (row_bytes == 0 || blocks_per_row > geo_.num_blocks) {
     return Status::InvalidArgument("cache: row size " + std::to_string(row_bytes) +
                                    " bytes is zero or larger than the whole cache");
   }
-  const std::uint32_t n = h.max_datasets;
+  const std::uint32_t n = geo_.max_datasets;
   std::uint32_t i = static_cast<std::uint32_t>(Mix(key.hi ^ Mix(key.lo)) % n);
   for (std::uint32_t probe = 0; probe < n; ++probe, i = (i + 1) % n) {
     DatasetRecord& d = dataset(i);
@@ -56,55 +56,97 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
 }
 
 std::uint64_t SegmentTables::Bucket(std::uint32_t ds, std::uint64_t row) const {
-  return Mix(row * 0x9e3779b97f4a7c15ull + ds) & (raw_header().hash_buckets - 1);
+  return Mix(row * 0x9e3779b97f4a7c15ull + ds) & (geo_.hash_buckets - 1);
 }
 
+// Every probe loop is bounded by the bucket count and every bucket value is
+// checked against the entry count: a corrupt index ends a lookup, never
+// sends it out of the mapping or into an endless loop.
 std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {
-  const std::uint64_t mask = header().hash_buckets - 1;
+  const std::uint64_t mask = geo_.hash_buckets - 1;
   const std::uint32_t* b = buckets();
-  for (std::uint64_t i = Bucket(ds, row);; i = (i + 1) & mask) {
+  std::uint64_t i = Bucket(ds, row);
+  for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
     const std::uint32_t e = b[i];
     if (e == kNone) return kNone;
+    if (e >= geo_.num_entries) break;
     const Entry& x = entry(e);
-    if (x.row == row && x.dataset == ds && x.state != kEntryRevoked) return e;
+    if (x.row == row && x.dataset == ds && (x.state == kEntryLoading || x.state == kEntryReady)) {
+      return e;
+    }
   }
+  MarkCorrupt();
+  return kNone;
 }
 
 std::uint32_t SegmentTables::FindClaim(std::uint32_t ds, std::uint64_t row,
                                        std::uint16_t owner) const {
-  const std::uint64_t mask = header().hash_buckets - 1;
+  const std::uint64_t mask = geo_.hash_buckets - 1;
   const std::uint32_t* b = buckets();
-  for (std::uint64_t i = Bucket(ds, row);; i = (i + 1) & mask) {
+  std::uint64_t i = Bucket(ds, row);
+  for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
     const std::uint32_t e = b[i];
     if (e == kNone) return kNone;
+    if (e >= geo_.num_entries) break;
     const Entry& x = entry(e);
     if (x.row == row && x.dataset == ds && x.owner == owner &&
         (x.state == kEntryLoading || x.state == kEntryRevoked)) {
       return e;
     }
   }
+  MarkCorrupt();
+  return kNone;
 }
 
 void SegmentTables::IndexInsert(std::uint32_t e) {
-  const std::uint64_t mask = header().hash_buckets - 1;
+  const std::uint64_t mask = geo_.hash_buckets - 1;
   std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(entry(e).dataset, entry(e).row);
-  while (b[i] != kNone) i = (i + 1) & mask;  // load factor <= 1/2: terminates quickly
-  b[i] = e;
+  // Load factor <= 1/2: a free bucket is near, unless the index is corrupt.
+  for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
+    if (b[i] == kNone) {
+      b[i] = e;
+      return;
+    }
+  }
+  MarkCorrupt();
+}
+
+void SegmentTables::IndexInsertOrRevoke(std::uint32_t e) {
+  Entry& x = entry(e);
+  if (x.state == kEntryLoading || x.state == kEntryReady) {
+    const std::uint32_t other = Find(x.dataset, x.row);
+    if (other != kNone && other != e) {
+      // Two live entries for one row: keep the first, take the row from this one.
+      if (x.state == kEntryReady) x.owner = kNoOwner;
+      x.state = kEntryRevoked;
+      x.waiters = 1;
+    }
+  }
+  IndexInsert(e);
 }
 
 void SegmentTables::IndexErase(std::uint32_t e) {
-  const std::uint64_t mask = header().hash_buckets - 1;
+  const std::uint64_t mask = geo_.hash_buckets - 1;
   std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(entry(e).dataset, entry(e).row);
-  while (b[i] != e) {
+  std::uint64_t probes = 0;
+  for (; b[i] != e; i = (i + 1) & mask) {
     if (b[i] == kNone) return;  // not indexed
-    i = (i + 1) & mask;
+    if (++probes >= geo_.hash_buckets) {
+      MarkCorrupt();
+      return;
+    }
   }
   // Backward-shift deletion: pull later members of the probe run into the hole
   // when their home bucket does not lie strictly inside (hole, j].
   std::uint64_t hole = i;
+  probes = 0;
   for (std::uint64_t j = (hole + 1) & mask; b[j] != kNone; j = (j + 1) & mask) {
+    if (b[j] >= geo_.num_entries || ++probes >= geo_.hash_buckets) {
+      MarkCorrupt();
+      break;
+    }
     const std::uint64_t home = Bucket(entry(b[j]).dataset, entry(b[j]).row);
     const bool home_in_range = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
     if (!home_in_range) {

@@ -69,7 +69,7 @@ bool MapFile(const std::string& path, const struct stat& expected, std::uint64_t
       return false;
     }
     bip::mapped_region region(file, bip::read_write, 0, static_cast<std::size_t>(size));
-    *out = MappedSegment{std::move(region), opened.st_dev, opened.st_ino};
+    *out = MappedSegment{std::move(region), opened.st_dev, opened.st_ino, LayoutPlan{}};
     return true;  // `file` closes its descriptor here; the mapping stays
   } catch (const bip::interprocess_exception& e) {
     if (not_found != nullptr && e.get_native_error() == ENOENT) {
@@ -90,9 +90,15 @@ OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* err
     *error = Status::FromErrno(errno, "cannot open cache segment " + path);
     return OpenOutcome::kFailed;
   }
-  auto fail = [&](const std::string& why) {
-    *error = Status::Corruption("cache segment " + path + ": " + why);
-    return OpenOutcome::kFailed;
+  // Ours, but not a segment anyone can use: remove it (only this file, if it
+  // is still there) so the caller makes a fresh one.
+  auto corrupt = [&](const std::string& why) {
+    *error = Status::Corruption("cache segment " + path + " " + why + "; replaced it");
+    struct stat now{};
+    if (lstat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) {
+      unlink(path.c_str());
+    }
+    return OpenOutcome::kCorrupt;
   };
   auto refuse = [&](const std::string& why) {
     *error = Status::InvalidArgument("cache segment " + path + ": " + why);
@@ -102,7 +108,7 @@ OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* err
   if (st.st_uid != geteuid()) return refuse("owned by another user; refusing to use it");
   if ((st.st_mode & 077) != 0) return refuse("accessible to other users (mode not 0600); refusing");
   if (static_cast<std::uint64_t>(st.st_size) < sizeof(SegmentHeader)) {
-    return fail("truncated (" + std::to_string(st.st_size) + " bytes); delete it");
+    return corrupt("was truncated (" + std::to_string(st.st_size) + " bytes)");
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   MappedSegment mapped;
@@ -112,15 +118,15 @@ OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* err
   }
   const auto* h = static_cast<const SegmentHeader*>(mapped.base());
   if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kMagic) {
-    return fail("not a Prescient cache segment (bad magic); delete it");
+    return corrupt("was not a Prescient cache segment (bad magic)");
   }
-  if (h->version != kLayoutVersion) {
-    return fail("layout version " + std::to_string(h->version) + " but this build uses " +
-                std::to_string(kLayoutVersion) + " (another Prescient version is using it?)");
+  if (h->version != kLayoutVersion) {  // the version is in the name: this is corruption
+    return corrupt("had layout version " + std::to_string(h->version) + " under a name for " +
+                   std::to_string(kLayoutVersion));
   }
-  if (h->segment_bytes != size) {
-    return fail("size " + std::to_string(size) + " does not match its header; delete it");
-  }
+  Result<LayoutPlan> geometry = CheckedGeometry(*h, size);
+  if (!geometry.ok()) return corrupt("was corrupt (" + geometry.status().message() + ")");
+  mapped.geometry = geometry.value();
   *out = std::move(mapped);
   return OpenOutcome::kOpened;
 }
@@ -160,9 +166,7 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
                                           "; lower the cache size"));
   }
   if (Status why; !MapFile(temp, st, plan.segment_bytes, &mapped, &why)) return fail(why);
-  if (int init = InitializeSegment(mapped.base(), plan, keep_after_exit); init != 0) {
-    return fail(Status::FromErrno(init, "cannot initialise the segment mutex"));
-  }
+  InitializeSegment(mapped.base(), plan, keep_after_exit);
   SegmentTables tables(mapped.base());
   tables.AssumeExclusive();  // not yet visible to any other process
   if (!tables.Attach(self).ok()) return fail(Status::Internal("cannot attach to a fresh segment"));
@@ -175,6 +179,7 @@ CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, boo
     return fail(Status::FromErrno(err, "cannot publish cache segment " + path));
   }
   unlink(temp.c_str());
+  mapped.geometry = plan;
   *out = std::move(mapped);
   return CreateOutcome::kCreated;
 }

@@ -12,7 +12,7 @@
 // (RAII: the region unmaps itself). Nothing else of Boost.Interprocess is
 // used: its mutexes and managed segments do not survive a holder's death
 // (see cache/README.md), so the segment's contents are plain arrays guarded
-// by a robust pthread mutex.
+// by one lock that survives its holder's death (shm_sync.h).
 #ifndef PRESCIENT_CACHE_CORE_SEGMENT_FILE_H_
 #define PRESCIENT_CACHE_CORE_SEGMENT_FILE_H_
 
@@ -39,6 +39,9 @@ struct MappedSegment {
   boost::interprocess::mapped_region region;
   dev_t device = 0;  // the file's identity, to unlink only this file later
   ino_t inode = 0;
+  // The geometry checked when the segment was opened (CheckedGeometry) or
+  // planned when it was created: the only copy the process trusts.
+  LayoutPlan geometry;
 
   void* base() const { return region.get_address(); }
   std::uint64_t size() const { return region.get_size(); }
@@ -64,9 +67,15 @@ class FileBacking final : public SegmentBacking {
   ino_t inode_;
 };
 
-enum class OpenOutcome { kOpened, kNotFound, kFailed };
+enum class OpenOutcome {
+  kOpened,
+  kNotFound,
+  kCorrupt,  // a file of ours that is not a usable segment: unlinked; *error says what it was
+  kFailed,
+};
 
-// Maps an existing segment after checking owner, mode 0600, size and header.
+// Maps an existing segment after checking owner, mode 0600, size, header and
+// geometry (CheckedGeometry).
 OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* error);
 
 enum class CreateOutcome { kCreated, kExists, kFailed };

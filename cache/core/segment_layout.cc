@@ -86,7 +86,58 @@ Result<LayoutPlan> PlanLayout(std::uint64_t segment_bytes, std::uint32_t block_b
   return plan;
 }
 
-int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) {
+Result<LayoutPlan> CheckedGeometry(const SegmentHeader& h, std::uint64_t file_size) {
+  auto bad = [&](const std::string& what) { return Status::Corruption("segment header: " + what); };
+  if (h.block_bytes < 256 || h.block_bytes > (1u << 20) ||
+      (h.block_bytes & (h.block_bytes - 1)) != 0)
+    return bad("block size " + std::to_string(h.block_bytes));
+  if (h.max_datasets == 0 || h.max_datasets > (1u << 20))
+    return bad("dataset table size " + std::to_string(h.max_datasets));
+  if (h.num_blocks < 16 || h.num_blocks >= kNone)
+    return bad("block count " + std::to_string(h.num_blocks));
+  if (h.num_entries == 0 || h.num_entries >= kNone)
+    return bad("entry count " + std::to_string(h.num_entries));
+  if (h.segment_bytes != file_size)
+    return bad("size " + std::to_string(h.segment_bytes) + " but the file has " +
+               std::to_string(file_size) + " bytes");
+  LayoutPlan plan;
+  plan.block_bytes = h.block_bytes;
+  plan.max_datasets = h.max_datasets;
+  Place(&plan, h.num_blocks, h.num_entries);
+  const bool same = plan.segment_bytes == h.segment_bytes && plan.hash_buckets == h.hash_buckets &&
+                    plan.off_datasets == h.off_datasets && plan.off_attach == h.off_attach &&
+                    plan.off_participants == h.off_participants &&
+                    plan.off_entries == h.off_entries && plan.off_buckets == h.off_buckets &&
+                    plan.off_heap == h.off_heap && plan.off_block_next == h.off_block_next &&
+                    plan.off_bitmap == h.off_bitmap && plan.off_data == h.off_data;
+  if (!same) return bad("table offsets do not match its geometry");
+  if (h.state != kSegmentReady && h.state != kSegmentRetired) {
+    return bad("state " + std::to_string(h.state));
+  }
+  return plan;
+}
+
+LayoutPlan GeometryOf(const SegmentHeader& h) {
+  LayoutPlan plan;
+  plan.segment_bytes = h.segment_bytes;
+  plan.block_bytes = h.block_bytes;
+  plan.max_datasets = h.max_datasets;
+  plan.num_blocks = h.num_blocks;
+  plan.num_entries = h.num_entries;
+  plan.hash_buckets = h.hash_buckets;
+  plan.off_datasets = h.off_datasets;
+  plan.off_attach = h.off_attach;
+  plan.off_participants = h.off_participants;
+  plan.off_entries = h.off_entries;
+  plan.off_buckets = h.off_buckets;
+  plan.off_heap = h.off_heap;
+  plan.off_block_next = h.off_block_next;
+  plan.off_bitmap = h.off_bitmap;
+  plan.off_data = h.off_data;
+  return plan;
+}
+
+void InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) {
   auto* bytes = static_cast<unsigned char*>(base);
   auto* h = new (base) SegmentHeader{};
   h->version = kLayoutVersion;
@@ -107,7 +158,7 @@ int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) 
   h->off_bitmap = plan.off_bitmap;
   h->off_data = plan.off_data;
   h->keep_after_exit = keep_after_exit ? 1 : 0;
-  if (int rc = InitRobustMutex(&h->lock); rc != 0) return rc;
+  // The lock is free as zeroed memory.
 
   // No block is backed yet (the data area is a hole): blocks join the free
   // list as extents are backed (SegmentTables::Grow). Every entry free.
@@ -128,7 +179,6 @@ int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit) 
   }
   // Published last: a reader that sees the magic sees an initialised segment.
   __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE);
-  return 0;
 }
 
 }  // namespace prescient::cache::detail

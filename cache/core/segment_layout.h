@@ -11,18 +11,17 @@
 #ifndef PRESCIENT_CACHE_CORE_SEGMENT_LAYOUT_H_
 #define PRESCIENT_CACHE_CORE_SEGMENT_LAYOUT_H_
 
-#include <pthread.h>
-
 #include <cstdint>
 #include <limits>
 
 #include "cache/base/status.h"
 #include "cache/core/dataset_key.h"
+#include "cache/core/shm_sync.h"
 
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 7;
+inline constexpr std::uint32_t kLayoutVersion = 9;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -115,6 +114,7 @@ struct SegmentCounters {
   std::uint64_t prefetch_declined;  // rows ClaimForPrefetch left out (no-admit rule)
   std::uint64_t backing_failures;   // data extents the filesystem could not back (full)
   std::uint64_t dropped_rows;       // resident or in-flight rows of dropped datasets
+  std::uint64_t corruptions;        // out-of-range values found in the tables (then repaired)
 };
 
 struct alignas(64) SegmentHeader {
@@ -130,7 +130,7 @@ struct alignas(64) SegmentHeader {
   std::uint64_t off_datasets, off_attach, off_participants, off_entries, off_buckets, off_heap,
       off_block_next, off_bitmap, off_data;
 
-  alignas(64) pthread_mutex_t lock;
+  alignas(64) SharedLock lock;  // shm_sync.h
   // Guarded by lock.
   std::uint32_t free_block_head;
   std::uint32_t free_entry_head;
@@ -172,10 +172,18 @@ struct LayoutPlan {
 Result<LayoutPlan> PlanLayout(std::uint64_t segment_bytes, std::uint32_t block_bytes,
                               std::uint32_t max_datasets, std::uint64_t max_rows);
 
+// The geometry a header claims, checked: every size in range, every offset
+// exactly where PlanLayout puts it, the whole within `file_size`. A segment
+// that fails is not used at all (see segment_file.cc). The result is what
+// every process keeps and trusts afterwards, never the header's fields again.
+Result<LayoutPlan> CheckedGeometry(const SegmentHeader& header, std::uint64_t file_size);
+
+// The header's geometry as it is, unchecked (segments this process built).
+LayoutPlan GeometryOf(const SegmentHeader& header);
+
 // Writes a fresh, empty segment into zero-filled memory `base` (the creator's
-// private file, not yet visible under its final name). Returns errno of the
-// mutex initialisation (0 on success).
-int InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit);
+// private file, not yet visible under its final name).
+void InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit);
 
 }  // namespace prescient::cache::detail
 

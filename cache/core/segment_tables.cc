@@ -1,4 +1,11 @@
 // Entries, blocks, pins and attach records of SegmentTables.
+//
+// Every index read from the segment is checked before it is used (an entry,
+// block, heap position, attach slot or dataset out of range): the segment is
+// shared memory another process may have left half-written or that anything
+// running as the user may overwrite. A bad value marks the tables corrupt;
+// the operation goes on with a safe value (the row is absent, the chain is not
+// freed) and the lock holder repairs the tables before releasing the lock.
 #include "cache/core/segment_tables.h"
 
 #include <time.h>
@@ -14,13 +21,12 @@ namespace prescient::cache::detail {
 
 Status SegmentTables::AcquireLock(std::chrono::milliseconds timeout) {
   SegmentHeader& h = raw_header();
-  switch (LockRobust(&h.lock, timeout)) {
+  switch (AcquireSharedLock(&h.lock, timeout)) {
     case LockOutcome::kLocked:
       return Status::Ok();
-    case LockOutcome::kRecovered:
+    case LockOutcome::kRecovered:  // its holder died inside a critical section
       Repair();
       Add(h.counters.recoveries, 1);
-      MarkConsistent(&h.lock);
       return Status::Ok();
     case LockOutcome::kTimedOut:
       return Status::Unavailable("cache: segment lock not acquired within " +
@@ -29,22 +35,43 @@ Status SegmentTables::AcquireLock(std::chrono::milliseconds timeout) {
     case LockOutcome::kFailed:
       break;
   }
-  return Status::Corruption("cache: segment lock unusable");
+  return Status::Unavailable("cache: this process cannot name itself to the segment lock");
 }
 
-void SegmentTables::ReleaseLock() { UnlockRobust(&raw_header().lock); }
+void SegmentTables::ReleaseLock() {
+  SegmentHeader& h = raw_header();
+  if (corrupt()) {  // something read under this hold was out of range
+    Repair(/*verify_backing=*/true);
+    Add(h.counters.corruptions, 1);
+  }
+  ReleaseSharedLock(&h.lock);
+}
 
 const DatasetRecord* SegmentTables::PublishedDataset(std::uint32_t ds) const {
-  if (ds >= raw_header().max_datasets) return nullptr;
+  if (ds >= geo_.max_datasets) return nullptr;
   DatasetRecord& d = dataset_unlocked(ds);
   return std::atomic_ref<std::uint32_t>(d.state).load(std::memory_order_acquire) == 1 ? &d
                                                                                       : nullptr;
 }
 
 bool SegmentTables::RetiredDataset(std::uint32_t ds) const {
-  if (ds >= raw_header().max_datasets) return false;
+  if (ds >= geo_.max_datasets) return false;
   return std::atomic_ref<std::uint32_t>(dataset_unlocked(ds).state)
              .load(std::memory_order_acquire) == 2;
+}
+
+const DatasetRecord* SegmentTables::RecordOf(std::uint32_t ds) const {
+  if (ds >= geo_.max_datasets) {
+    MarkCorrupt();
+    return nullptr;
+  }
+  const DatasetRecord& d = dataset(ds);
+  const std::uint64_t blocks = (d.row_bytes + geo_.block_bytes - 1) / geo_.block_bytes;
+  if (d.state == 0 || d.row_bytes == 0 || d.blocks_per_row != blocks || blocks > geo_.num_blocks) {
+    MarkCorrupt();
+    return nullptr;
+  }
+  return &d;
 }
 
 void SegmentTables::BumpAndWake(std::uint32_t e) {
@@ -60,8 +87,12 @@ std::uint32_t SegmentTables::Claim(std::uint32_t ds, std::uint64_t row, std::uin
   SegmentHeader& h = header();
   const std::uint32_t e = h.free_entry_head;
   if (e == kNone) return kNone;
+  if (e >= geo_.num_entries || entry(e).state != kEntryFree) {
+    MarkCorrupt();
+    return kNone;
+  }
   Entry& x = entry(e);
-  h.free_entry_head = x.first_block;
+  h.free_entry_head = x.first_block;  // checked when it is popped in turn
   h.used_entries++;
   x.row = row;
   x.dataset = ds;
@@ -80,14 +111,18 @@ std::uint32_t SegmentTables::Claim(std::uint32_t ds, std::uint64_t row, std::uin
 
 void SegmentTables::Release(std::uint32_t e) {
   SegmentHeader& h = header();
+  if (e >= geo_.num_entries) {
+    MarkCorrupt();
+    return;
+  }
   Entry& x = entry(e);
   if (x.state == kEntryFree) return;
   HeapRemove(e);
   IndexErase(e);
-  const DatasetRecord& d = dataset(x.dataset);
-  if (x.first_block != kNone) FreeChain(x.first_block, d.blocks_per_row);
-  if (x.state == kEntryReady) {
-    Add(h.counters.bytes_resident, -static_cast<std::int64_t>(d.row_bytes));
+  const DatasetRecord* d = RecordOf(x.dataset);
+  if (x.first_block != kNone && d != nullptr) FreeChain(x.first_block, d->blocks_per_row);
+  if (x.state == kEntryReady && d != nullptr) {
+    Add(h.counters.bytes_resident, -static_cast<std::int64_t>(d->row_bytes));
     Add(h.counters.rows_resident, -1);
   }
   x.state = kEntryFree;
@@ -103,9 +138,10 @@ void SegmentTables::Revoke(std::uint32_t e) {
   Entry& x = entry(e);
   if (x.state == kEntryReady) {
     HeapRemove(e);
-    const DatasetRecord& d = dataset(x.dataset);
-    Add(h.counters.bytes_resident, -static_cast<std::int64_t>(d.row_bytes));
-    Add(h.counters.rows_resident, -1);
+    if (const DatasetRecord* d = RecordOf(x.dataset)) {
+      Add(h.counters.bytes_resident, -static_cast<std::int64_t>(d->row_bytes));
+      Add(h.counters.rows_resident, -1);
+    }
     x.owner = kNoOwner;
   } else if (x.state != kEntryLoading) {
     return;
@@ -127,9 +163,9 @@ void SegmentTables::DisownRevoked(std::uint32_t e) {
 
 std::uint64_t SegmentTables::DropDataset(std::uint32_t ds) {
   SegmentHeader& h = header();
-  if (ds >= h.max_datasets) return 0;
+  if (ds >= geo_.max_datasets) return 0;
   std::uint64_t dropped = 0;
-  for (std::uint64_t i = 0; i < h.num_entries; ++i) {
+  for (std::uint64_t i = 0; i < geo_.num_entries; ++i) {
     const std::uint32_t e = static_cast<std::uint32_t>(i);
     const Entry& x = entry(e);
     if (x.dataset != ds || (x.state != kEntryReady && x.state != kEntryLoading)) continue;
@@ -146,8 +182,10 @@ void SegmentTables::MarkReady(std::uint32_t e, std::uint64_t key) {
   Entry& x = entry(e);
   x.key = key;
   x.state = kEntryReady;
-  Add(h.counters.bytes_resident, static_cast<std::int64_t>(dataset(x.dataset).row_bytes));
-  Add(h.counters.rows_resident, 1);
+  if (const DatasetRecord* d = RecordOf(x.dataset)) {
+    Add(h.counters.bytes_resident, static_cast<std::int64_t>(d->row_bytes));
+    Add(h.counters.rows_resident, 1);
+  }
   HeapPush(e);
   BumpAndWake(e);
 }
@@ -169,8 +207,12 @@ std::uint64_t MonotonicNs() {
 
 bool SegmentTables::Grow(std::uint64_t blocks) {
   SegmentHeader& h = header();
-  const std::uint64_t block = h.block_bytes;
-  const std::uint64_t left = h.num_blocks - std::min(h.backed_blocks, h.num_blocks);
+  if (h.backed_blocks > geo_.num_blocks || h.free_blocks > h.backed_blocks) {
+    MarkCorrupt();
+    return false;
+  }
+  const std::uint64_t block = geo_.block_bytes;
+  const std::uint64_t left = geo_.num_blocks - h.backed_blocks;
   if (blocks == 0 || left < blocks) return false;
   if (backing_ != nullptr && h.backing_retry_ns != 0 && MonotonicNs() < h.backing_retry_ns) {
     return false;
@@ -182,7 +224,7 @@ bool SegmentTables::Grow(std::uint64_t blocks) {
   };
   std::uint64_t extent = round(std::max(blocks, kExtentBytes / block));
   if (backing_ != nullptr) {
-    const std::uint64_t offset = h.off_data + h.backed_blocks * block;
+    const std::uint64_t offset = geo_.off_data + h.backed_blocks * block;
     bool backed = backing_->Back(offset, extent * block).ok();
     if (!backed && extent > round(blocks)) {  // nearly full: just what is needed
       extent = round(blocks);
@@ -208,14 +250,27 @@ bool SegmentTables::Grow(std::uint64_t blocks) {
   return true;
 }
 
+std::uint32_t SegmentTables::ChainEnd(std::uint32_t head, std::uint32_t count) const {
+  const std::uint64_t backed = std::min(header().backed_blocks, geo_.num_blocks);
+  std::uint32_t last = head;
+  for (std::uint32_t i = 0;; ++i) {
+    if (last >= backed) {
+      MarkCorrupt();
+      return kNone;
+    }
+    if (i + 1 >= count) return last;
+    last = block_next()[last];
+  }
+}
+
 std::uint32_t SegmentTables::AllocChain(std::uint32_t count) {
   SegmentHeader& h = header();
   if (count == 0) return kNone;
   if (h.free_blocks < count && !Grow(count - h.free_blocks)) return kNone;
   // The free list is itself a chain: cut its first `count` blocks off.
   const std::uint32_t head = h.free_block_head;
-  std::uint32_t last = head;
-  for (std::uint32_t i = 1; i < count; ++i) last = block_next()[last];
+  const std::uint32_t last = ChainEnd(head, count);
+  if (last == kNone) return kNone;  // a broken free list: repaired at unlock
   h.free_block_head = block_next()[last];
   block_next()[last] = kNone;
   h.free_blocks -= count;
@@ -224,35 +279,46 @@ std::uint32_t SegmentTables::AllocChain(std::uint32_t count) {
 
 void SegmentTables::FreeChain(std::uint32_t head, std::uint32_t count) {
   SegmentHeader& h = header();
-  std::uint32_t last = head;
-  for (std::uint32_t i = 1; i < count; ++i) last = block_next()[last];
+  const std::uint32_t last = ChainEnd(head, count);
+  if (last == kNone) return;  // a broken chain: its blocks come back at repair
   block_next()[last] = h.free_block_head;
   h.free_block_head = head;
   h.free_blocks += count;
 }
 
-void SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest) const {
-  const Entry& x = entry_unlocked(e);
-  std::uint64_t left = dataset_unlocked(x.dataset).row_bytes;
-  const std::uint64_t block = raw_header().block_bytes;
-  for (std::uint32_t b = x.first_block; left > 0; b = block_next_unlocked()[b]) {
+bool SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_t row_bytes) const {
+  const std::uint32_t* next = block_next_unlocked();
+  const std::uint64_t block = geo_.block_bytes;
+  std::uint64_t left = row_bytes;
+  for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next[b]) {
+    if (b >= geo_.num_blocks) {
+      MarkCorrupt();
+      return false;
+    }
     const std::uint64_t n = left < block ? left : block;
     std::memcpy(dest, block_data(b), n);
     dest += n;
     left -= n;
   }
+  return true;
 }
 
-void SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source) const {
-  const Entry& x = entry_unlocked(e);
-  std::uint64_t left = dataset_unlocked(x.dataset).row_bytes;
-  const std::uint64_t block = raw_header().block_bytes;
-  for (std::uint32_t b = x.first_block; left > 0; b = block_next_unlocked()[b]) {
+bool SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source,
+                                std::uint64_t row_bytes) const {
+  const std::uint32_t* next = block_next_unlocked();
+  const std::uint64_t block = geo_.block_bytes;
+  std::uint64_t left = row_bytes;
+  for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next[b]) {
+    if (b >= geo_.num_blocks) {
+      MarkCorrupt();
+      return false;
+    }
     const std::uint64_t n = left < block ? left : block;
     std::memcpy(block_data(b), source, n);
     source += n;
     left -= n;
   }
+  return true;
 }
 
 int SegmentTables::Pin(std::uint16_t slot, std::uint32_t e) {
@@ -273,10 +339,13 @@ int SegmentTables::Pin(std::uint16_t slot, std::uint32_t e) {
 void SegmentTables::DropPin(AttachRecord& a, int i) {
   const std::uint32_t e = a.pin[i];
   a.pin[i] = kNone;
-  a.pins_used--;
+  if (a.pins_used > 0) a.pins_used--;
   std::atomic_ref<std::uint64_t>(a.pins_done)
       .fetch_and(~(std::uint64_t{1} << i), std::memory_order_relaxed);
-  if (e >= header().num_entries) return;
+  if (e >= geo_.num_entries) {
+    MarkCorrupt();
+    return;
+  }
   Entry& x = entry(e);
   if (x.pins > 0) x.pins--;
   if (x.state == kEntryRevoked && x.pins == 0 && x.owner == kNoOwner) Release(e);
@@ -292,7 +361,7 @@ void SegmentTables::Unpin(std::uint16_t slot, std::uint32_t e) {
 }
 
 void SegmentTables::PinDone(std::uint16_t slot, int index) const {
-  AttachRecord& a = reinterpret_cast<AttachRecord*>(base_ + raw_header().off_attach)[slot];
+  AttachRecord& a = reinterpret_cast<AttachRecord*>(base_ + geo_.off_attach)[slot];
   // Release: the copy-out happens-before whoever drops the pin and reuses the blocks.
   std::atomic_ref<std::uint64_t>(a.pins_done)
       .fetch_or(std::uint64_t{1} << index, std::memory_order_release);
@@ -337,6 +406,10 @@ Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
 }
 
 void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
+  if (slot >= kMaxAttach) {
+    MarkCorrupt();
+    return;
+  }
   AttachRecord& a = attach(slot);
   for (int i = 0; i < static_cast<int>(kPinsPerAttach); ++i) {
     if (a.pin[i] != kNone) DropPin(a, i);
@@ -344,8 +417,7 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
   a.pins_used = 0;
   std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
   // Its claims: a scan, but only when a process leaves or died.
-  const std::uint64_t n = header().num_entries;
-  for (std::uint64_t i = 0; i < n; ++i) {
+  for (std::uint64_t i = 0; i < geo_.num_entries; ++i) {
     Entry& x = entry(static_cast<std::uint32_t>(i));
     if (x.state == kEntryLoading && x.owner == slot) {
       Release(static_cast<std::uint32_t>(i));
@@ -356,6 +428,18 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
   }
   std::atomic_ref<std::int32_t>(a.pid).store(0, std::memory_order_release);
   a.start_time = 0;
+}
+
+bool SegmentTables::AnyAttachedAliveUnlocked() const {
+  const auto* records = reinterpret_cast<AttachRecord*>(base_ + geo_.off_attach);
+  for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
+    AttachRecord& a = const_cast<AttachRecord&>(records[s]);
+    const std::int32_t pid = std::atomic_ref<std::int32_t>(a.pid).load(std::memory_order_acquire);
+    if (pid != 0 && IsAlive({pid, std::atomic_ref<std::uint64_t>(a.start_time).load()})) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::uint32_t SegmentTables::ReapDead() {

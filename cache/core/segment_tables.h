@@ -24,6 +24,7 @@
 #include "cache/core/dataset_key.h"
 #include "cache/core/process_identity.h"
 #include "cache/core/segment_layout.h"
+#include "cache/core/shm_sync.h"
 
 namespace prescient::cache::detail {
 
@@ -39,9 +40,22 @@ class SegmentBacking {
 
 class CAPABILITY("segment lock") SegmentTables {
  public:
-  // `backing` may be null: the whole segment is already memory (tests).
-  explicit SegmentTables(void* base, const SegmentBacking* backing = nullptr)
-      : base_(static_cast<unsigned char*>(base)), backing_(backing) {}
+  // `geometry` comes from CheckedGeometry (a segment opened) or PlanLayout (a
+  // segment created); it is kept here and trusted, the header's copy never
+  // read again. `backing` may be null: the segment is all memory already.
+  SegmentTables(void* base, const LayoutPlan& geometry, const SegmentBacking* backing = nullptr)
+      : base_(static_cast<unsigned char*>(base)), geo_(geometry), backing_(backing) {}
+  // Geometry from the header as it is: for segments this process built and
+  // initialised itself (creation, tests).
+  explicit SegmentTables(void* base)
+      : SegmentTables(base, GeometryOf(*static_cast<const SegmentHeader*>(base))) {}
+
+  const LayoutPlan& geometry() const { return geo_; }
+  // An index or size read from the segment was out of range during this lock
+  // hold: the operation went on with a safe value, and the tables are
+  // repaired before the lock is released (counted in `corruptions`).
+  bool corrupt() const { return corrupt_.load(std::memory_order_relaxed); }
+  void MarkCorrupt() const { corrupt_.store(true, std::memory_order_relaxed); }
 
   // --- the lock (use SegmentLock; these are its primitives) ---
   // Acquires the robust mutex; after an owner's death, repairs the tables and
@@ -59,16 +73,16 @@ class CAPABILITY("segment lock") SegmentTables {
   SegmentHeader& header() const REQUIRES(this) { return raw_header(); }
   DatasetRecord& dataset(std::uint32_t i) const REQUIRES(this) { return dataset_unlocked(i); }
   AttachRecord& attach(std::uint32_t i) const REQUIRES(this) {
-    return reinterpret_cast<AttachRecord*>(base_ + raw_header().off_attach)[i];
+    return reinterpret_cast<AttachRecord*>(base_ + geo_.off_attach)[i];
   }
   Entry& entry(std::uint32_t i) const REQUIRES(this) { return entry_unlocked(i); }
   // Lock-free (every field through std::atomic_ref; written under the lock).
   ParticipantRecord& participant(std::uint32_t i) const {
-    return reinterpret_cast<ParticipantRecord*>(base_ + raw_header().off_participants)[i];
+    return reinterpret_cast<ParticipantRecord*>(base_ + geo_.off_participants)[i];
   }
   std::byte* block_data(std::uint32_t b) const {
-    return reinterpret_cast<std::byte*>(base_ + raw_header().off_data +
-                                        std::uint64_t{b} * raw_header().block_bytes);
+    return reinterpret_cast<std::byte*>(base_ + geo_.off_data +
+                                        std::uint64_t{b} * geo_.block_bytes);
   }
 
   // Lock-free: the dataset record `ds` if it is complete (state 1), else null.
@@ -141,15 +155,22 @@ class CAPABILITY("segment lock") SegmentTables {
   // backed or the filesystem is full (counted; not retried for a second).
   bool Grow(std::uint64_t blocks) REQUIRES(this);
   void FreeChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
-  void CopyOut(std::uint32_t e, std::byte* dest) const REQUIRES(this) { CopyOutPinned(e, dest); }
-  void CopyIn(std::uint32_t e, const std::byte* source) const REQUIRES(this) {
-    CopyInOwned(e, source);
+  // Copies `row_bytes` (the caller's own record of the dataset, never the
+  // segment's) between a row's block chain and memory. False (and the tables
+  // marked corrupt) if the chain leaves the data area: the row's bytes are
+  // then not to be trusted.
+  bool CopyOut(std::uint32_t e, std::byte* dest, std::uint64_t row_bytes) const REQUIRES(this) {
+    return CopyOutPinned(e, dest, row_bytes);
+  }
+  bool CopyIn(std::uint32_t e, const std::byte* source, std::uint64_t row_bytes) const
+      REQUIRES(this) {
+    return CopyInOwned(e, source, row_bytes);
   }
   // Without the lock: REQUIRES that this process pinned `e` (nobody evicts or
   // rewrites it), respectively owns its claim with blocks attached (only the
   // owner publishes or releases it).
-  void CopyOutPinned(std::uint32_t e, std::byte* dest) const;
-  void CopyInOwned(std::uint32_t e, const std::byte* source) const;
+  bool CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_t row_bytes) const;
+  bool CopyInOwned(std::uint32_t e, const std::byte* source, std::uint64_t row_bytes) const;
 
   // --- eviction and admission ---
   // Evicts unpinned rows with a key larger than incoming_key until `blocks`
@@ -182,45 +203,66 @@ class CAPABILITY("segment lock") SegmentTables {
   // ReleaseAttachment for every attached process that is no longer alive.
   // Returns how many live processes remain attached.
   std::uint32_t ReapDead() REQUIRES(this);
+  // Lock-free and racy (for a segment whose lock may itself be broken): is
+  // any process recorded as attached still alive?
+  bool AnyAttachedAliveUnlocked() const;
   ProcessIdentity AttachedIdentity(std::uint16_t slot) const REQUIRES(this) {
+    if (slot >= kMaxAttach) {
+      MarkCorrupt();
+      return {};
+    }
     return {attach(slot).pid, attach(slot).start_time};
   }
 
   // --- recovery (segment_repair.cc) ---
   // Rebuilds every derived structure from the entry array after a process died
-  // holding the lock; drops entries that fail validation. Idempotent.
-  void Repair() REQUIRES(this);
+  // holding the lock or a value was out of range; drops entries that fail
+  // validation. `verify_backing`: the recorded backed extent is not trusted
+  // (a corrupt or kept segment) and is backed again. Idempotent.
+  void Repair(bool verify_backing = false) REQUIRES(this);
 
  private:
   DatasetRecord& dataset_unlocked(std::uint32_t i) const {
-    return reinterpret_cast<DatasetRecord*>(base_ + raw_header().off_datasets)[i];
+    return reinterpret_cast<DatasetRecord*>(base_ + geo_.off_datasets)[i];
   }
   Entry& entry_unlocked(std::uint32_t i) const {
-    return reinterpret_cast<Entry*>(base_ + raw_header().off_entries)[i];
+    return reinterpret_cast<Entry*>(base_ + geo_.off_entries)[i];
   }
   std::uint32_t* buckets() const REQUIRES(this) {
-    return reinterpret_cast<std::uint32_t*>(base_ + raw_header().off_buckets);
+    return reinterpret_cast<std::uint32_t*>(base_ + geo_.off_buckets);
   }
   std::uint32_t* heap() const REQUIRES(this) {
-    return reinterpret_cast<std::uint32_t*>(base_ + raw_header().off_heap);
+    return reinterpret_cast<std::uint32_t*>(base_ + geo_.off_heap);
   }
   std::uint32_t* block_next() const REQUIRES(this) { return block_next_unlocked(); }
   std::uint32_t* block_next_unlocked() const {
-    return reinterpret_cast<std::uint32_t*>(base_ + raw_header().off_block_next);
+    return reinterpret_cast<std::uint32_t*>(base_ + geo_.off_block_next);
   }
   std::uint64_t* bitmap() const REQUIRES(this) {
-    return reinterpret_cast<std::uint64_t*>(base_ + raw_header().off_bitmap);
+    return reinterpret_cast<std::uint64_t*>(base_ + geo_.off_bitmap);
   }
   std::uint64_t Bucket(std::uint32_t ds, std::uint64_t row) const;
+  // The record of dataset `ds` if it exists and is self-consistent, else
+  // null (and the tables marked corrupt).
+  const DatasetRecord* RecordOf(std::uint32_t ds) const REQUIRES(this);
+  // Follows `count - 1` links from `head`; kNone (and corrupt) if the chain
+  // leaves the backed blocks.
+  std::uint32_t ChainEnd(std::uint32_t head, std::uint32_t count) const REQUIRES(this);
+  // The index rebuild of Repair: an entry for a row already indexed (the
+  // trace of a corrupt index) is revoked, the first one stays.
+  void IndexInsertOrRevoke(std::uint32_t e) REQUIRES(this);
   void SiftUp(std::uint64_t pos) REQUIRES(this);
   void SiftDown(std::uint64_t pos) REQUIRES(this);
   void HeapPlace(std::uint64_t pos, std::uint32_t e) REQUIRES(this);
   bool ValidChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);  // marks the bitmap
   void DropPin(AttachRecord& a, int index) REQUIRES(this);
   void UnmarkChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
+  void VerifyBacking() REQUIRES(this);
 
   unsigned char* base_;
+  LayoutPlan geo_;
   const SegmentBacking* backing_;
+  mutable std::atomic<bool> corrupt_{false};
 };
 
 // Holds the segment lock of `tables` for a scope (clang: the capability

@@ -5,6 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 
@@ -16,78 +18,121 @@
 #if defined(__SANITIZE_THREAD__)
 #define PRESCIENT_TSAN 1
 #endif
+#ifdef PRESCIENT_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
 
 namespace prescient::cache::detail {
 namespace {
 
+constexpr int kPidBits = 22;  // pid_max is at most 2^22
+constexpr std::uint64_t kStartMask = (std::uint64_t{1} << (64 - kPidBits)) - 1;
+
+std::atomic_ref<std::uint64_t> Holder(SharedLock* lock) {
+  return std::atomic_ref<std::uint64_t>(lock->holder);
+}
+std::atomic_ref<std::uint32_t> Seq(SharedLock* lock) {
+  return std::atomic_ref<std::uint32_t>(lock->seq);
+}
+std::atomic_ref<std::uint32_t> Waiters(SharedLock* lock) {
+  return std::atomic_ref<std::uint32_t>(lock->waiters);
+}
+
+void Acquired([[maybe_unused]] SharedLock* lock) {
 #ifdef PRESCIENT_TSAN
-// ThreadSanitizer's pthread_mutex_timedlock interceptor ignores EOWNERDEAD
-// (its lock and trylock interceptors handle it), so a recovered lock would
-// look unowned to it. Under TSan only, wait by polling trylock instead.
-int TimedLock(pthread_mutex_t* mutex, std::chrono::milliseconds timeout) {
-  const timespec pause{0, 200000};
-  for (auto waited = std::chrono::microseconds(0); waited < timeout;
-       waited += std::chrono::microseconds(200)) {
-    const int rc = pthread_mutex_trylock(mutex);
-    if (rc != EBUSY) return rc;
-    nanosleep(&pause, nullptr);
-  }
-  return ETIMEDOUT;
-}
-#else
-int TimedLock(pthread_mutex_t* mutex, std::chrono::milliseconds timeout) {
-  // timedlock takes CLOCK_REALTIME; a clock jump only stretches or shortens
-  // the (generous) timeout.
-  timespec deadline{};
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  const auto ms = timeout.count();
-  deadline.tv_sec += static_cast<time_t>(ms / 1000);
-  deadline.tv_nsec += static_cast<long>((ms % 1000) * 1000000);
-  if (deadline.tv_nsec >= 1000000000) {
-    deadline.tv_sec += 1;
-    deadline.tv_nsec -= 1000000000;
-  }
-  int rc;
-  do {
-    rc = pthread_mutex_timedlock(mutex, &deadline);
-  } while (rc == EINTR);
-  return rc;
-}
+  __tsan_mutex_post_lock(lock, 0, 0);
 #endif
+}
 
 }  // namespace
 
-int InitRobustMutex(pthread_mutex_t* mutex) noexcept {
-  pthread_mutexattr_t attr;
-  int rc = pthread_mutexattr_init(&attr);
-  if (rc != 0) return rc;
-  rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-  if (rc == 0) rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-  // Error checking makes a relock by the owner fail instead of deadlocking.
-  if (rc == 0) rc = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
-  if (rc == 0) rc = pthread_mutex_init(mutex, &attr);
-  pthread_mutexattr_destroy(&attr);
-  return rc;
+std::uint64_t PackIdentity(const ProcessIdentity& id) noexcept {
+  return static_cast<std::uint64_t>(static_cast<std::uint32_t>(id.pid)) << (64 - kPidBits) |
+         (id.start_time & kStartMask);
 }
 
-LockOutcome LockRobust(pthread_mutex_t* mutex, std::chrono::milliseconds timeout) noexcept {
-  int rc = pthread_mutex_trylock(mutex);
-  if (rc == EBUSY) rc = TimedLock(mutex, timeout);
-  switch (rc) {
-    case 0:
-      return LockOutcome::kLocked;
-    case EOWNERDEAD:
-      return LockOutcome::kRecovered;
-    case ETIMEDOUT:
+ProcessIdentity UnpackIdentity(std::uint64_t packed) noexcept {
+  return {static_cast<std::int32_t>(packed >> (64 - kPidBits)), packed & kStartMask};
+}
+
+LockOutcome AcquireSharedLock(SharedLock* lock, std::chrono::milliseconds timeout) noexcept {
+  const ProcessIdentity self = SelfIdentityCached();
+  if (self.pid <= 0 || static_cast<std::uint64_t>(self.pid) >> kPidBits != 0 ||
+      self.start_time == 0) {
+    return LockOutcome::kFailed;
+  }
+  const std::uint64_t me = PackIdentity(self);
+#ifdef PRESCIENT_TSAN
+  __tsan_mutex_pre_lock(lock, 0);
+#endif
+  std::uint64_t seen = 0;
+  if (Holder(lock).compare_exchange_strong(seen, me, std::memory_order_acquire)) {
+    Acquired(lock);
+    return LockOutcome::kLocked;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  std::uint64_t watched = seen;
+  auto watched_since = Clock::now();
+  for (;;) {
+    std::uint64_t h = Holder(lock).load(std::memory_order_relaxed);
+    if (h == 0) {
+      if (Holder(lock).compare_exchange_strong(h, me, std::memory_order_acquire)) {
+        Acquired(lock);
+        return LockOutcome::kLocked;
+      }
+      continue;
+    }
+    const auto now = Clock::now();
+    if (h != watched) {
+      watched = h;
+      watched_since = now;
+    }
+    // The same holder for a check period: is it still there? (A holder that
+    // is alive, even stopped, is never taken over.)
+    if (now - watched_since >= kOwnerCheckPeriod) {
+      if (!IsAlive(UnpackIdentity(h))) {
+        if (Holder(lock).compare_exchange_strong(h, me, std::memory_order_acquire)) {
+          Acquired(lock);
+          return LockOutcome::kRecovered;
+        }
+        continue;  // someone else took it: watch the new holder
+      }
+      watched_since = now;
+    }
+    if (now >= deadline) {
+#ifdef PRESCIENT_TSAN
+      __tsan_mutex_post_lock(lock, __tsan_mutex_try_lock_failed, 0);
+#endif
       return LockOutcome::kTimedOut;
-    default:
-      return LockOutcome::kFailed;
+    }
+    // Sleep until a release bumps seq (or a check period passes). Announced
+    // before re-checking the holder, so a release in between either sees us
+    // waiting or is seen by the re-check (both sequentially consistent).
+    Waiters(lock).fetch_add(1);
+    const std::uint32_t s = Seq(lock).load();
+    if (Holder(lock).load() == h) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      FutexWait(&lock->seq, s,
+                std::max(std::chrono::milliseconds(1), std::min(left, kOwnerCheckPeriod)));
+    }
+    Waiters(lock).fetch_sub(1);
   }
 }
 
-void MarkConsistent(pthread_mutex_t* mutex) noexcept { pthread_mutex_consistent(mutex); }
-
-void UnlockRobust(pthread_mutex_t* mutex) noexcept { pthread_mutex_unlock(mutex); }
+void ReleaseSharedLock(SharedLock* lock) noexcept {
+#ifdef PRESCIENT_TSAN
+  __tsan_mutex_pre_unlock(lock, 0);
+#endif
+  Holder(lock).store(0);
+  Seq(lock).fetch_add(1);
+  if (Waiters(lock).load() != 0) {
+    syscall(SYS_futex, &lock->seq, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+  }
+#ifdef PRESCIENT_TSAN
+  __tsan_mutex_post_unlock(lock, 0);
+#endif
+}
 
 void FutexWait(std::uint32_t* word, std::uint32_t expected,
                std::chrono::milliseconds timeout) noexcept {

@@ -1,38 +1,61 @@
-// Process-shared synchronisation that survives the death of a participant.
+// Process-shared synchronisation that survives the death of a participant and
+// any bytes written into it.
 //
-// RobustMutex wraps a pthread mutex with PTHREAD_PROCESS_SHARED and
-// PTHREAD_MUTEX_ROBUST living in the segment: when its owner dies, the next
-// locker is told (kRecovered) and must repair the state it guards before
-// using it. (Boost.Interprocess mutexes are not robust to owner death.)
+// SharedLock is a mutex in the segment whose lock word is the holder's
+// identity (pid and start time packed in 64 bits, 0 when free), taken by one
+// compare-and-swap, so the holder is named exactly from the instant it holds
+// the lock. Waiters sleep on a separate 32-bit sequence word (FUTEX_WAIT, no
+// spinning) and, every kOwnerCheckPeriod they wait, check the holder: if that
+// process is gone, a zombie, or the word names no such process (garbage), the
+// waiter takes the lock over by compare-and-swap and is told so (kRecovered):
+// it must repair what the lock guards before using it. A live holder is never
+// taken over (a stopped one makes waiters time out instead).
+//
+// Why not a robust pthread mutex (this project used one before): glibc links
+// held robust mutexes into a per-thread list through pointers stored in the
+// mutex itself and follows them on unlock, so bytes written into the segment
+// while a process holds the lock send its unlock through wild pointers (the
+// fuzz test did exactly that), and a corrupted lock word can make a robust
+// mutex wait forever. Here every value read from the segment is only
+// compared, never dereferenced.
 //
 // FutexWait/FutexWake block on a 32-bit word in shared memory (non-private
 // futex) so waiters sleep instead of spinning and wake on change.
 #ifndef PRESCIENT_CACHE_CORE_SHM_SYNC_H_
 #define PRESCIENT_CACHE_CORE_SHM_SYNC_H_
 
-#include <pthread.h>
-
 #include <chrono>
 #include <cstdint>
 
+#include "cache/core/process_identity.h"
+
 namespace prescient::cache::detail {
 
-// REQUIRES: `mutex` is zeroed memory inside the shared mapping. Returns errno.
-int InitRobustMutex(pthread_mutex_t* mutex) noexcept;
+// Lives in the segment; all-zero is a free lock.
+struct SharedLock {
+  std::uint64_t holder;   // PackIdentity(holder), 0 when free
+  std::uint32_t seq;      // futex word: bumped on every release
+  std::uint32_t waiters;  // processes/threads asleep on seq (a hint: waits are bounded)
+};
+
+// How often a waiter checks that the holder still exists.
+inline constexpr std::chrono::milliseconds kOwnerCheckPeriod{10};
 
 enum class LockOutcome {
   kLocked,     // ordinary acquisition
-  kRecovered,  // acquired; the previous owner died inside its critical section
-  kTimedOut,   // not acquired within the timeout
-  kFailed,     // not acquired: unrecoverable mutex or another error
+  kRecovered,  // acquired from a holder that died (or a garbage holder word): repair first
+  kTimedOut,   // not acquired within the timeout (a live holder is stuck)
+  kFailed,     // this process has no usable identity (/proc unreadable, pid out of range)
 };
 
-LockOutcome LockRobust(pthread_mutex_t* mutex, std::chrono::milliseconds timeout) noexcept;
+// Acquires `lock` for this process (any thread; not recursive).
+LockOutcome AcquireSharedLock(SharedLock* lock, std::chrono::milliseconds timeout) noexcept;
+// Releases it; wakes one waiter if any sleeps.
+void ReleaseSharedLock(SharedLock* lock) noexcept;
 
-// After kRecovered and a successful repair: mark the mutex usable again.
-void MarkConsistent(pthread_mutex_t* mutex) noexcept;
-
-void UnlockRobust(pthread_mutex_t* mutex) noexcept;
+// pid (22 bits) and start time (42 bits) in one word.
+std::uint64_t PackIdentity(const ProcessIdentity& id) noexcept;
+ProcessIdentity UnpackIdentity(std::uint64_t packed) noexcept;
 
 // Sleeps while *word == expected, at most `timeout` (spurious wake-ups happen:
 // callers re-check their condition).

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include "cache/core/cache_options.h"
+#include "cache/core/segment_layout.h"
 
 namespace prescient::cache {
 namespace {
@@ -55,8 +56,9 @@ TEST(CacheOptions, SegmentPathNamesUserAndNode) {
   CacheOptions o;
   o.node_id = "node 7/x";
   o.shm_dir = "/somewhere";
-  EXPECT_EQ(SegmentPath(o),
-            "/somewhere/prescient-cache-u" + std::to_string(geteuid()) + "-node_7_x");
+  EXPECT_EQ(SegmentPath(o), "/somewhere/prescient-cache-v" +
+                                std::to_string(detail::kLayoutVersion) + "-u" +
+                                std::to_string(geteuid()) + "-node_7_x");
   o.node_id.clear();
   EXPECT_NE(SegmentPath(o).find(DefaultNodeId().substr(0, 3)), std::string::npos);
 }

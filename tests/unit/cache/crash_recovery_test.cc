@@ -45,7 +45,7 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
     Status error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
     detail::SegmentTables t(seg.base());
-    if (detail::LockRobust(&t.raw_header().lock, std::chrono::seconds(5)) !=
+    if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
       return 2;
     }
@@ -204,7 +204,7 @@ TEST(CrashRecovery, LockHeldByALiveProcessTimesOutThenRecoversAfterItsDeath) {
     Status error;
     if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
     detail::SegmentTables t(seg.base());
-    if (detail::LockRobust(&t.raw_header().lock, std::chrono::seconds(5)) !=
+    if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
       return 2;
     }

@@ -8,10 +8,12 @@
 #include <sys/statvfs.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "cache/core/segment_layout.h"
 #include "tests/unit/cache/test_support.h"
 
 namespace prescient::cache {
@@ -167,17 +169,39 @@ TEST(Segment, StaleTemporaryOfADeadCreatorIsSwept) {
   EXPECT_FALSE(Exists(temp));
 }
 
-TEST(Segment, GarbageAtTheSegmentPathIsAClearError) {
+TEST(Segment, GarbageAtTheSegmentPathIsReplacedWithOneNotice) {
   ScopedSegmentName name;
   {
     std::ofstream f(name.path());
     f << std::string(8192, 'x');
   }
   chmod(name.path().c_str(), 0600);
+  const ino_t garbage = Inode(name.path());
   auto cache = NodeCache::Open(name.options());
-  ASSERT_FALSE(cache.ok());
-  EXPECT_NE(cache.status().message().find("not a Prescient cache segment"), std::string::npos)
-      << cache.status().message();
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  ASSERT_EQ(cache.value()->notices().size(), 1u);
+  EXPECT_NE(cache.value()->notices()[0].find("not a Prescient cache segment"), std::string::npos)
+      << cache.value()->notices()[0];
+  EXPECT_NE(Inode(name.path()), garbage);  // a fresh segment in its place
+  // A kept segment whose table offsets were overwritten, likewise.
+  cache.value().reset();
+  name.options().keep_after_exit = true;
+  ASSERT_TRUE(NodeCache::Open(name.options()).ok());  // opened and closed: kept
+  name.options().keep_after_exit = false;
+  const std::string path = name.path();
+  {
+    const int fd = open(path.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    const std::uint64_t bogus = 12345;  // off_datasets
+    ASSERT_EQ(pwrite(fd, &bogus, sizeof(bogus), offsetof(detail::SegmentHeader, off_datasets)),
+              static_cast<ssize_t>(sizeof(bogus)));
+    close(fd);
+  }
+  auto again = NodeCache::Open(name.options());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  ASSERT_EQ(again.value()->notices().size(), 1u);
+  EXPECT_NE(again.value()->notices()[0].find("table offsets"), std::string::npos)
+      << again.value()->notices()[0];
 }
 
 TEST(Segment, RefusesSegmentsOthersCanRead) {

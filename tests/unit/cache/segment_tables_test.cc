@@ -25,7 +25,7 @@ class TablesTest : public ::testing::Test {
     memory_.reset(
         static_cast<unsigned char*>(std::aligned_alloc(4096, plan.value().segment_bytes)));
     std::fill_n(memory_.get(), plan.value().segment_bytes, 0);
-    ASSERT_EQ(InitializeSegment(memory_.get(), plan.value(), false), 0);
+    InitializeSegment(memory_.get(), plan.value(), false);
     tables_ = std::make_unique<SegmentTables>(memory_.get());
     tables_->AssumeExclusive();
     auto slot = tables_->Attach(SelfIdentity());
