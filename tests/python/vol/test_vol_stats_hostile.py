@@ -49,11 +49,11 @@ def full_tmpfs(tmp_path):
                           capture_output=True, text=True)
     require(done.returncode == 0, f"cannot mount a tmpfs: {done.stderr.strip()}")
     try:
-        with open(mount_point / "filler", "wb") as f:
+        # Unbuffered: a buffered file would raise ENOSPC again when closed (Python 3.14 does).
+        with open(mount_point / "filler", "wb", buffering=0) as f:
             try:
                 while True:
                     f.write(b"\0" * 4096)
-                    f.flush()
             except OSError:
                 pass
         yield mount_point

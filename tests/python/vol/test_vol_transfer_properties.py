@@ -46,7 +46,11 @@ def test_the_properties_change_what_native_returns(outcomes):
     assert native["data_transform"]["property"][0] != native["data_transform"]["default"]
     assert native["checksums_off"]["default"] == "error"
     assert native["checksums_off"]["property"][0] != "error"
-    assert native["filter_callback"]["property"][0] != "error"
+    import h5py
+    if h5py.version.hdf5_version_tuple[0] < 2:
+        # HDF5 2.x fails a read of a chunk with a bad Fletcher32 checksum even when the filter
+        # callback says to continue: there the case only checks that the connector fails alike.
+        assert native["filter_callback"]["property"][0] != "error"
     assert native["plist_selection"]["property"][0] == native["plist_selection"]["default"]
 
 
