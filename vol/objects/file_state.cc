@@ -11,9 +11,14 @@
 namespace prescient::vol {
 
 FileIdentity IdentifyFile(const std::string& path) {
-  FileIdentity id;
   struct stat st{};
-  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return id;
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return {};
+  return IdentityOf(st);
+}
+
+FileIdentity IdentityOf(const struct stat& st) {
+  FileIdentity id;
+  if (!S_ISREG(st.st_mode)) return id;
   id.valid = true;
   id.device = static_cast<std::uint64_t>(st.st_dev);
   id.inode = static_cast<std::uint64_t>(st.st_ino);

@@ -7,6 +7,8 @@
 #ifndef PRESCIENT_VOL_OBJECTS_FILE_STATE_H_
 #define PRESCIENT_VOL_OBJECTS_FILE_STATE_H_
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +28,8 @@ struct FileIdentity {
 
 // stat(2) of `path`; invalid on any failure.
 FileIdentity IdentifyFile(const std::string& path);
+// The identity a stat(2)/fstat(2) result describes (invalid unless a regular file).
+FileIdentity IdentityOf(const struct stat& st);
 
 struct FileState {
   static std::shared_ptr<FileState> Make(const char* name, bool writable,

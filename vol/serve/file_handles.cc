@@ -42,17 +42,6 @@ class PooledFile final : public io::RandomAccessSource {
 
 namespace {
 
-FileIdentity IdentityOf(const struct stat& st) {
-  FileIdentity id;
-  id.valid = S_ISREG(st.st_mode);
-  id.device = static_cast<std::uint64_t>(st.st_dev);
-  id.inode = static_cast<std::uint64_t>(st.st_ino);
-  id.size = static_cast<std::uint64_t>(st.st_size);
-  id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
-  return id;
-}
-
 std::size_t DefaultCapacity() {
   struct rlimit limit{};
   std::size_t quarter = 256;

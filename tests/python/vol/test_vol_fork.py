@@ -15,6 +15,8 @@ import textwrap
 
 import pytest
 
+from voltest_support import schedule_tool
+
 SCRIPT = textwrap.dedent("""
     import os, sys, h5py
     path = sys.argv[1]
@@ -31,15 +33,6 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def schedule_tool():
-    build = os.environ.get("PRESCIENT_BUILD_DIR",
-                           os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "dev"))
-    tool = os.path.join(build, "scheduler", "tool", "prescient-schedule")
-    if not os.path.isfile(tool):
-        if os.environ.get("PRESCIENT_REQUIRE_PLUGIN") == "1":
-            pytest.fail(f"no prescient-schedule in {build} (PRESCIENT_REQUIRE_PLUGIN=1)")
-        pytest.skip(f"no prescient-schedule in {build}")
-    return tool
 
 
 def test_fork_does_no_work(prescient, tmp_path):

@@ -19,20 +19,13 @@ import sys
 
 import pytest
 
+from voltest_support import schedule_tool
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "..", "examples", "bench")
 sys.path.insert(0, BENCH)
 
 
-def _tool():
-    build = os.environ.get("PRESCIENT_BUILD_DIR",
-                           os.path.join(HERE, "..", "..", "..", "build", "dev"))
-    tool = os.path.join(build, "scheduler", "tool", "prescient-schedule")
-    if not os.path.isfile(tool):
-        if os.environ.get("PRESCIENT_REQUIRE_PLUGIN") == "1":
-            pytest.fail(f"no prescient-schedule in {build} (PRESCIENT_REQUIRE_PLUGIN=1)")
-        pytest.skip(f"no prescient-schedule in {build}")
-    return tool
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +37,7 @@ def bench(runner, tmp_path_factory):
     import schedtool
     import workloads
     out = tmp_path_factory.mktemp("maps")
-    tool = _tool()
+    tool = schedule_tool()
     caps = schedtool.capabilities(tool)
     assert caps["sample_maps"], "prescient-schedule generate takes --dataset once only"
     run = runner_mod.Runner(plugin_dir=runner.plugin_dir, out_dir=str(out), timeout_s=300,

@@ -37,6 +37,7 @@ WAIT_BOUND_S = 8.0
 sys.path.insert(0, HERE)
 sys.path.insert(0, SAMPLER)
 from voltest_soak_reader import ROW, pattern  # noqa: E402
+from voltest_support import schedule_tool  # noqa: E402
 
 
 def write_version(path, version, offset=None):
@@ -67,7 +68,6 @@ def children_of(pid):
 @pytest.mark.skipif(os.environ.get("PRESCIENT_SLOW_TESTS") != "1",
                     reason="slow (about 90 s): PRESCIENT_SLOW_TESTS=1")
 def test_soak(prescient, tmp_path):
-    from test_vol_fork import schedule_tool
     data = tmp_path / "data.h5"
     offset = write_version(data, 0)
     sched = tmp_path / "soak.sched"

@@ -5,6 +5,8 @@ import glob
 import json
 import os
 
+import pytest
+
 
 def read_stats(directory, pattern="stats*.json"):
     """All PRESCIENT_STATS files in directory, as {path: dict}."""
@@ -13,3 +15,17 @@ def read_stats(directory, pattern="stats*.json"):
         with open(path) as f:
             out[path] = json.load(f)
     return out
+
+
+def schedule_tool():
+    """Path of prescient-schedule in PRESCIENT_BUILD_DIR (default build/dev); a missing tool fails
+    the test when PRESCIENT_REQUIRE_PLUGIN=1 (tests/run), else skips it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    build = os.environ.get("PRESCIENT_BUILD_DIR",
+                           os.path.join(here, "..", "..", "..", "build", "dev"))
+    tool = os.path.join(build, "scheduler", "tool", "prescient-schedule")
+    if not os.path.isfile(tool):
+        if os.environ.get("PRESCIENT_REQUIRE_PLUGIN") == "1":
+            pytest.fail(f"no prescient-schedule in {build} (PRESCIENT_REQUIRE_PLUGIN=1)")
+        pytest.skip(f"no prescient-schedule in {build}")
+    return tool
