@@ -56,8 +56,16 @@ struct CacheOptions {
   // whether the loader is still alive (and take the row over if not).
   std::chrono::milliseconds liveness_poll{50};
 
-  // Stop waiting for a live loader after this long and load the row privately.
-  std::chrono::milliseconds wait_timeout{60000};
+  // A live loader (or prefetch leader) that has made no progress for this
+  // long (no call into the cache, no CPU time: stopped by SIGSTOP or a
+  // debugger, a frozen cgroup, blocked in the kernel) is stuck: a reader
+  // waiting for its rows takes them over and loads them itself, and another
+  // process takes the leadership. A busy loader is never overtaken by this.
+  std::chrono::milliseconds stall_timeout{1500};
+
+  // Even a loader that makes progress is overtaken after this long (it may be
+  // working on other rows): the waiting reader takes the rows over.
+  std::chrono::milliseconds wait_timeout{10000};
 };
 
 // Parses "8GiB", "512 MiB", "1.5G", "4096", "100MB" (case-insensitive units B,

@@ -168,7 +168,10 @@ NodeCache::~NodeCache() {
 Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
   const auto pid = CurrentPid();
   const std::uint64_t packed = attachment_.load(std::memory_order_acquire);
-  if (PackedPid(packed) == pid) return PackedSlot(packed);
+  if (PackedPid(packed) == pid) {
+    tables_.Beat(PackedSlot(packed));  // every call is progress (stall_watch.h)
+    return PackedSlot(packed);
+  }
   // First call in a forked child: the inherited slot is the parent's.
   const ProcessIdentity self = SelfIdentity();
   SegmentLock lock(tables_, options_.lock_timeout);
@@ -226,18 +229,38 @@ Result<DatasetSlot> NodeCache::RegisterDataset(const DatasetKey& key, std::uint6
   return Status::ResourceExhausted("cache: out of memory");
 }
 
+void NodeCache::Heartbeat() noexcept { (void)EnsureAttached(); }
+
 bool NodeCache::TryBecomeLeader() noexcept {
-  if (!EnsureAttached().ok()) return false;
+  auto attached = EnsureAttached();
+  if (!attached.ok()) return false;
   const ProcessIdentity self{CurrentPid(), self_start_time_.load()};
+  // Is the current leader stuck? (Judged outside the lock: it reads /proc.)
+  SegmentHeader& raw = tables_.raw_header();
+  const ProcessIdentity seen{std::atomic_ref<std::int32_t>(raw.leader_pid).load(),
+                             std::atomic_ref<std::uint64_t>(raw.leader_start_time).load()};
+  bool stuck = false;
+  if (seen.pid != 0 && !(seen == self)) {
+    const ProcessStatus status = StatusOf(seen);
+    const std::uint64_t beats =
+        tables_.Heartbeat(std::atomic_ref<std::uint32_t>(raw.leader_slot).load());
+    MutexLock watch(&leader_watch_mu_);
+    stuck = status.alive &&
+            leader_watch_.Observe(seen, beats, status, detail::StallWatch::Clock::now()) >=
+                options_.stall_timeout;
+  }
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return false;
   SegmentHeader& h = tables_.header();
   std::atomic_ref<std::int32_t> leader_pid(h.leader_pid);
   std::atomic_ref<std::uint64_t> leader_start(h.leader_start_time);
   const ProcessIdentity current{leader_pid.load(), leader_start.load()};
-  const bool take = current.pid == 0 || current == self || !IsAlive(current);
+  const bool stuck_now = stuck && current == seen;
+  const bool take = current.pid == 0 || current == self || !IsAlive(current) || stuck_now;
   if (take) {
+    if (stuck_now) SegmentTables::Add(h.counters.leader_takeovers, 1);
     leader_pid.store(0);  // never show a half-written identity as ours
+    std::atomic_ref<std::uint32_t>(h.leader_slot).store(attached.value());
     leader_start.store(self.start_time);
     leader_pid.store(self.pid);
   }
@@ -247,9 +270,13 @@ bool NodeCache::TryBecomeLeader() noexcept {
 bool NodeCache::IsLeader() const noexcept {
   SegmentHeader& h = tables_.raw_header();
   const auto pid = CurrentPid();
-  if (PackedPid(attachment_.load()) != pid) return false;  // forked, not attached yet
-  return std::atomic_ref<std::int32_t>(h.leader_pid).load() == pid &&
-         std::atomic_ref<std::uint64_t>(h.leader_start_time).load() == self_start_time_.load();
+  const std::uint64_t packed = attachment_.load();
+  if (PackedPid(packed) != pid) return false;  // forked, not attached yet
+  const bool leader =
+      std::atomic_ref<std::int32_t>(h.leader_pid).load() == pid &&
+      std::atomic_ref<std::uint64_t>(h.leader_start_time).load() == self_start_time_.load();
+  if (leader) tables_.Beat(PackedSlot(packed));  // the leader's heartbeat
+  return leader;
 }
 
 void NodeCache::ResignLeader() noexcept {
@@ -281,6 +308,8 @@ CacheStats NodeCache::Stats() const noexcept {
   s.backing_failures = SegmentTables::Load(c.backing_failures);
   s.dropped_rows = SegmentTables::Load(c.dropped_rows);
   s.corruptions = SegmentTables::Load(c.corruptions);
+  s.stall_takeovers = SegmentTables::Load(c.stall_takeovers);
+  s.leader_takeovers = SegmentTables::Load(c.leader_takeovers);
   s.segment_bytes = g.segment_bytes;
   s.node_step = NodeStep();
   return s;

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/base/mutex.h"
 #include "cache/base/status.h"
 #include "cache/core/cache_options.h"
 #include "cache/core/dataset_key.h"
@@ -41,6 +42,7 @@
 #include "cache/core/process_identity.h"
 #include "cache/core/segment_file.h"
 #include "cache/core/segment_tables.h"
+#include "cache/core/stall_watch.h"
 
 namespace prescient::cache {
 
@@ -56,7 +58,8 @@ struct ReadRowsStats {
   std::uint64_t loaded = 0;        // distinct rows this call's loader loaded and published
   std::uint64_t waited = 0;        // distinct rows obtained after waiting for another loader
   std::uint64_t not_admitted = 0;  // loaded rows the cache declined to keep
-  std::uint64_t uncached = 0;      // rows loaded privately (wait timeout, no free descriptor)
+  std::uint64_t uncached = 0;      // rows loaded privately (no free descriptor, broken chain)
+  std::uint64_t taken_over = 0;    // rows taken from a stuck (or too slow) loader, loaded here
   // Where the call's time went, for the connector's stall figures (both are
   // time the caller waited for rows; hits cost neither):
   std::chrono::nanoseconds wait_time{0};  // asleep, waiting for another process's/thread's load
@@ -78,6 +81,8 @@ struct CacheStats {
   std::uint64_t backing_failures = 0;  // extents the filesystem could not back (full)
   std::uint64_t dropped_rows = 0;      // rows of dropped datasets (resident or in flight)
   std::uint64_t corruptions = 0;       // out-of-range values found in the segment, repaired
+  std::uint64_t stall_takeovers = 0;   // rows taken from live loaders that made no progress
+  std::uint64_t leader_takeovers = 0;  // leaderships taken from stuck live leaders
   std::uint64_t node_step = 0;
 };
 
@@ -170,9 +175,11 @@ class NodeCache {
   Status DropDataset(DatasetSlot ds) noexcept;
 
   // Prefetch leadership: at most one live process per segment. A forked child
-  // is never leader by inheritance. When the leader exits (resigns) or dies,
-  // the next TryBecomeLeader by anyone succeeds: callers retry every few
-  // hundred ms to take over within a second.
+  // is never leader by inheritance. When the leader exits (resigns), dies, or
+  // makes no progress for stall_timeout (stopped: its IsLeader calls and
+  // publishes are its heartbeat), the next TryBecomeLeader by anyone
+  // succeeds: callers retry every few hundred ms. IsLeader() counts as the
+  // leader's heartbeat: a leader calls it every round.
   bool TryBecomeLeader() noexcept;
   bool IsLeader() const noexcept;
   void ResignLeader() noexcept;
@@ -199,6 +206,12 @@ class NodeCache {
     bool owner_alive = true;  // as of the last liveness check (at most ~250 ms old)
   };
   std::vector<ParticipantProgress> Participants() const;
+
+  // Marks this process as making progress (every call into the cache does).
+  // A loader that works for longer than stall_timeout without calling the
+  // cache or using CPU (e.g. waiting on slow storage) may call it so waiters
+  // do not take its rows over.
+  void Heartbeat() noexcept;
 
   // The node step (see NextUseOracle): the minimum step of the live,
   // unfinished participants; it only ever increases. A participant whose
@@ -268,6 +281,9 @@ class NodeCache {
   // (taken with detail::SegmentLock).
   mutable detail::SegmentTables tables_;
   std::unique_ptr<LocalDataset[]> local_datasets_;  // geometry.max_datasets of them
+  // TryBecomeLeader's view of the current leader's progress.
+  Mutex leader_watch_mu_;
+  detail::StallWatch leader_watch_ GUARDED_BY(leader_watch_mu_);
   // This process's attachment, packed as pid << 16 | slot so a forked child
   // sees a foreign pid (and attaches itself) in one atomic read.
   std::atomic<std::uint64_t> attachment_{0};

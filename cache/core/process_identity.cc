@@ -15,10 +15,12 @@ namespace {
 struct StatLine {
   bool ok = false;
   char state = '?';
+  std::uint64_t cpu_ticks = 0;  // utime + stime
   std::uint64_t start_time = 0;
 };
 
-// Reads state (field 3) and starttime (field 22) of /proc/<pid>/stat. The
+// Reads state (field 3), utime and stime (14, 15) and starttime (22) of
+// /proc/<pid>/stat. The
 // command name (field 2) may hold spaces and parentheses, so parse after the
 // last ')'. Plain read(2): no stdio allocation, safe in forked children.
 StatLine ReadStat(std::int32_t pid) {
@@ -39,11 +41,12 @@ StatLine ReadStat(std::int32_t pid) {
   if (p == nullptr || p[1] != ' ') return out;
   p += 2;
   out.state = *p;
-  // After ')': field 3 is state; starttime is field 22, i.e. 19 more fields.
+  // After ')': field 3 is state; then one field per space.
   for (int field = 3; field < 22; ++field) {
     p = std::strchr(p, ' ');
     if (p == nullptr) return out;
     ++p;
+    if (field + 1 == 14 || field + 1 == 15) out.cpu_ticks += std::strtoull(p, nullptr, 10);
   }
   out.start_time = std::strtoull(p, nullptr, 10);
   out.ok = true;
@@ -109,6 +112,18 @@ ProcessIdentity IdentityOf(std::int32_t pid) noexcept {
   const StatLine stat = ReadStat(pid);
   if (!stat.ok || stat.state == 'Z' || stat.state == 'X' || stat.state == 'x') return {};
   return {pid, stat.start_time};
+}
+
+ProcessStatus StatusOf(const ProcessIdentity& process) noexcept {
+  ProcessStatus out;
+  if (process.pid <= 0) return out;
+  const StatLine stat = ReadStat(process.pid);
+  if (!stat.ok || stat.start_time != process.start_time) return out;
+  if (stat.state == 'Z' || stat.state == 'X' || stat.state == 'x') return out;
+  out.alive = true;
+  out.stopped = stat.state == 'T' || stat.state == 't';
+  out.cpu_ticks = stat.cpu_ticks;
+  return out;
 }
 
 bool IsAlive(const ProcessIdentity& process) noexcept {

@@ -36,6 +36,14 @@ ProcessIdentity IdentityOf(std::int32_t pid) noexcept;
 // kernel lacks MADV_WIPEONFORK.
 std::int32_t CurrentPid() noexcept;
 
+// What a live process is doing, for telling a stuck peer from a busy one.
+struct ProcessStatus {
+  bool alive = false;           // as IsAlive
+  bool stopped = false;         // SIGSTOP, a debugger stop, or ptrace ('T'/'t')
+  std::uint64_t cpu_ticks = 0;  // user + system CPU time so far (clock ticks)
+};
+ProcessStatus StatusOf(const ProcessIdentity& process) noexcept;
+
 // False when the process is gone, a zombie, or its pid now names another
 // process. Needs /proc of the same pid namespace (true for all processes on a
 // node that share /dev/shm, except across containers with private pid

@@ -25,6 +25,7 @@
 #include "cache/core/eviction_keys.h"
 #include "cache/core/node_cache.h"
 #include "cache/core/shm_sync.h"
+#include "cache/core/stall_watch.h"
 
 namespace prescient::cache {
 
@@ -144,18 +145,14 @@ class NodeCache::ReadCall {
 
   Status Run() EXCLUDES(t_) {
     Prepare();
-    const auto wait_deadline = std::chrono::steady_clock::now() + c_.options_.wait_timeout;
+    wait_deadline_ = std::chrono::steady_clock::now() + c_.options_.wait_timeout;
     while (!sc_.pending.empty()) {
       Awaited awaited;
       PRESCIENT_RETURN_IF_ERROR(LookUp(&awaited));
       CopyPinned();
       PRESCIENT_RETURN_IF_ERROR(LoadClaimed());
-      // Past the wait deadline, rows still in flight elsewhere are loaded privately.
-      const bool give_up =
-          !sc_.waiting.empty() && std::chrono::steady_clock::now() >= wait_deadline;
-      if (give_up) sc_.uncached.insert(sc_.uncached.end(), sc_.waiting.begin(), sc_.waiting.end());
       PRESCIENT_RETURN_IF_ERROR(LoadUncached());
-      if (give_up || sc_.waiting.empty()) break;
+      if (sc_.waiting.empty()) break;
       PRESCIENT_RETURN_IF_ERROR(Wait(awaited));
       sc_.pending.swap(sc_.waiting);
     }
@@ -321,22 +318,58 @@ class NodeCache::ReadCall {
     return Status::Ok();
   }
 
-  // Sleeps until the awaited row changes state (at most liveness_poll), then
-  // releases its loader's claims if it died.
+  // Sleeps until the awaited row changes state (at most liveness_poll). If it
+  // did not: a dead loader's claims are released; a live loader that made no
+  // progress for stall_timeout (stopped, hung) has the rows we wait for taken
+  // from it, and so has any loader once we waited wait_timeout. The next
+  // LookUp then claims and loads those rows here.
   Status Wait(const Awaited& awaited) EXCLUDES(t_) {
     const auto t0 = std::chrono::steady_clock::now();
     std::uint32_t* seq = t_.SeqWord(awaited.entry);
     detail::FutexWait(seq, awaited.seq, c_.options_.liveness_poll);
-    stats_->wait_time += std::chrono::steady_clock::now() - t0;
+    const auto now = std::chrono::steady_clock::now();
+    stats_->wait_time += now - t0;
     const bool unchanged =
         std::atomic_ref<std::uint32_t>(*seq).load(std::memory_order_acquire) == awaited.seq;
-    if (unchanged && !IsAlive(awaited.owner)) {
+    if (now >= wait_deadline_) return TakeOver(/*any_owner=*/true, awaited);
+    if (!unchanged) return Status::Ok();
+    const ProcessStatus status = StatusOf(awaited.owner);
+    if (!status.alive) {
       SegmentLock lock(t_, c_.options_.lock_timeout);
       if (!lock.ok()) return lock.status();
       if (t_.AttachedIdentity(awaited.owner_slot) == awaited.owner) {
         t_.ReleaseAttachment(awaited.owner_slot, /*died=*/true);
       }
+      return Status::Ok();
     }
+    const auto quiet = watch_.Observe(awaited.owner, t_.Heartbeat(awaited.owner_slot), status, now);
+    if (quiet >= c_.options_.stall_timeout) return TakeOver(/*any_owner=*/false, awaited);
+    return Status::Ok();
+  }
+
+  // Revokes the claims on the rows we wait for: all of them (`any_owner`),
+  // or those of the awaited loader. Their owners keep any blocks they may be
+  // writing until they come back (kEntryRevoked); we claim the rows anew.
+  Status TakeOver(bool any_owner, const Awaited& awaited) EXCLUDES(t_) {
+    std::uint64_t taken = 0;
+    {
+      SegmentLock lock(t_, c_.options_.lock_timeout);
+      if (!lock.ok()) return lock.status();
+      for (std::uint32_t u : sc_.waiting) {
+        const std::uint32_t e = t_.Find(ds_, sc_.wanted[u].row);
+        if (e == kNone || t_.entry(e).state != detail::kEntryLoading) continue;
+        if (!any_owner && (t_.entry(e).owner != awaited.owner_slot ||
+                           !(t_.AttachedIdentity(awaited.owner_slot) == awaited.owner))) {
+          continue;
+        }
+        t_.Revoke(e);
+        ++taken;
+      }
+      SegmentTables::Add(t_.header().counters.stall_takeovers, static_cast<std::int64_t>(taken));
+    }
+    stats_->taken_over += taken;
+    // A fresh start for whoever loads them now.
+    wait_deadline_ = std::chrono::steady_clock::now() + c_.options_.wait_timeout;
     return Status::Ok();
   }
 
@@ -352,6 +385,8 @@ class NodeCache::ReadCall {
   ReadRowsStats* const stats_;
   Scratch& sc_;
   std::uint64_t now_ = 0;
+  std::chrono::steady_clock::time_point wait_deadline_;
+  detail::StallWatch watch_;  // the progress of the loader we wait for
 };
 
 Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,

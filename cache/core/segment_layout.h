@@ -21,7 +21,7 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 9;
+inline constexpr std::uint32_t kLayoutVersion = 10;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -66,6 +66,9 @@ struct AttachRecord {
   // std::atomic_ref); the pin is dropped by the next lock holder who needs it
   // gone, so a hit costs no second lock round trip.
   std::uint64_t pins_done;
+  // Bumped (lock-free) by the process on every call into the cache: others
+  // tell a live but stuck process from a busy one by it (stall_watch.h).
+  std::uint64_t heartbeat;
   std::uint32_t pin[kPinsPerAttach];  // entry indices pinned by this process, kNone = unused
 };
 static_assert(kPinsPerAttach == 64, "pins_done is a 64-bit mask");
@@ -115,6 +118,8 @@ struct SegmentCounters {
   std::uint64_t backing_failures;   // data extents the filesystem could not back (full)
   std::uint64_t dropped_rows;       // resident or in-flight rows of dropped datasets
   std::uint64_t corruptions;        // out-of-range values found in the tables (then repaired)
+  std::uint64_t stall_takeovers;    // rows taken from live loaders that made no progress
+  std::uint64_t leader_takeovers;   // leaderships taken from live leaders that made no progress
 };
 
 struct alignas(64) SegmentHeader {
@@ -148,6 +153,7 @@ struct alignas(64) SegmentHeader {
 
   // Lock-free (atomic_ref).
   alignas(64) std::int32_t leader_pid;
+  std::uint32_t leader_slot;  // its attach slot (for its heartbeat)
   std::uint64_t leader_start_time;
   std::uint64_t node_step;          // AdvanceNodeStep's value (used while nobody reports progress)
   std::uint64_t participants_used;  // records [0, used) may hold a participant

@@ -32,6 +32,9 @@ Status SegmentTables::AcquireLock(std::chrono::milliseconds timeout) {
       return Status::Unavailable("cache: segment lock not acquired within " +
                                  std::to_string(timeout.count()) +
                                  " ms (a process holding it is stopped or hung)");
+    case LockOutcome::kHolderStopped:
+      return Status::Unavailable(
+          "cache: the process holding the segment lock is stopped (SIGSTOP or a debugger)");
     case LockOutcome::kFailed:
       break;
   }

@@ -90,6 +90,19 @@ class CAPABILITY("segment lock") SegmentTables {
   const DatasetRecord* PublishedDataset(std::uint32_t ds) const;
   // Lock-free: the record `ds` was retired (dropped, or invalidated by repair).
   bool RetiredDataset(std::uint32_t ds) const;
+  // Lock-free: the heartbeat of attach slot `slot` (0 for a bad slot), and
+  // bumping it.
+  std::uint64_t Heartbeat(std::uint32_t slot) const {
+    if (slot >= kMaxAttach) return 0;
+    return std::atomic_ref<std::uint64_t>(attach_unlocked(slot).heartbeat)
+        .load(std::memory_order_relaxed);
+  }
+  void Beat(std::uint32_t slot) const {
+    if (slot < kMaxAttach) {
+      std::atomic_ref<std::uint64_t>(attach_unlocked(slot).heartbeat)
+          .fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   // Lock-free: the futex word of entry `e` (bumped on every state change).
   std::uint32_t* SeqWord(std::uint32_t e) const { return &entry_unlocked(e).seq; }
 
@@ -222,6 +235,9 @@ class CAPABILITY("segment lock") SegmentTables {
   void Repair(bool verify_backing = false) REQUIRES(this);
 
  private:
+  AttachRecord& attach_unlocked(std::uint32_t i) const {
+    return reinterpret_cast<AttachRecord*>(base_ + geo_.off_attach)[i];
+  }
   DatasetRecord& dataset_unlocked(std::uint32_t i) const {
     return reinterpret_cast<DatasetRecord*>(base_ + geo_.off_datasets)[i];
   }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <optional>
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
@@ -74,6 +75,7 @@ LockOutcome AcquireSharedLock(SharedLock* lock, std::chrono::milliseconds timeou
   const auto deadline = Clock::now() + timeout;
   std::uint64_t watched = seen;
   auto watched_since = Clock::now();
+  std::optional<Clock::time_point> stopped_since;
   for (;;) {
     std::uint64_t h = Holder(lock).load(std::memory_order_relaxed);
     if (h == 0) {
@@ -91,12 +93,23 @@ LockOutcome AcquireSharedLock(SharedLock* lock, std::chrono::milliseconds timeou
     // The same holder for a check period: is it still there? (A holder that
     // is alive, even stopped, is never taken over.)
     if (now - watched_since >= kOwnerCheckPeriod) {
-      if (!IsAlive(UnpackIdentity(h))) {
+      const ProcessStatus holder = StatusOf(UnpackIdentity(h));
+      if (!holder.alive) {
         if (Holder(lock).compare_exchange_strong(h, me, std::memory_order_acquire)) {
           Acquired(lock);
           return LockOutcome::kRecovered;
         }
         continue;  // someone else took it: watch the new holder
+      }
+      if (!holder.stopped) {
+        stopped_since.reset();
+      } else if (!stopped_since) {
+        stopped_since = now;
+      } else if (now - *stopped_since >= kStoppedHolderLimit) {
+#ifdef PRESCIENT_TSAN
+        __tsan_mutex_post_lock(lock, __tsan_mutex_try_lock_failed, 0);
+#endif
+        return LockOutcome::kHolderStopped;
       }
       watched_since = now;
     }

@@ -159,38 +159,6 @@ TEST(CrashRecovery, PrefetchClaimsOfADeadProcessAreReleased) {
   EXPECT_EQ(FirstBadByte(8, rows, out.data(), 3000), -1);
 }
 
-TEST(CrashRecovery, LiveButStuckLoaderIsBypassedAfterTheWaitTimeout) {
-  ScopedSegmentName name;
-  name.options().wait_timeout = std::chrono::milliseconds(300);
-  auto cache = NodeCache::Open(name.options());
-  ASSERT_TRUE(cache.ok()) << cache.status().message();
-  const DatasetSlot ds = cache.value()->RegisterDataset({7, 1}, 2048, 100).value();
-  auto* state = SharedObject<std::atomic<int>>();
-  const pid_t child = ForkChild([&] {  // claims rows 1 and 2, then hangs (alive)
-    const std::vector<std::uint64_t> rows = {1, 2};
-    if (!cache.value()->Claim(ds, rows, nullptr).ok()) return 1;
-    state->store(1);
-    for (;;) pause();
-  });
-  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
-  const std::vector<std::uint64_t> rows = {2, 3, 1};
-  std::vector<std::byte> out(rows.size() * 2048);
-  ReadRowsStats st;
-  const auto t0 = Clock::now();
-  ASSERT_TRUE(cache.value()
-                  ->ReadRows(ds, rows, out.data(), PatternLoader{3, 2048, nullptr}, nullptr, &st)
-                  .ok());
-  const auto elapsed = Clock::now() - t0;
-  EXPECT_EQ(FirstBadByte(3, rows, out.data(), 2048), -1);
-  EXPECT_GE(elapsed, std::chrono::milliseconds(300));
-  EXPECT_LT(elapsed, std::chrono::milliseconds(1500));
-  EXPECT_EQ(st.uncached, 2u);  // delivered, not cached: the claims are still the child's
-  EXPECT_EQ(st.loaded, 1u);
-  EXPECT_FALSE(cache.value()->Contains(ds, 1));
-  kill(child, SIGKILL);
-  EXPECT_EQ(WaitExitCode(child), 128 + SIGKILL);
-}
-
 TEST(CrashRecovery, LockHeldByALiveProcessTimesOutThenRecoversAfterItsDeath) {
   ScopedSegmentName name;
   name.options().lock_timeout = std::chrono::milliseconds(200);

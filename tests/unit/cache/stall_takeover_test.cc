@@ -1,0 +1,207 @@
+// Live but stuck peers, stopped for real with SIGSTOP: a reader waiting for a
+// stopped loader's rows takes them over after stall_timeout; a stopped prefetch
+// leader loses its claims and its leadership; the resumed process finds its
+// claims gone and corrupts nothing. A loader that is busy (burning CPU) is not
+// overtaken: the decision rests on progress, not on time alone.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cache/core/segment_file.h"
+#include "cache/core/shm_sync.h"
+#include "tests/unit/cache/test_support.h"
+
+namespace prescient::cache {
+namespace {
+
+using testing::FirstBadByte;
+using testing::ForkChild;
+using testing::PatternLoader;
+using testing::ScopedSegmentName;
+using testing::SharedObject;
+using testing::WaitExitCode;
+using testing::WaitFor;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kRow = 64 << 10;  // copied outside the lock: the riskiest case
+
+class StallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    name_.options().stall_timeout = std::chrono::milliseconds(400);
+    name_.options().wait_timeout = std::chrono::seconds(30);
+    auto cache = NodeCache::Open(name_.options());
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    cache_ = std::move(cache.value());
+    ds_ = cache_->RegisterDataset({21, 1}, kRow, 1000).value();
+  }
+  // Reads `rows` (salt 4) and checks every byte; returns the call's figures.
+  ReadRowsStats ReadChecked(const std::vector<std::uint64_t>& rows) {
+    std::vector<std::byte> out(rows.size() * kRow);
+    ReadRowsStats st;
+    const Status s =
+        cache_->ReadRows(ds_, rows, out.data(), PatternLoader{4, kRow, nullptr}, nullptr, &st);
+    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(FirstBadByte(4, rows, out.data(), kRow), -1);
+    return st;
+  }
+  ScopedSegmentName name_;
+  std::unique_ptr<NodeCache> cache_;
+  DatasetSlot ds_ = kInvalidDatasetSlot;
+};
+
+TEST_F(StallTest, StoppedLoaderIsOvertakenAndItsLateWorkIsDiscarded) {
+  auto* state = SharedObject<std::atomic<int>>();
+  // An independent rank loads rows 10..12; its loader is stopped half-way.
+  const pid_t loader = ForkChild([&] {
+    auto own = NodeCache::Open(name_.options());
+    if (!own.ok()) return 1;
+    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
+    const std::vector<std::uint64_t> rows = {10, 11, 12};
+    std::vector<std::byte> out(rows.size() * kRow);
+    auto slow = [&](std::span<const std::uint64_t> r, std::span<std::byte* const> d) {
+      state->store(1);
+      while (state->load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // Resumed: it produces other bytes (salt 99); they must never be served.
+      return PatternLoader{99, kRow, nullptr}(r, d);
+    };
+    ReadRowsStats st;
+    if (!own.value()->ReadRows(ds, rows, out.data(), slow, nullptr, &st).ok()) return 2;
+    // Its own caller gets its own bytes; its claims were taken: nothing published.
+    if (FirstBadByte(99, rows, out.data(), kRow) != -1) return 3;
+    return st.loaded == 3 ? 0 : 4;
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  ASSERT_EQ(kill(loader, SIGSTOP), 0);
+  const auto t0 = Clock::now();
+  const ReadRowsStats st = ReadChecked({11, 40, 10, 12});
+  const auto elapsed = Clock::now() - t0;
+  EXPECT_EQ(st.taken_over, 3u);
+  EXPECT_EQ(st.loaded, 4u);                             // 40 at once; 10, 11, 12 after the takeover
+  EXPECT_GE(elapsed, std::chrono::milliseconds(400));   // it waited for a stall...
+  EXPECT_LT(elapsed, std::chrono::milliseconds(2000));  // ...not for wait_timeout (30 s)
+  EXPECT_EQ(cache_->Stats().stall_takeovers, 3u);
+  // Resume it: it finishes, finds its claims gone, publishes nothing.
+  state->store(2);
+  ASSERT_EQ(kill(loader, SIGCONT), 0);
+  EXPECT_EQ(WaitExitCode(loader), 0);
+  // The cached rows are ours (salt 4), and nothing leaked.
+  EXPECT_EQ(ReadChecked({10, 11, 12, 40}).hits, 4u);
+  EXPECT_EQ(cache_->Stats().rows_resident, 4u);
+  EXPECT_EQ(cache_->Stats().bytes_resident, 4 * kRow);
+}
+
+TEST_F(StallTest, StoppedPrefetchLeaderLosesItsClaimsAndItsLeadership) {
+  auto* state = SharedObject<std::atomic<int>>();
+  const pid_t leader = ForkChild([&] {
+    auto own = NodeCache::Open(name_.options());
+    if (!own.ok() || !own.value()->TryBecomeLeader()) return 1;
+    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
+    std::vector<RowWithKey> want;
+    for (std::uint64_t r = 100; r < 110; ++r) want.push_back({r, r});
+    auto claimed = own.value()->ClaimForPrefetch(ds, want);  // blocks reserved
+    if (!claimed.ok() || claimed.value().size() != 10) return 2;
+    state->store(1);
+    while (state->load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Resumed (SIGCONT): it publishes what it loaded, with other bytes.
+    std::vector<std::byte> bytes(kRow);
+    int not_claimed = 0;
+    for (std::uint64_t r : claimed.value()) {
+      testing::FillRow(99, r, bytes.data(), kRow);
+      auto outcome = own.value()->Publish(ds, r, bytes.data(), nullptr);
+      if (outcome.ok() && outcome.value() == PublishOutcome::kNotClaimed) ++not_claimed;
+    }
+    if (own.value()->IsLeader()) return 3;  // leadership moved on while it was stopped
+    return not_claimed == 10 ? 0 : 4;
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  ASSERT_EQ(kill(leader, SIGSTOP), 0);
+  // Another process becomes the leader within the stall timeout (retries
+  // every 100 ms, as the prefetcher's thread does).
+  const auto t0 = Clock::now();
+  while (!cache_->TryBecomeLeader() && Clock::now() - t0 < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(cache_->IsLeader());
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(1500));
+  EXPECT_EQ(cache_->Stats().leader_takeovers, 1u);
+  // Readers needing its rows take them over.
+  std::vector<std::uint64_t> rows;
+  for (std::uint64_t r = 100; r < 110; ++r) rows.push_back(r);
+  EXPECT_EQ(ReadChecked(rows).taken_over, 10u);
+  state->store(2);
+  ASSERT_EQ(kill(leader, SIGCONT), 0);
+  EXPECT_EQ(WaitExitCode(leader), 0);
+  // Its late publishes did not overwrite anything, and its reserved blocks
+  // came back: exactly our 10 rows are resident, with our bytes.
+  EXPECT_EQ(ReadChecked(rows).hits, 10u);
+  EXPECT_EQ(cache_->Stats().rows_resident, 10u);
+  const CacheStats st = cache_->Stats();
+  EXPECT_EQ(st.bytes_resident, 10 * kRow);
+}
+
+TEST_F(StallTest, BusyLoaderIsWaitedForNotOvertaken) {
+  auto* state = SharedObject<std::atomic<int>>();
+  // A loader that takes 1.2 s of CPU (decoding, say): longer than
+  // stall_timeout, but making progress all along.
+  const pid_t loader = ForkChild([&] {
+    auto own = NodeCache::Open(name_.options());
+    if (!own.ok()) return 1;
+    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
+    const std::uint64_t row = 7;
+    std::vector<std::byte> out(kRow);
+    auto busy = [&](std::span<const std::uint64_t> r, std::span<std::byte* const> d) {
+      state->store(1);
+      volatile std::uint64_t sink = 0;
+      const auto end = Clock::now() + std::chrono::milliseconds(1200);
+      while (Clock::now() < end) sink = sink + 1;
+      return PatternLoader{4, kRow, nullptr}(r, d);
+    };
+    return own.value()->ReadRows(ds, {&row, 1}, out.data(), busy, nullptr).ok() ? 0 : 2;
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  const ReadRowsStats st = ReadChecked({7});
+  EXPECT_EQ(st.taken_over, 0u);
+  EXPECT_EQ(st.waited, 1u);  // it got the busy loader's row
+  EXPECT_EQ(st.loaded, 0u);
+  EXPECT_EQ(WaitExitCode(loader), 0);
+  EXPECT_EQ(cache_->Stats().stall_takeovers, 0u);
+}
+
+TEST_F(StallTest, ProcessStoppedHoldingTheLockMakesCallsFailFastNotHang) {
+  auto* state = SharedObject<std::atomic<int>>();
+  const std::string path = name_.path();
+  const pid_t holder = ForkChild([&] {
+    detail::MappedSegment seg;
+    Status error;
+    if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
+    detail::SegmentTables t(seg.base(), seg.geometry);
+    if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
+        detail::LockOutcome::kLocked) {
+      return 2;
+    }
+    state->store(1);
+    raise(SIGSTOP);  // stopped inside the critical section
+    detail::ReleaseSharedLock(&t.raw_header().lock);
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto t0 = Clock::now();
+  const std::uint64_t row = 3;
+  std::vector<std::byte> out(kRow);
+  const Status s =
+      cache_->ReadRows(ds_, {&row, 1}, out.data(), PatternLoader{4, kRow, nullptr}, nullptr);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("stopped"), std::string::npos) << s.message();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));  // not lock_timeout (10 s)
+  ASSERT_EQ(kill(holder, SIGCONT), 0);
+  EXPECT_EQ(WaitExitCode(holder), 0);
+  EXPECT_EQ(ReadChecked({3}).loaded, 1u);  // resumed and released: all well again
+}
+
+}  // namespace
+}  // namespace prescient::cache
