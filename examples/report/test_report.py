@@ -7,6 +7,7 @@ build/bench (examples/bench/run builds them) and are skipped otherwise.
 """
 
 import json
+import glob
 import os
 import subprocess
 import sys
@@ -107,13 +108,20 @@ def _run_connector(tmp_path, node, size, schedule=None, epochs=2, n=256):
     return path, env, script, data
 
 
+def _segment_path(node):
+    """The node's segment (whatever version and directory the cache names it with)."""
+    found = glob.glob(f"/dev/shm/prescient-cache*-u{os.getuid()}-{node}") + \
+        glob.glob(f"/dev/shm/prescient*u{os.getuid()}*/*{node}")
+    return found[0] if found else f"/dev/shm/prescient-cache-u{os.getuid()}-{node}"
+
+
 @built
 def test_geometry_matches_a_real_segment(tmp_path):
     node = f"report-test-{os.getpid()}"
     size = 40 << 20
     path, env, script, _ = _run_connector(tmp_path, node, size)
     subprocess.run([sys.executable, "-c", script, str(path), "0,1,2"], env=env, check=True)
-    segment = f"/dev/shm/prescient-cache-u{os.getuid()}-{node}"
+    segment = _segment_path(node)
     try:
         actual = os.path.getsize(segment)
     finally:
@@ -143,7 +151,7 @@ def test_report_command_against_the_simulator(tmp_path):
                                text=True, check=True)
         ids += [int(tok) for tok in order.stdout.split()]
     assert len(ids) == n * epochs
-    segment = f"/dev/shm/prescient-cache-u{os.getuid()}-{node}"
+    segment = _segment_path(node)
     try:
         subprocess.run([sys.executable, "-c", script, str(path), ",".join(map(str, ids))], env=env, check=True)
     finally:

@@ -39,7 +39,7 @@ def new_node_id(tag):
 
 def segment_leftovers(node_id):
     """Files this node id left in /dev/shm (segment and anything named after it)."""
-    return sorted(glob.glob(os.path.join(SHM_DIR, f"prescient-cache-u{os.geteuid()}-{node_id}*")))
+    return sorted(glob.glob(os.path.join(SHM_DIR, f"prescient-cache*-u{os.geteuid()}-{node_id}*")))
 
 
 def remove_leftovers(node_id):

@@ -72,7 +72,7 @@ def new_node_id(tag):
 
 
 def remove_segments(node_id):
-    for path in glob.glob(f"/dev/shm/prescient-cache-u{os.geteuid()}-{node_id}*"):
+    for path in glob.glob(f"/dev/shm/prescient-cache*-u{os.geteuid()}-{node_id}*"):
         try:
             os.unlink(path)
         except OSError:
