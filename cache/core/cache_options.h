@@ -80,8 +80,13 @@ std::uint64_t DefaultCapacityBytes(const std::string& shm_dir);
 // The node identity used when CacheOptions::node_id is empty: the host name.
 std::string DefaultNodeId();
 
-// <shm_dir>/<name_prefix>-v<layout version>-u<uid>-<node>, with characters of
-// the node id other than [A-Za-z0-9._-] replaced by '_'.
+// <name_prefix>-v<layout version>-u<uid>-<node>, with characters of the node
+// id other than [A-Za-z0-9._-] replaced by '_': the base name of the node's
+// files (<base>.lock, the registry; <base>.kept, a kept segment).
+std::string SegmentBaseName(const CacheOptions& options);
+
+// <shm_dir>/<SegmentBaseName>: where the node's files are (the segment itself
+// is unnamed; see cache/README.md, "Lifetime").
 std::string SegmentPath(const CacheOptions& options);
 
 }  // namespace prescient::cache
