@@ -137,10 +137,12 @@ std::string SegmentBaseName(const CacheOptions& options) {
          std::to_string(geteuid()) + "-" + node;
 }
 
+std::string UserDirectoryName() { return "prescient-u" + std::to_string(geteuid()); }
+
 std::string SegmentPath(const CacheOptions& options) {
   std::string dir = options.shm_dir.empty() ? std::string("/dev/shm") : options.shm_dir;
   if (dir.back() != '/') dir += '/';
-  return dir + SegmentBaseName(options);
+  return dir + UserDirectoryName() + "/" + SegmentBaseName(options);
 }
 
 }  // namespace prescient::cache

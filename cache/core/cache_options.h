@@ -85,8 +85,14 @@ std::string DefaultNodeId();
 // files (<base>.lock, the registry; <base>.kept, a kept segment).
 std::string SegmentBaseName(const CacheOptions& options);
 
-// <shm_dir>/<SegmentBaseName>: where the node's files are (the segment itself
-// is unnamed; see cache/README.md, "Lifetime").
+// prescient-u<uid>: the directory of this user's cache files in shm_dir, made
+// 0700; if another user took that name, prescient-u<uid>-<random> instead
+// (segment_place.cc).
+std::string UserDirectoryName();
+
+// <shm_dir>/<UserDirectoryName>/<SegmentBaseName>: where the node's files
+// are, when the per-user directory has its usual name (the segment itself is
+// unnamed; see cache/README.md, "Lifetime").
 std::string SegmentPath(const CacheOptions& options);
 
 }  // namespace prescient::cache

@@ -121,10 +121,11 @@ class TableOracle : public NextUseOracle {
 // namespace); elsewhere the test is skipped.
 class SmallTmpfs {
  public:
-  explicit SmallTmpfs(const char* size) {
+  // `mode`: of the mount's root (1777: shared like /dev/shm).
+  explicit SmallTmpfs(const char* size, const char* mode = "0700") {
     dir_ = std::filesystem::temp_directory_path() / ("prescient-full-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);
-    const std::string opts = std::string("size=") + size + ",mode=0700";
+    const std::string opts = std::string("size=") + size + ",mode=" + mode;
     if (mount("tmpfs", dir_.c_str(), "tmpfs", 0, opts.c_str()) != 0) {
       error_ = std::strerror(errno);
       std::filesystem::remove(dir_);
