@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,6 +112,44 @@ UniqueFd OldestOwnFallback(int parent, const std::string& prefix, std::string* c
 
 }  // namespace
 
+FilesystemKind ClassifyFilesystem(std::int64_t magic) {
+  struct Known {
+    std::uint32_t magic;
+    FilesystemKind kind;
+  };
+  static constexpr Known kKnown[] = {
+      {0x01021994, {FilesystemKind::kMemory, "tmpfs"}},
+      {0x858458f6, {FilesystemKind::kMemory, "ramfs"}},
+      {0x958458f6, {FilesystemKind::kMemory, "hugetlbfs"}},
+      {0x00006969, {FilesystemKind::kNetwork, "nfs"}},
+      {0x0000517b, {FilesystemKind::kNetwork, "smb"}},
+      {0xff534d42, {FilesystemKind::kNetwork, "cifs"}},
+      {0xfe534d42, {FilesystemKind::kNetwork, "smb2"}},
+      {0x00c36400, {FilesystemKind::kNetwork, "ceph"}},
+      {0x0bd00bd0, {FilesystemKind::kNetwork, "lustre"}},
+      {0x47504653, {FilesystemKind::kNetwork, "gpfs"}},
+      {0x19830326, {FilesystemKind::kNetwork, "beegfs"}},
+      {0xaad7aaea, {FilesystemKind::kNetwork, "panfs"}},
+      {0x5346414f, {FilesystemKind::kNetwork, "afs"}},
+      {0x6b414653, {FilesystemKind::kNetwork, "kafs"}},
+      {0x01021997, {FilesystemKind::kNetwork, "9p"}},
+      {0x73757245, {FilesystemKind::kNetwork, "coda"}},
+      {0x01161970, {FilesystemKind::kNetwork, "gfs2"}},
+      {0x7461636f, {FilesystemKind::kNetwork, "ocfs2"}},
+      {0x0000ef53, {FilesystemKind::kDisk, "ext4"}},
+      {0x58465342, {FilesystemKind::kDisk, "xfs"}},
+      {0x9123683e, {FilesystemKind::kDisk, "btrfs"}},
+      {0xf2f52010, {FilesystemKind::kDisk, "f2fs"}},
+      {0x2fc12fc1, {FilesystemKind::kDisk, "zfs"}},
+      {0x794c7630, {FilesystemKind::kDisk, "overlayfs"}},
+      {0x65735546, {FilesystemKind::kDisk, "fuse"}},
+  };
+  for (const Known& k : kKnown) {
+    if (static_cast<std::uint32_t>(magic) == k.magic) return k.kind;
+  }
+  return {FilesystemKind::kDisk, "unknown"};
+}
+
 Result<SegmentPlace> OpenSegmentPlace(const CacheOptions& options,
                                       std::vector<std::string>* notices) {
   std::string shm = options.shm_dir.empty() ? std::string("/dev/shm") : options.shm_dir;
@@ -118,6 +157,21 @@ Result<SegmentPlace> OpenSegmentPlace(const CacheOptions& options,
   const int shm_fd = open(shm.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (shm_fd < 0) return Status::FromErrno(errno, "cannot open the cache directory " + shm);
   UniqueFd parent(shm_fd);
+  struct statfs fs{};
+  if (fstatfs(parent.get(), &fs) == 0) {
+    const FilesystemKind kind = ClassifyFilesystem(static_cast<std::int64_t>(fs.f_type));
+    if (kind.kind == FilesystemKind::kNetwork) {
+      return Status::InvalidArgument(
+          "cache directory " + shm + " is on a network filesystem (" + kind.name +
+          "): it is shared with other nodes and every cached page would cross the network; use "
+          "a tmpfs such as /dev/shm, or node-local storage");
+    }
+    if (kind.kind == FilesystemKind::kDisk) {
+      notices->push_back("cache directory " + shm + " is on a disk filesystem (" + kind.name +
+                         "), not in memory: cached rows are written to that disk (fine on "
+                         "node-local NVMe; a tmpfs such as /dev/shm is faster)");
+    }
+  }
 
   SegmentPlace place;
   place.base = SegmentBaseName(options);

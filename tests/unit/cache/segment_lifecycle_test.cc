@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include <fstream>
 
 #include "cache/core/segment_layout.h"
+#include "cache/core/segment_place.h"
 #include "tests/unit/cache/test_support.h"
 
 namespace prescient::cache {
@@ -318,6 +320,49 @@ TEST(Segment, FullTmpfsMakesTheCacheBehaveAsFullNeverSigbus) {
   });
   EXPECT_EQ(WaitExitCode(child), 0);
   cache = Status::Unavailable("closed");
+}
+
+TEST(Segment, ShmDirOnDiskIsAcceptedWithANoticeNetworkFilesystemsAreRefused) {
+  // The build tree is on a disk filesystem here (ext4 on the VM).
+  char exe[4096] = {};
+  ASSERT_GT(readlink("/proc/self/exe", exe, sizeof(exe) - 1), 0);
+  const std::string dir = std::string(exe).substr(0, std::string(exe).rfind('/')) +
+                          "/shm-on-disk-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  struct statfs fs{};
+  ASSERT_EQ(statfs(dir.c_str(), &fs), 0);
+  if (detail::ClassifyFilesystem(fs.f_type).kind != detail::FilesystemKind::kDisk) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "the build tree is not on a disk filesystem here";
+  }
+  {
+    ScopedSegmentName name;
+    name.options().shm_dir = dir;
+    auto cache = NodeCache::Open(name.options());
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    ASSERT_EQ(cache.value()->notices().size(), 1u);
+    EXPECT_NE(cache.value()->notices()[0].find("disk filesystem"), std::string::npos)
+        << cache.value()->notices()[0];
+    const DatasetSlot ds = cache.value()->RegisterDataset({61, 1}, 8192, 10).value();
+    std::vector<std::uint64_t> rows = {1, 2};
+    std::vector<std::byte> out(2 * 8192);
+    ASSERT_TRUE(cache.value()
+                    ->ReadRows(ds, rows, out.data(), PatternLoader{2, 8192, nullptr}, nullptr)
+                    .ok());
+    EXPECT_EQ(FirstBadByte(2, rows, out.data(), 8192), -1);
+  }
+  std::filesystem::remove_all(dir);
+  // /dev/shm: silent. The kinds the check knows:
+  EXPECT_EQ(detail::ClassifyFilesystem(0x01021994).kind, detail::FilesystemKind::kMemory);
+  EXPECT_EQ(detail::ClassifyFilesystem(0x6969).kind, detail::FilesystemKind::kNetwork);  // nfs
+  EXPECT_EQ(detail::ClassifyFilesystem(0x0bd00bd0).kind, detail::FilesystemKind::kNetwork);
+  EXPECT_EQ(detail::ClassifyFilesystem(0x47504653).kind, detail::FilesystemKind::kNetwork);
+  EXPECT_EQ(detail::ClassifyFilesystem(0xef53).kind, detail::FilesystemKind::kDisk);
+  EXPECT_STREQ(detail::ClassifyFilesystem(0x12345678).name, "unknown");
+  ScopedSegmentName shm;
+  auto cache = NodeCache::Open(shm.options());
+  ASSERT_TRUE(cache.ok());
+  EXPECT_TRUE(cache.value()->notices().empty());
 }
 
 }  // namespace
