@@ -14,12 +14,21 @@ namespace {
 
 constexpr std::uint64_t kRegistryMagic = 0x3147455254535250ull;  // "PRSTREG1"
 
-// Threads of one process: a POSIX record lock does not exclude them. Timed,
-// because a forked child may inherit it held by a thread that does not exist
-// in the child.
-std::timed_mutex& ThreadLock() {
-  static std::timed_mutex* const mutex = new std::timed_mutex();
+// Threads of one process: a POSIX record lock does not exclude them. Taken
+// with a deadline, because a forked child may inherit it held by a thread
+// that does not exist in the child. (Polled: std::timed_mutex needs
+// pthread_mutex_clocklock, which ThreadSanitizer builds of libstdc++ lack.)
+std::mutex& ThreadLock() {
+  static std::mutex* const mutex = new std::mutex();
   return *mutex;
+}
+
+bool LockThreads(std::chrono::steady_clock::time_point deadline) {
+  while (!ThreadLock().try_lock()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
 }
 
 // The record lock on `fd`, polled (F_SETLKW has no timeout).
@@ -42,7 +51,7 @@ Result<std::unique_ptr<SegmentRegistry>> SegmentRegistry::Lock(const SegmentPlac
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_ptr<SegmentRegistry> registry(new SegmentRegistry());
   registry->path_ = place.Path(kRegistrySuffix);
-  if (!ThreadLock().try_lock_until(deadline)) {
+  if (!LockThreads(deadline)) {
     return Status::Unavailable("cache: another thread of this process is opening the cache");
   }
   registry->thread_lock_held_ = true;
