@@ -124,19 +124,25 @@ std::string DefaultNodeId() {
   return name;
 }
 
-std::string SegmentPath(const CacheOptions& options) {
+std::string SegmentBaseName(const CacheOptions& options) {
   std::string node = options.node_id.empty() ? DefaultNodeId() : options.node_id;
   for (char& c : node) {
     const bool keep =
         std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
     if (!keep) c = '_';
   }
+  // The layout version is part of the name: builds with different layouts
+  // never meet at one name, so a version mismatch there means corruption.
+  return options.name_prefix + "-v" + std::to_string(detail::kLayoutVersion) + "-u" +
+         std::to_string(geteuid()) + "-" + node;
+}
+
+std::string UserDirectoryName() { return "prescient-u" + std::to_string(geteuid()); }
+
+std::string SegmentPath(const CacheOptions& options) {
   std::string dir = options.shm_dir.empty() ? std::string("/dev/shm") : options.shm_dir;
   if (dir.back() != '/') dir += '/';
-  // The layout version is part of the name: builds with different layouts
-  // never meet at one path, so a version mismatch there means corruption.
-  return dir + options.name_prefix + "-v" + std::to_string(detail::kLayoutVersion) + "-u" +
-         std::to_string(geteuid()) + "-" + node;
+  return dir + UserDirectoryName() + "/" + SegmentBaseName(options);
 }
 
 }  // namespace prescient::cache

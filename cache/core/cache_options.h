@@ -80,8 +80,19 @@ std::uint64_t DefaultCapacityBytes(const std::string& shm_dir);
 // The node identity used when CacheOptions::node_id is empty: the host name.
 std::string DefaultNodeId();
 
-// <shm_dir>/<name_prefix>-v<layout version>-u<uid>-<node>, with characters of
-// the node id other than [A-Za-z0-9._-] replaced by '_'.
+// <name_prefix>-v<layout version>-u<uid>-<node>, with characters of the node
+// id other than [A-Za-z0-9._-] replaced by '_': the base name of the node's
+// files (<base>.lock, the registry; <base>.kept, a kept segment).
+std::string SegmentBaseName(const CacheOptions& options);
+
+// prescient-u<uid>: the directory of this user's cache files in shm_dir, made
+// 0700; if another user took that name, prescient-u<uid>-<random> instead
+// (segment_place.cc).
+std::string UserDirectoryName();
+
+// <shm_dir>/<UserDirectoryName>/<SegmentBaseName>: where the node's files
+// are, when the per-user directory has its usual name (the segment itself is
+// unnamed; see cache/README.md, "Lifetime").
 std::string SegmentPath(const CacheOptions& options);
 
 }  // namespace prescient::cache

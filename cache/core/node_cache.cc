@@ -2,12 +2,16 @@
 // The row paths are in read_rows.cc and prefetch_claims.cc.
 #include "cache/core/node_cache.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <new>
 #include <string>
 #include <utility>
+
+#include "cache/core/segment_place.h"
+#include "cache/core/segment_registry.h"
 
 namespace prescient::cache {
 
@@ -22,6 +26,9 @@ std::uint64_t Pack(std::int32_t pid, std::uint16_t slot) {
 }
 std::int32_t PackedPid(std::uint64_t packed) { return static_cast<std::int32_t>(packed >> 16); }
 std::uint16_t PackedSlot(std::uint64_t packed) { return static_cast<std::uint16_t>(packed); }
+
+// Join()'s answer when the segment found cannot be used and Open should look again.
+constexpr const char* kRetry = "cache: retry";
 
 bool SameGeometry(const detail::LayoutPlan& a, const detail::LayoutPlan& b) {
   return a.segment_bytes == b.segment_bytes && a.block_bytes == b.block_bytes &&
@@ -40,100 +47,126 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
   auto plan =
       detail::PlanLayout(capacity, options.block_bytes, options.max_datasets, options.max_rows);
   if (!plan.ok()) return plan.status();
-  const std::string path = SegmentPath(options);
-  const ProcessIdentity self = SelfIdentity();
   std::vector<std::string> notices;
-
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    detail::MappedSegment segment;
+  Result<detail::SegmentPlace> place = detail::OpenSegmentPlace(options, &notices);
+  if (!place.ok()) return place.status();
+  const ProcessIdentity self = SelfIdentityCached();
+  // Every opener on the node in turn: the first creates, the others join.
+  auto registry = detail::SegmentRegistry::Lock(place.value(), options.lock_timeout);
+  if (!registry.ok()) return registry.status();
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    // The segment registered by a live holder, else a kept one, else a new one.
     Status error;
-    switch (detail::OpenSegment(path, &segment, &error)) {
-      case detail::OpenOutcome::kFailed:
+    detail::UniqueFd fd = registry.value()->OpenThroughHolders();
+    bool kept = false;
+    if (!fd.valid()) {
+      fd = detail::OpenNamed(place.value(), detail::kKeptSuffix, &error, &notices);
+      if (!error.ok()) return error;
+      kept = fd.valid();
+    }
+    if (!fd.valid()) break;
+    struct stat named{};
+    if (kept) fstat(fd.get(), &named);
+    detail::MappedSegment segment;
+    const std::string what = kept ? place.value().Path(detail::kKeptSuffix)
+                                  : "registered in " + place.value().Path(detail::kRegistrySuffix);
+    switch (detail::MapSegment(std::move(fd), what, &segment, &error)) {
+      case detail::MapOutcome::kFailed:
         return error;
-      case detail::OpenOutcome::kCorrupt:
-        notices.push_back(error.message());  // removed: make a fresh one
-        continue;
-      case detail::OpenOutcome::kNotFound: {
-        switch (detail::CreateSegment(path, plan.value(), options.keep_after_exit, self, &segment,
-                                      &error)) {
-          case detail::CreateOutcome::kCreated:
-            return std::unique_ptr<NodeCache>(new NodeCache(options, path, std::move(segment), self,
-                                                            /*slot=*/0, std::move(notices)));
-          case detail::CreateOutcome::kExists:
-            continue;  // another process created it first: open theirs
-          case detail::CreateOutcome::kFailed:
-            return error;
+      case detail::MapOutcome::kCorrupt:
+        notices.push_back(error.message());
+        if (kept) {
+          detail::MappedSegment gone;
+          gone.device = named.st_dev;
+          gone.inode = named.st_ino;
+          detail::UnnameSegment(place.value(), gone, detail::kKeptSuffix);
         }
+        registry.value()->Clear();
         continue;
-      }
-      case detail::OpenOutcome::kOpened:
+      case detail::MapOutcome::kMapped:
         break;
     }
-    SegmentTables t(segment.base(), segment.geometry);
-    Result<std::uint16_t> slot = Status::Unavailable("retry");
-    bool retry = false;
-    if (!t.AnyAttachedAliveUnlocked()) {
-      // Nobody alive uses it: whatever state its lock is in, a segment that
-      // is not kept is removed without touching the lock (a leftover whose
-      // mutex bytes are garbage must not make every later job wait).
-      if (t.raw_header().keep_after_exit == 0) {
-        detail::UnlinkIfSame(path, segment);
-        detail::UnmapSegment(&segment);
+    Result<std::uint16_t> slot = Join(options, place.value(), segment, kept, plan.value(), self,
+                                      *registry.value(), &notices);
+    if (!slot.ok()) {
+      if (slot.status().code() == Status::Code::kUnavailable && slot.status().message() == kRetry) {
         continue;
       }
-    }
-    {
-      SegmentLock lock(t, options.lock_timeout);
-      if (!lock.ok()) {
-        if (!t.AnyAttachedAliveUnlocked()) {  // a kept leftover with an unusable lock
-          notices.push_back("cache segment " + path + " was kept but its lock is unusable (" +
-                            lock.status().message() + "); replaced it");
-          detail::UnlinkIfSame(path, segment);
-          detail::UnmapSegment(&segment);
-          continue;
-        }
-        detail::UnmapSegment(&segment);
-        return lock.status();
-      }
-      SegmentHeader& h = t.header();
-      if (h.state == detail::kSegmentRetired) {  // its last user is unlinking it
-        retry = true;
-      } else if (t.ReapDead() == 0) {
-        // A stale segment: everyone attached died (or it was kept on purpose).
-        if (h.keep_after_exit == 0 || !SameGeometry(segment.geometry, plan.value())) {
-          h.state = detail::kSegmentRetired;
-          detail::UnlinkIfSame(path, segment);
-          retry = true;
-        } else {
-          t.Repair(/*verify_backing=*/true);  // reuse the kept rows; validate everything first
-        }
-      }
-      if (!retry) slot = t.Attach(self);
-    }
-    if (retry) {
-      detail::UnmapSegment(&segment);
-      continue;
-    }
-    if (!slot.ok()) {
-      detail::UnmapSegment(&segment);
       return slot.status();
     }
-    return std::unique_ptr<NodeCache>(
-        new NodeCache(options, path, std::move(segment), self, slot.value(), std::move(notices)));
+    return std::unique_ptr<NodeCache>(new NodeCache(options, std::move(place.value()),
+                                                    std::move(segment), self, slot.value(),
+                                                    std::move(notices)));
   }
-  return Status::Unavailable("cache: segment " + path + " kept changing while opening it");
+  detail::MappedSegment segment;
+  if (Status s = detail::CreateSegment(place.value(), plan.value(), self, &segment); !s.ok()) {
+    return s;
+  }
+  if (options.keep_after_exit) detail::NameSegment(place.value(), segment, detail::kKeptSuffix);
+  registry.value()->Register(segment, self);
+  return std::unique_ptr<NodeCache>(new NodeCache(
+      options, std::move(place.value()), std::move(segment), self, /*slot=*/0, std::move(notices)));
 } catch (const std::bad_alloc&) {
   return Status::ResourceExhausted("cache: out of memory while opening the segment");
 }
 
-NodeCache::NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
-                     const ProcessIdentity& self, std::uint16_t slot,
+Result<std::uint16_t> NodeCache::Join(const CacheOptions& options,
+                                      const detail::SegmentPlace& place,
+                                      const detail::MappedSegment& segment, bool kept,
+                                      const detail::LayoutPlan& plan, const ProcessIdentity& self,
+                                      detail::SegmentRegistry& registry,
+                                      std::vector<std::string>* notices) {
+  const Status retry = Status::Unavailable(kRetry);
+  SegmentTables t(segment.base(), segment.geometry);
+  // A kept segment nobody uses, of another geometry than asked: not reused.
+  const bool in_use = t.AnyAttachedAliveUnlocked();
+  if (!in_use && (!kept || !SameGeometry(segment.geometry, plan))) {
+    if (kept) detail::UnnameSegment(place, segment, detail::kKeptSuffix);
+    registry.Clear();
+    return retry;
+  }
+  Result<std::uint16_t> slot = retry;
+  {
+    SegmentLock lock(t, options.lock_timeout);
+    if (!lock.ok()) {
+      if (in_use) return lock.status();
+      // A kept leftover whose lock cannot be taken: replaced.
+      notices->push_back("cache segment " + place.Path(detail::kKeptSuffix) +
+                         " was kept but its lock is unusable (" + lock.status().message() +
+                         "); replaced it");
+      detail::UnnameSegment(place, segment, detail::kKeptSuffix);
+      return retry;
+    }
+    if (t.ReapDead() == 0) {
+      if (!kept || !SameGeometry(segment.geometry, plan)) {
+        if (kept) detail::UnnameSegment(place, segment, detail::kKeptSuffix);
+        registry.Clear();
+        return retry;
+      }
+      t.Repair(/*verify_backing=*/true);  // reuse the kept rows; validate everything first
+    }
+    slot = t.Attach(self);
+  }
+  if (!slot.ok()) return slot.status();
+  // The name follows this job's wish: kept for the next job, or not.
+  if (kept && !options.keep_after_exit) {
+    detail::UnnameSegment(place, segment, detail::kKeptSuffix);
+  } else if (!kept && options.keep_after_exit) {
+    detail::NameSegment(place, segment, detail::kKeptSuffix);
+  }
+  registry.Register(segment, self);
+  return slot;
+}
+
+NodeCache::NodeCache(const CacheOptions& options, detail::SegmentPlace place,
+                     detail::MappedSegment segment, const ProcessIdentity& self, std::uint16_t slot,
                      std::vector<std::string> notices)
     : options_(options),
-      path_(std::move(path)),
+      place_(std::move(place)),
+      path_(place_.dir_path + "/" + place_.base),
       notices_(std::move(notices)),
       segment_(std::move(segment)),
-      backing_(path_, segment_),
+      backing_(segment_),
       tables_(segment_.base(), segment_.geometry, &backing_),
       local_datasets_(new LocalDataset[segment_.geometry.max_datasets]) {
   attachment_.store(Pack(self.pid, slot));
@@ -142,27 +175,30 @@ NodeCache::NodeCache(const CacheOptions& options, std::string path, detail::Mapp
 
 NodeCache::~NodeCache() {
   const std::uint64_t packed = attachment_.load();
-  if (PackedPid(packed) == CurrentPid()) {
+  if (PackedPid(packed) != CurrentPid()) return;  // a forked child that never attached
+  std::uint32_t live = 1;
+  {
     SegmentLock lock(tables_, options_.lock_timeout);
     if (lock.ok()) {
       SegmentHeader& h = tables_.header();
-      const std::uint16_t slot = PackedSlot(packed);
       if (std::atomic_ref<std::int32_t>(h.leader_pid).load() == PackedPid(packed)) {
         std::atomic_ref<std::int32_t>(h.leader_pid).store(0);
       }
-      tables_.ReleaseAttachment(slot, /*died=*/false);
-      if (tables_.ReapDead() == 0) {
-        if (options_.keep_after_exit) {
-          h.keep_after_exit = 1;
-        } else {
-          h.state = detail::kSegmentRetired;
-          detail::UnlinkIfSame(path_, segment_);
-        }
-      }
+      tables_.ReleaseAttachment(PackedSlot(packed), /*died=*/false);
+      live = tables_.ReapDead();
     }
   }
-  // A forked child that never attached only drops its inherited mapping.
-  detail::UnmapSegment(&segment_);
+  // The segment itself goes when its last holder closes it (it has no name),
+  // unless it is kept for the next job.
+  if (live == 0 && options_.keep_after_exit) {
+    detail::NameSegment(place_, segment_, detail::kKeptSuffix);
+  }
+  auto registry = detail::SegmentRegistry::Lock(place_, std::chrono::milliseconds(200));
+  if (registry.ok()) {
+    registry.value()->Unregister(segment_, {PackedPid(packed), self_start_time_.load()});
+    // The last one out leaves no file behind (a kept segment has its own name).
+    if (!registry.value()->AnyLiveHolder()) registry.value()->Remove();
+  }
 }
 
 Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
@@ -173,17 +209,25 @@ Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
     return PackedSlot(packed);
   }
   // First call in a forked child: the inherited slot is the parent's.
-  const ProcessIdentity self = SelfIdentity();
-  SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return lock.status();
-  // Another thread of this child may have attached meanwhile.
-  const std::uint64_t again = attachment_.load(std::memory_order_acquire);
-  if (PackedPid(again) == pid) return PackedSlot(again);
-  auto slot = tables_.Attach(self);
-  if (!slot.ok()) return slot.status();
-  self_start_time_.store(self.start_time);
-  attachment_.store(Pack(pid, slot.value()), std::memory_order_release);
-  return slot.value();
+  const ProcessIdentity self = SelfIdentityCached();
+  Result<std::uint16_t> slot = Status::Unavailable("cache: not attached");
+  {
+    SegmentLock lock(tables_, options_.lock_timeout);
+    if (!lock.ok()) return lock.status();
+    // Another thread of this child may have attached meanwhile.
+    const std::uint64_t again = attachment_.load(std::memory_order_acquire);
+    if (PackedPid(again) == pid) return PackedSlot(again);
+    slot = tables_.Attach(self);
+    if (!slot.ok()) return slot.status();
+    self_start_time_.store(self.start_time);
+    attachment_.store(Pack(pid, slot.value()), std::memory_order_release);
+  }
+  // Register as a holder too (it holds the inherited descriptor), so a process
+  // opening the cache later still finds the segment if the parent is gone.
+  // Best effort, briefly: the worker's first read should not wait for it.
+  auto registry = detail::SegmentRegistry::Lock(place_, std::chrono::milliseconds(100));
+  if (registry.ok()) registry.value()->Register(segment_, self);
+  return slot;
 }
 
 bool NodeCache::ShapeOf(DatasetSlot ds, DatasetShape* shape, bool or_retired) const noexcept {

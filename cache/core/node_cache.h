@@ -41,6 +41,7 @@
 #include "cache/core/next_use_oracle.h"
 #include "cache/core/process_identity.h"
 #include "cache/core/segment_file.h"
+#include "cache/core/segment_registry.h"
 #include "cache/core/segment_tables.h"
 #include "cache/core/stall_watch.h"
 
@@ -226,14 +227,33 @@ class NodeCache {
 
   CacheStats Stats() const noexcept;
   std::uint64_t RowBytes(DatasetSlot ds) const noexcept;  // 0 if not registered
+  // <directory>/<base name> of the node's files (<path>.lock, <path>.kept);
+  // the segment itself is unnamed.
   const std::string& path() const { return path_; }
+  // A path that opens the segment from this process and its forked children
+  // (/proc/self/fd/<n>): for tools and tests.
+  std::string segment_file() const { return segment_.ProcPath(); }
+  // The segment file's identity: processes attached to the same segment see
+  // the same pair.
+  std::pair<std::uint64_t, std::uint64_t> segment_identity() const {
+    return {static_cast<std::uint64_t>(segment_.device),
+            static_cast<std::uint64_t>(segment_.inode)};
+  }
   // What Open had to do that a user should hear about once (e.g. a corrupt
   // segment found and replaced), each a message fit for one warning.
   const std::vector<std::string>& notices() const { return notices_; }
 
  private:
-  NodeCache(const CacheOptions& options, std::string path, detail::MappedSegment segment,
+  NodeCache(const CacheOptions& options, detail::SegmentPlace place, detail::MappedSegment segment,
             const ProcessIdentity& self, std::uint16_t slot, std::vector<std::string> notices);
+  // Attaches `self` to a segment found through the registry or by its kept
+  // name (reusing a kept one after repair); kUnavailable "cache: retry" when
+  // it cannot be used (a stale or foreign leftover, now removed).
+  static Result<std::uint16_t> Join(const CacheOptions& options, const detail::SegmentPlace& place,
+                                    const detail::MappedSegment& segment, bool kept,
+                                    const detail::LayoutPlan& plan, const ProcessIdentity& self,
+                                    detail::SegmentRegistry& registry,
+                                    std::vector<std::string>* notices);
   // This process's own record of a registered dataset: sizes come from here,
   // never from the segment (whose bytes anyone running as the user could
   // change), so a corrupt record cannot make a copy overrun a buffer.
@@ -273,6 +293,7 @@ class NodeCache {
                         ReadRowsStats* stats) noexcept EXCLUDES(tables_);
 
   CacheOptions options_;
+  detail::SegmentPlace place_;  // the node's directory and file names
   std::string path_;
   std::vector<std::string> notices_;
   detail::MappedSegment segment_;

@@ -1,120 +1,97 @@
 #include "cache/core/segment_file.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <boost/interprocess/file_mapping.hpp>
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
+#include <random>
 #include <string>
 #include <utility>
-
-#include "cache/core/segment_tables.h"
 
 namespace prescient::cache::detail {
 namespace {
 
 namespace bip = boost::interprocess;
 
-std::string FreeSpaceNote(const std::string& path) {
-  const std::string dir = path.substr(0, path.rfind('/') + 1);
+std::string FreeSpaceNote(const SegmentPlace& place) {
   struct statvfs fs{};
-  if (statvfs(dir.empty() ? "." : dir.c_str(), &fs) != 0) return "";
+  if (fstatvfs(place.dir.get(), &fs) != 0) return "";
   const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
-  return " (" + std::to_string(free_bytes >> 20) + " MiB free in " + dir + ")";
+  return " (" + std::to_string(free_bytes >> 20) + " MiB free in " + place.dir_path + ")";
 }
 
-// Deletes <path>.init.<pid> files left by creators that died before linking.
-void SweepAbandonedTemporaries(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  const std::string dir = path.substr(0, slash);
-  const std::string prefix = path.substr(slash + 1) + ".init.";
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return;
-  while (dirent* ent = readdir(d)) {
-    const std::string name = ent->d_name;
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    const std::string full = dir + "/" + name;
-    struct stat st{};
-    if (pid <= 0 || stat(full.c_str(), &st) != 0 || st.st_uid != geteuid()) continue;
-    // A live creator renews nothing, so judge by pid existence only: a pid
-    // reused by an unrelated live process merely defers the cleanup.
-    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) unlink(full.c_str());
-  }
-  closedir(d);
-}
-
-// Maps the regular file `path` read-write through Boost.Interprocess, after
-// checking that the file opened is still `expected` (a file swapped in, or a
-// symbolic link planted, after the caller's checks is never mapped). `size`
-// 0 maps the whole file. Sets `*not_found` if the file vanished meanwhile.
-bool MapFile(const std::string& path, const struct stat& expected, std::uint64_t size,
-             MappedSegment* out, Status* error, bool* not_found = nullptr) {
+// Maps the file open at `fd` (whole, read-write). Boost maps by path, so it
+// reopens /proc/self/fd/<fd> and closes that second descriptor at once.
+Status MapFd(const UniqueFd& fd, std::uint64_t size, const std::string& what,
+             bip::mapped_region* out) {
   try {
-    bip::file_mapping file(path.c_str(), bip::read_write);
-    struct stat opened{};
-    if (fstat(file.get_mapping_handle().handle, &opened) != 0) {
-      *error = Status::FromErrno(errno, "cannot stat cache segment " + path);
-      return false;
-    }
-    if (opened.st_dev != expected.st_dev || opened.st_ino != expected.st_ino) {
-      *error = Status::Unavailable("cache segment " + path +
-                                   " was replaced while opening it; refusing it");
-      return false;
-    }
-    bip::mapped_region region(file, bip::read_write, 0, static_cast<std::size_t>(size));
-    *out = MappedSegment{std::move(region), opened.st_dev, opened.st_ino, LayoutPlan{}};
-    return true;  // `file` closes its descriptor here; the mapping stays
+    bip::file_mapping file(("/proc/self/fd/" + std::to_string(fd.get())).c_str(), bip::read_write);
+    *out = bip::mapped_region(file, bip::read_write, 0, static_cast<std::size_t>(size));
+    return Status::Ok();
   } catch (const bip::interprocess_exception& e) {
-    if (not_found != nullptr && e.get_native_error() == ENOENT) {
-      *not_found = true;
-      return false;
-    }
-    *error = Status::FromErrno(e.get_native_error(), "cannot map cache segment " + path);
-    return false;
+    return Status::FromErrno(e.get_native_error(), "cannot map cache segment " + what);
   }
+}
+
+// An unnamed file in `place`: O_TMPFILE, else a random name removed at once.
+UniqueFd CreateUnnamed(const SegmentPlace& place, int* err) {
+  int fd = openat(place.dir.get(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return UniqueFd(fd);
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    *err = errno;
+    return UniqueFd();
+  }
+  std::random_device random;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const std::string name = place.base + ".tmp." + std::to_string(random());
+    fd = openat(place.dir.get(), name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0600);
+    if (fd >= 0) {
+      unlinkat(place.dir.get(), name.c_str(), 0);
+      return UniqueFd(fd);
+    }
+    if (errno != EEXIST) break;
+  }
+  *err = errno;
+  return UniqueFd();
 }
 
 }  // namespace
 
-OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* error) {
+void UniqueFd::Reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+MapOutcome MapSegment(UniqueFd fd, const std::string& what, MappedSegment* out, Status* error) {
   struct stat st{};
-  if (lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return OpenOutcome::kNotFound;
-    *error = Status::FromErrno(errno, "cannot open cache segment " + path);
-    return OpenOutcome::kFailed;
+  if (fstat(fd.get(), &st) != 0) {
+    *error = Status::FromErrno(errno, "cannot stat cache segment " + what);
+    return MapOutcome::kFailed;
   }
-  // Ours, but not a segment anyone can use: remove it (only this file, if it
-  // is still there) so the caller makes a fresh one.
-  auto corrupt = [&](const std::string& why) {
-    *error = Status::Corruption("cache segment " + path + " " + why + "; replaced it");
-    struct stat now{};
-    if (lstat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) {
-      unlink(path.c_str());
-    }
-    return OpenOutcome::kCorrupt;
-  };
   auto refuse = [&](const std::string& why) {
-    *error = Status::InvalidArgument("cache segment " + path + ": " + why);
-    return OpenOutcome::kFailed;
+    *error = Status::InvalidArgument("cache segment " + what + ": " + why);
+    return MapOutcome::kFailed;
   };
   if (!S_ISREG(st.st_mode)) return refuse("not a regular file; refusing to use it");
   if (st.st_uid != geteuid()) return refuse("owned by another user; refusing to use it");
   if ((st.st_mode & 077) != 0) return refuse("accessible to other users (mode not 0600); refusing");
-  if (static_cast<std::uint64_t>(st.st_size) < sizeof(SegmentHeader)) {
-    return corrupt("was truncated (" + std::to_string(st.st_size) + " bytes)");
-  }
+  auto corrupt = [&](const std::string& why) {
+    *error = Status::Corruption("cache segment " + what + " " + why + "; replaced it");
+    return MapOutcome::kCorrupt;
+  };
   const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size < sizeof(SegmentHeader)) {
+    return corrupt("was truncated (" + std::to_string(size) + " bytes)");
+  }
   MappedSegment mapped;
-  bool vanished = false;
-  if (!MapFile(path, st, size, &mapped, error, &vanished)) {
-    return vanished ? OpenOutcome::kNotFound : OpenOutcome::kFailed;
+  if (Status s = MapFd(fd, size, what, &mapped.region); !s.ok()) {
+    *error = s;
+    return MapOutcome::kFailed;
   }
   const auto* h = static_cast<const SegmentHeader*>(mapped.base());
   if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kMagic) {
@@ -127,96 +104,105 @@ OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* err
   Result<LayoutPlan> geometry = CheckedGeometry(*h, size);
   if (!geometry.ok()) return corrupt("was corrupt (" + geometry.status().message() + ")");
   mapped.geometry = geometry.value();
+  mapped.device = st.st_dev;
+  mapped.inode = st.st_ino;
+  mapped.fd = std::move(fd);
   *out = std::move(mapped);
-  return OpenOutcome::kOpened;
+  return MapOutcome::kMapped;
 }
 
-CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, bool keep_after_exit,
-                            const ProcessIdentity& self, MappedSegment* out, Status* error) {
-  SweepAbandonedTemporaries(path);
-  const std::string temp = path + ".init." + std::to_string(self.pid);
-  unlink(temp.c_str());  // our own leftover from an earlier failed attempt
-  const int fd = open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *error = Status::FromErrno(errno, "cannot create cache segment " + temp);
-    return CreateOutcome::kFailed;
+Status CreateSegment(const SegmentPlace& place, const LayoutPlan& plan, const ProcessIdentity& self,
+                     MappedSegment* out) {
+  int err = 0;
+  UniqueFd fd = CreateUnnamed(place, &err);
+  if (!fd.valid()) {
+    return Status::FromErrno(err, "cannot create a cache segment in " + place.dir_path);
   }
-  MappedSegment mapped;
-  auto fail = [&](Status why) {
-    mapped = MappedSegment{};
-    unlink(temp.c_str());
-    *error = std::move(why);
-    return CreateOutcome::kFailed;
-  };
   struct stat st{};
-  const bool made = fchmod(fd, 0600) == 0 && fstat(fd, &st) == 0 &&
-                    ftruncate(fd, static_cast<off_t>(plan.segment_bytes)) == 0;
-  const int chmod_errno = errno;
+  if (fchmod(fd.get(), 0600) != 0 || fstat(fd.get(), &st) != 0 ||
+      ftruncate(fd.get(), static_cast<off_t>(plan.segment_bytes)) != 0) {
+    return Status::FromErrno(errno, "cannot set up a cache segment in " + place.dir_path);
+  }
   // The file is sparse: only the metadata is backed now (on tmpfs an unbacked
   // page touched on a full filesystem is a SIGBUS, so it is reserved first);
   // the data area is backed extent by extent as blocks are handed out.
-  const int rc = made ? posix_fallocate(fd, 0, static_cast<off_t>(plan.off_data)) : 0;
-  close(fd);
-  if (!made) return fail(Status::FromErrno(chmod_errno, "cannot set up cache segment " + temp));
-  if (rc != 0) {
+  if (const int rc = posix_fallocate(fd.get(), 0, static_cast<off_t>(plan.off_data)); rc != 0) {
     const Status reserve =
         Status::FromErrno(rc, "cannot reserve " + std::to_string(plan.off_data >> 20) +
-                                  " MiB of metadata for the cache segment " + path);
-    return fail(Status::ResourceExhausted(reserve.message() + FreeSpaceNote(path) +
-                                          "; lower the cache size"));
+                                  " MiB of metadata for the cache segment in " + place.dir_path);
+    return Status::ResourceExhausted(reserve.message() + FreeSpaceNote(place) +
+                                     "; lower the cache size");
   }
-  if (Status why; !MapFile(temp, st, plan.segment_bytes, &mapped, &why)) return fail(why);
-  InitializeSegment(mapped.base(), plan, keep_after_exit);
+  MappedSegment mapped;
+  if (Status s = MapFd(fd, plan.segment_bytes, place.dir_path, &mapped.region); !s.ok()) return s;
+  InitializeSegment(mapped.base(), plan, /*keep_after_exit=*/false);
   SegmentTables tables(mapped.base());
   tables.AssumeExclusive();  // not yet visible to any other process
-  if (!tables.Attach(self).ok()) return fail(Status::Internal("cannot attach to a fresh segment"));
-  if (link(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    if (err == EEXIST) {
-      fail(Status::Ok());
-      return CreateOutcome::kExists;
-    }
-    return fail(Status::FromErrno(err, "cannot publish cache segment " + path));
-  }
-  unlink(temp.c_str());
+  if (!tables.Attach(self).ok()) return Status::Internal("cannot attach to a fresh segment");
   mapped.geometry = plan;
+  mapped.device = st.st_dev;
+  mapped.inode = st.st_ino;
+  mapped.fd = std::move(fd);
   *out = std::move(mapped);
-  return CreateOutcome::kCreated;
+  return Status::Ok();
+}
+
+bool NameSegment(const SegmentPlace& place, const MappedSegment& segment, const char* suffix) {
+  // linkat of an O_TMPFILE file through /proc (AT_EMPTY_PATH would need
+  // CAP_DAC_READ_SEARCH); fails with EEXIST rather than replacing a name.
+  return linkat(AT_FDCWD, segment.ProcPath().c_str(), place.dir.get(), place.Name(suffix).c_str(),
+                AT_SYMLINK_FOLLOW) == 0;
+}
+
+void UnnameSegment(const SegmentPlace& place, const MappedSegment& segment, const char* suffix) {
+  struct stat st{};
+  const std::string name = place.Name(suffix);
+  if (fstatat(place.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      st.st_dev == segment.device && st.st_ino == segment.inode) {
+    unlinkat(place.dir.get(), name.c_str(), 0);
+  }
+}
+
+UniqueFd OpenNamed(const SegmentPlace& place, const char* suffix, Status* error,
+                   std::vector<std::string>* notices) {
+  const std::string name = place.Name(suffix);
+  struct stat st{};
+  if (fstatat(place.dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno != ENOENT) *error = Status::FromErrno(errno, "cannot open " + place.Path(suffix));
+    return UniqueFd();
+  }
+  if (S_ISLNK(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+    notices->push_back(place.Path(suffix) + " was a " +
+                       (S_ISLNK(st.st_mode) ? "symbolic link" : "FIFO or socket") +
+                       ", not a cache segment; removed it");
+    unlinkat(place.dir.get(), name.c_str(), 0);
+    return UniqueFd();
+  }
+  const int fd =
+      openat(place.dir.get(), name.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 && errno != ENOENT) {
+    *error = Status::FromErrno(errno, "cannot open " + place.Path(suffix));
+  }
+  return UniqueFd(fd);
 }
 
 Status FileBacking::Back(std::uint64_t offset, std::uint64_t length) const noexcept {
-  const int fd = open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
-    struct stat st{};
-    int rc = fstat(fd, &st) != 0 ? errno : 0;
-    if (rc == 0 && (st.st_dev != device_ || st.st_ino != inode_)) rc = ESTALE;
-    if (rc == 0) rc = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(length));
-    close(fd);
-    if (rc == 0) return Status::Ok();
-    if (rc != EOPNOTSUPP && rc != EINVAL && rc != ESTALE) {
-      return Status::FromErrno(
-          rc, "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment " + path_);
-    }
+  const int rc = posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(length));
+  if (rc == 0) return Status::Ok();
+  if (rc != EOPNOTSUPP && rc != EINVAL && rc != EBADF) {
+    return Status::FromErrno(
+        rc, "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment");
   }
-  // No usable path (replaced, unlinked) or no fallocate: fault the pages in
-  // through the mapping; the kernel reports what would have been a SIGBUS.
+  // No fallocate here (or our descriptor was closed under us): fault the
+  // pages in through the mapping; the kernel reports what would be a SIGBUS.
 #ifdef MADV_POPULATE_WRITE
   if (madvise(base_ + offset, length, MADV_POPULATE_WRITE) == 0) return Status::Ok();
   return Status::FromErrno(
       errno == EFAULT ? ENOSPC : errno,
-      "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment " + path_);
+      "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment");
 #else
-  return Status::ResourceExhausted("cannot back the cache segment " + path_);
+  return Status::ResourceExhausted("cannot back the cache segment");
 #endif
 }
-
-void UnlinkIfSame(const std::string& path, const MappedSegment& segment) {
-  struct stat st{};
-  if (stat(path.c_str(), &st) == 0 && st.st_dev == segment.device && st.st_ino == segment.inode) {
-    unlink(path.c_str());
-  }
-}
-
-void UnmapSegment(MappedSegment* segment) { *segment = MappedSegment{}; }
 
 }  // namespace prescient::cache::detail

@@ -1,12 +1,13 @@
-// Creating, opening and removing the segment file.
+// The segment file: creating, checking and mapping it, and naming it.
 //
-// A segment appears under its final name only fully initialised: the creator
-// builds it under a private temporary name (<path>.init.<pid>), reserves every
-// page with posix_fallocate (so a full /dev/shm fails here, with ENOSPC,
-// instead of a SIGBUS on first touch), writes the tables, attaches itself and
-// then link()s it into place; link fails if another process won the race. So
-// no opener ever sees a half-built segment, and a creator that dies leaves
-// only a temporary file, which the next creator deletes.
+// A node's segment is an unnamed file (O_TMPFILE) in its directory: no name
+// in the filesystem refers to it, so the kernel frees its memory the moment
+// the last process holding it (a descriptor or a mapping) is gone, however it
+// ended (SIGKILL, the OOM killer, os._exit in a DataLoader worker). Processes
+// find it through the node's registry (segment_registry.h), which records who
+// holds it; they open it through a live holder's /proc/<pid>/fd/<n> and keep
+// their own descriptor for as long as they use it. A segment kept for the
+// next job (keep_after_exit) is also linked under <base>.kept.
 //
 // The mapping itself is a Boost.Interprocess file_mapping + mapped_region
 // (RAII: the region unmaps itself). Nothing else of Boost.Interprocess is
@@ -18,11 +19,11 @@
 
 #include <sys/types.h>
 
-#include <boost/interprocess/file_mapping.hpp>
 #include <boost/interprocess/mapped_region.hpp>
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cache/base/status.h"
 #include "cache/core/process_identity.h"
@@ -31,64 +32,101 @@
 
 namespace prescient::cache::detail {
 
-// A mapped segment file; move-only, unmapped when destroyed (or reset). No
-// descriptor is kept: the mapping outlives it, and a descriptor held for the
-// process's lifetime would be inherited by programs it executes (Boost opens
-// files without O_CLOEXEC).
+// An owned file descriptor (closed when destroyed).
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) Reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { Reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Where a node's files live: a directory held open (files are reached with
+// *at() calls, so the directory cannot be swapped under us) and the base name
+// of its files: <base>.lock (the registry) and <base>.kept (a kept segment).
+struct SegmentPlace {
+  UniqueFd dir;
+  std::string dir_path;
+  std::string base;
+
+  std::string Name(const char* suffix) const { return base + suffix; }
+  std::string Path(const char* suffix) const { return dir_path + "/" + Name(suffix); }
+};
+
+inline constexpr const char* kRegistrySuffix = ".lock";
+inline constexpr const char* kKeptSuffix = ".kept";
+
+// A mapped segment and the descriptor that holds it; move-only.
 struct MappedSegment {
   boost::interprocess::mapped_region region;
-  dev_t device = 0;  // the file's identity, to unlink only this file later
+  UniqueFd fd;       // O_CLOEXEC: inherited by forked workers, not by exec'd programs
+  dev_t device = 0;  // the file's identity
   ino_t inode = 0;
-  // The geometry checked when the segment was opened (CheckedGeometry) or
+  // The geometry checked when the segment was mapped (CheckedGeometry) or
   // planned when it was created: the only copy the process trusts.
   LayoutPlan geometry;
 
   void* base() const { return region.get_address(); }
   std::uint64_t size() const { return region.get_size(); }
+  // A path that opens this segment from this process and its forked
+  // children (which inherit the descriptor): /proc/self/fd/<n>.
+  std::string ProcPath() const { return "/proc/self/fd/" + std::to_string(fd.get()); }
 };
 
-// Backs extents of a mapped segment's data area: fallocate through a
-// short-lived descriptor reopened by path (checked to be the mapped file), or
-// MADV_POPULATE_WRITE where the filesystem cannot fallocate. Either returns
-// an error on a full filesystem where a plain write would raise SIGBUS.
-class FileBacking final : public SegmentBacking {
- public:
-  FileBacking(std::string path, const MappedSegment& segment)
-      : path_(std::move(path)),
-        base_(static_cast<unsigned char*>(segment.base())),
-        device_(segment.device),
-        inode_(segment.inode) {}
-  Status Back(std::uint64_t offset, std::uint64_t length) const noexcept override;
-
- private:
-  std::string path_;
-  unsigned char* base_;
-  dev_t device_;
-  ino_t inode_;
-};
-
-enum class OpenOutcome {
-  kOpened,
-  kNotFound,
-  kCorrupt,  // a file of ours that is not a usable segment: unlinked; *error says what it was
+enum class MapOutcome {
+  kMapped,
+  kCorrupt,  // ours, but not a usable segment: *error says what it was
   kFailed,
 };
 
-// Maps an existing segment after checking owner, mode 0600, size, header and
-// geometry (CheckedGeometry).
-OpenOutcome OpenSegment(const std::string& path, MappedSegment* out, Status* error);
+// Checks the segment open at `fd` (regular file, owned by us, mode 0600, size,
+// magic, layout version, geometry) and maps it. `what` names it in messages.
+MapOutcome MapSegment(UniqueFd fd, const std::string& what, MappedSegment* out, Status* error);
 
-enum class CreateOutcome { kCreated, kExists, kFailed };
+// Creates an unnamed segment in `place` (O_TMPFILE; where unsupported, a
+// temporary name unlinked at once), attached by `self` in slot 0. Only the
+// metadata is backed now (see FileBacking). Errors: the filesystem is full or
+// not writable.
+Status CreateSegment(const SegmentPlace& place, const LayoutPlan& plan, const ProcessIdentity& self,
+                     MappedSegment* out);
 
-// Creates the segment at `path`, attached by `self` in attach slot 0.
-CreateOutcome CreateSegment(const std::string& path, const LayoutPlan& plan, bool keep_after_exit,
-                            const ProcessIdentity& self, MappedSegment* out, Status* error);
+// Links the segment under <base><suffix> (false if that name exists).
+bool NameSegment(const SegmentPlace& place, const MappedSegment& segment, const char* suffix);
+// Removes <base><suffix> if it still names this segment.
+void UnnameSegment(const SegmentPlace& place, const MappedSegment& segment, const char* suffix);
+// Opens <base><suffix> (no symbolic links followed); an invalid descriptor
+// and an OK status when it does not exist. A symbolic link or a FIFO there
+// (nothing Prescient makes) is removed, with a notice.
+UniqueFd OpenNamed(const SegmentPlace& place, const char* suffix, Status* error,
+                   std::vector<std::string>* notices);
 
-// Unlinks `path` if it still names this segment's file (not a newer one).
-void UnlinkIfSame(const std::string& path, const MappedSegment& segment);
+// Backs extents of a mapped segment's data area: posix_fallocate on the
+// segment's descriptor, or MADV_POPULATE_WRITE where the filesystem cannot
+// fallocate (or the descriptor was closed under us). Either returns ENOSPC on
+// a full filesystem where a plain write would raise SIGBUS.
+class FileBacking final : public SegmentBacking {
+ public:
+  explicit FileBacking(const MappedSegment& segment)
+      : fd_(segment.fd.get()), base_(static_cast<unsigned char*>(segment.base())) {}
+  Status Back(std::uint64_t offset, std::uint64_t length) const noexcept override;
 
-// Unmaps the segment (the file stays).
-void UnmapSegment(MappedSegment* segment);
+ private:
+  int fd_;
+  unsigned char* base_;
+};
 
 }  // namespace prescient::cache::detail
 

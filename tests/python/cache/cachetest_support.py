@@ -38,8 +38,13 @@ def new_node_id(tag):
 
 
 def segment_leftovers(node_id):
-    """Files this node id left in /dev/shm (segment and anything named after it)."""
-    return sorted(glob.glob(os.path.join(SHM_DIR, f"prescient-cache*-u{os.geteuid()}-{node_id}*")))
+    """Files this node id's cache has in /dev/shm: its registry (<base>.lock, present while a
+    process holds the segment; the last one out removes it) and a kept segment (<base>.kept).
+    The segment itself has no name: the kernel frees it with its last holder."""
+    uid = os.geteuid()
+    base = f"prescient-cache-v*-u{uid}-{node_id}*"
+    return sorted(glob.glob(os.path.join(SHM_DIR, base)) +
+                  glob.glob(os.path.join(SHM_DIR, f"prescient-u{uid}*", base)))
 
 
 def remove_leftovers(node_id):

@@ -56,9 +56,9 @@ TEST(CacheOptions, SegmentPathNamesUserAndNode) {
   CacheOptions o;
   o.node_id = "node 7/x";
   o.shm_dir = "/somewhere";
-  EXPECT_EQ(SegmentPath(o), "/somewhere/prescient-cache-v" +
-                                std::to_string(detail::kLayoutVersion) + "-u" +
-                                std::to_string(geteuid()) + "-node_7_x");
+  const std::string uid = std::to_string(geteuid());
+  EXPECT_EQ(SegmentPath(o), "/somewhere/prescient-u" + uid + "/prescient-cache-v" +
+                                std::to_string(detail::kLayoutVersion) + "-u" + uid + "-node_7_x");
   o.node_id.clear();
   EXPECT_NE(SegmentPath(o).find(DefaultNodeId().substr(0, 3)), std::string::npos);
 }

@@ -39,11 +39,10 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
                   .ok());
 
   auto* state = SharedObject<std::atomic<int>>();
-  const std::string path = name.path();
+  const NodeCache* cache_ptr = cache.value().get();
   const pid_t child = ForkChild([&] {
     detail::MappedSegment seg;
-    Status error;
-    if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
+    if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
     detail::SegmentTables t(seg.base());
     if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {
@@ -75,14 +74,11 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
 
   // Nothing leaked: resident blocks + free blocks = all blocks.
   detail::MappedSegment seg;
-  Status error;
-  ASSERT_EQ(detail::OpenSegment(path, &seg, &error), detail::OpenOutcome::kOpened)
-      << error.message();
+  ASSERT_TRUE(testing::MapSegmentOf(*cache.value(), &seg));
   detail::SegmentTables t(seg.base());
   t.AssumeExclusive();  // everyone else is idle: a snapshot for the check
   EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().backed_blocks);
   EXPECT_EQ(t.header().heap_size, 7u);
-  detail::UnmapSegment(&seg);
 }
 
 TEST(CrashRecovery, KilledWhileLoadingOthersTakeOver) {
@@ -166,11 +162,10 @@ TEST(CrashRecovery, LockHeldByALiveProcessTimesOutThenRecoversAfterItsDeath) {
   ASSERT_TRUE(cache.ok()) << cache.status().message();
   const DatasetSlot ds = cache.value()->RegisterDataset({7, 2}, 100, 10).value();
   auto* state = SharedObject<std::atomic<int>>();
-  const std::string path = name.path();
+  const NodeCache* cache_ptr = cache.value().get();
   const pid_t child = ForkChild([&] {
     detail::MappedSegment seg;
-    Status error;
-    if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
+    if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
     detail::SegmentTables t(seg.base());
     if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {

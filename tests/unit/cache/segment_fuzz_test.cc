@@ -172,7 +172,8 @@ TEST(SegmentFuzz, LeftoverSegmentsWithRandomBytesNeverCrashTheNextJob) {
       _exit(0);
     });
     ASSERT_EQ(WaitWithin(job, std::chrono::seconds(30)), 0) << "seed " << seed;
-    Corrupt(name.path(), rng, 1 + static_cast<int>(rng() % 64));
+    Corrupt(name.path() + ".kept", rng, 1 + static_cast<int>(rng() % 64));
+    if (rng() % 4 == 0) Corrupt(name.path() + ".lock", rng, 1 + static_cast<int>(rng() % 16));
     // The next job: open (repair, or replace), use it, exit. Never a signal.
     options.keep_after_exit = rng() % 2 == 0;
     const pid_t next = ForkChild([&] {
@@ -215,7 +216,7 @@ TEST(SegmentFuzz, LiveSegmentCorruptedUnderItsUsersNeverCrashesThem) {
   const auto end = Clock::now() + std::chrono::milliseconds(2000);
   int writes = 0;
   while (Clock::now() < end) {
-    Corrupt(name.path(), rng, 1 + static_cast<int>(rng() % 8));
+    Corrupt(cache.value()->segment_file(), rng, 1 + static_cast<int>(rng() % 8));
     ++writes;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

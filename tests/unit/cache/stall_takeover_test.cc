@@ -173,11 +173,10 @@ TEST_F(StallTest, BusyLoaderIsWaitedForNotOvertaken) {
 
 TEST_F(StallTest, ProcessStoppedHoldingTheLockMakesCallsFailFastNotHang) {
   auto* state = SharedObject<std::atomic<int>>();
-  const std::string path = name_.path();
+  const NodeCache* cache_ptr = cache_.get();
   const pid_t holder = ForkChild([&] {
     detail::MappedSegment seg;
-    Status error;
-    if (detail::OpenSegment(path, &seg, &error) != detail::OpenOutcome::kOpened) return 1;
+    if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
     detail::SegmentTables t(seg.base(), seg.geometry);
     if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
         detail::LockOutcome::kLocked) {

@@ -3,14 +3,20 @@
 #ifndef PRESCIENT_TESTS_UNIT_CACHE_TEST_SUPPORT_H_
 #define PRESCIENT_TESTS_UNIT_CACHE_TEST_SUPPORT_H_
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <span>
 #include <string>
@@ -19,6 +25,7 @@
 #include <vector>
 
 #include "cache/core/node_cache.h"
+#include "cache/core/segment_file.h"
 
 namespace prescient::cache::testing {
 
@@ -34,13 +41,24 @@ class ScopedSegmentName {
     options_.capacity_bytes = 8 << 20;
     options_.liveness_poll = std::chrono::milliseconds(20);
   }
-  ~ScopedSegmentName() { ::unlink(SegmentPath(options_).c_str()); }
+  ~ScopedSegmentName() {
+    ::unlink((SegmentPath(options_) + ".lock").c_str());
+    ::unlink((SegmentPath(options_) + ".kept").c_str());
+  }
   CacheOptions& options() { return options_; }
   std::string path() const { return SegmentPath(options_); }
 
  private:
   CacheOptions options_;
 };
+
+// Maps the segment `cache` uses as another process would (in a forked child
+// of the process that opened it: through the inherited descriptor).
+inline bool MapSegmentOf(const NodeCache& cache, detail::MappedSegment* out) {
+  detail::UniqueFd fd(::open(cache.segment_file().c_str(), O_RDWR | O_CLOEXEC));
+  Status error;
+  return detail::MapSegment(std::move(fd), "test", out, &error) == detail::MapOutcome::kMapped;
+}
 
 inline std::byte PatternByte(std::uint64_t salt, std::uint64_t row, std::uint64_t i) {
   std::uint64_t x = (salt * 0x9e3779b97f4a7c15ull) ^ (row * 0xbf58476d1ce4e5b9ull) ^ (i * 31);
@@ -96,6 +114,39 @@ class TableOracle : public NextUseOracle {
 
  private:
   std::map<std::uint64_t, std::vector<std::uint64_t>> uses_;
+};
+
+// A genuinely full filesystem: a small tmpfs mounted for the test. Mounting
+// needs CAP_SYS_ADMIN, which tests have inside env/run (root in a private mount
+// namespace); elsewhere the test is skipped.
+class SmallTmpfs {
+ public:
+  // `mode`: of the mount's root (1777: shared like /dev/shm).
+  explicit SmallTmpfs(const char* size, const char* mode = "0700") {
+    dir_ = std::filesystem::temp_directory_path() / ("prescient-full-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    const std::string opts = std::string("size=") + size + ",mode=" + mode;
+    if (mount("tmpfs", dir_.c_str(), "tmpfs", 0, opts.c_str()) != 0) {
+      error_ = std::strerror(errno);
+      std::filesystem::remove(dir_);
+    }
+  }
+  ~SmallTmpfs() {
+    if (error_.empty()) umount2(dir_.c_str(), MNT_DETACH);
+    std::filesystem::remove(dir_);
+  }
+  bool mounted() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  const std::string& dir() const { return dir_; }
+  std::uint64_t used_bytes() const {
+    struct statvfs fs{};
+    statvfs(dir_.c_str(), &fs);
+    return static_cast<std::uint64_t>(fs.f_blocks - fs.f_bfree) * fs.f_frsize;
+  }
+
+ private:
+  std::string dir_;
+  std::string error_;
 };
 
 // Memory shared with forked children (anonymous, MAP_SHARED).

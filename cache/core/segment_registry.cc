@@ -1,0 +1,174 @@
+#include "cache/core/segment_registry.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace prescient::cache::detail {
+namespace {
+
+constexpr std::uint64_t kRegistryMagic = 0x3147455254535250ull;  // "PRSTREG1"
+
+// Threads of one process: a POSIX record lock does not exclude them. Taken
+// with a deadline, because a forked child may inherit it held by a thread
+// that does not exist in the child. (Polled: std::timed_mutex needs
+// pthread_mutex_clocklock, which ThreadSanitizer builds of libstdc++ lack.)
+std::mutex& ThreadLock() {
+  static std::mutex* const mutex = new std::mutex();
+  return *mutex;
+}
+
+bool LockThreads(std::chrono::steady_clock::time_point deadline) {
+  while (!ThreadLock().try_lock()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+// The record lock on `fd`, polled (F_SETLKW has no timeout).
+bool LockFile(int fd, std::chrono::steady_clock::time_point deadline) {
+  struct flock lock{};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  for (;;) {
+    if (fcntl(fd, F_SETLK, &lock) == 0) return true;
+    if (errno != EACCES && errno != EAGAIN && errno != EINTR) return false;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SegmentRegistry>> SegmentRegistry::Lock(const SegmentPlace& place,
+                                                               std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_ptr<SegmentRegistry> registry(new SegmentRegistry());
+  registry->path_ = place.Path(kRegistrySuffix);
+  if (!LockThreads(deadline)) {
+    return Status::Unavailable("cache: another thread of this process is opening the cache");
+  }
+  registry->thread_lock_held_ = true;
+  const std::string name = place.Name(kRegistrySuffix);
+  for (;;) {
+    const int fd = openat(place.dir.get(), name.c_str(),
+                          O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd < 0)
+      return Status::FromErrno(errno, "cannot open the cache registry " + registry->path_);
+    registry->file_ = UniqueFd(fd);
+    struct stat st{};
+    if (fstat(fd, &st) != 0) return Status::FromErrno(errno, "cannot stat " + registry->path_);
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+      return Status::InvalidArgument(
+          "cache registry " + registry->path_ +
+          " is not a regular file of this user with mode 0600; refusing");
+    }
+    if (!LockFile(fd, deadline)) {
+      return Status::Unavailable("cache: the registry " + registry->path_ + " stayed locked for " +
+                                 std::to_string(timeout.count()) + " ms");
+    }
+    // The last holder removes the file under the lock: whoever waited on it
+    // holds a removed file now and must take the lock on the current one.
+    struct stat now{};
+    if (fstatat(place.dir.get(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+        now.st_dev == st.st_dev && now.st_ino == st.st_ino) {
+      break;
+    }
+  }
+  registry->dir_ = place.dir.get();
+  registry->name_ = name;
+  const int fd = registry->file_.get();
+  Contents read{};
+  if (pread(fd, &read, sizeof(read), 0) == static_cast<ssize_t>(sizeof(read)) &&
+      read.magic == kRegistryMagic) {
+    registry->contents_ = read;
+  }  // else empty (new, short or garbage)
+  return registry;
+}
+
+SegmentRegistry::~SegmentRegistry() {
+  file_.Reset();  // closing releases the record lock
+  if (thread_lock_held_) ThreadLock().unlock();
+}
+
+UniqueFd SegmentRegistry::OpenThroughHolders() const {
+  if (contents_.magic != kRegistryMagic) return UniqueFd();
+  for (const Holder& h : contents_.holders) {
+    if (h.pid <= 0 || h.fd < 0) continue;
+    if (!IsAlive({h.pid, h.start_time})) continue;
+    const std::string proc = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+    UniqueFd fd(open(proc.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+    struct stat st{};
+    if (!fd.valid() || fstat(fd.get(), &st) != 0) continue;
+    if (st.st_dev == contents_.device && st.st_ino == contents_.inode) return fd;
+  }
+  return UniqueFd();
+}
+
+void SegmentRegistry::Register(const MappedSegment& segment, const ProcessIdentity& self) {
+  if (contents_.magic != kRegistryMagic || contents_.device != segment.device ||
+      contents_.inode != segment.inode) {
+    contents_ = Contents{};
+    contents_.magic = kRegistryMagic;
+    contents_.device = segment.device;
+    contents_.inode = segment.inode;
+  }
+  // Our own record, else a free or dead one, else the first (registry full of
+  // live holders: any one of them will do for the next opener).
+  Holder* slot = nullptr;
+  for (Holder& h : contents_.holders) {
+    if (h.pid == self.pid && h.fd == segment.fd.get()) {
+      slot = &h;
+      break;
+    }
+  }
+  for (Holder& h : contents_.holders) {
+    if (slot != nullptr) break;
+    if (h.pid <= 0 || !IsAlive({h.pid, h.start_time})) slot = &h;
+  }
+  if (slot == nullptr) slot = &contents_.holders[0];
+  *slot = Holder{self.pid, segment.fd.get(), self.start_time};
+  Write();
+}
+
+void SegmentRegistry::Unregister(const MappedSegment& segment, const ProcessIdentity& self) {
+  if (contents_.magic != kRegistryMagic || contents_.device != segment.device ||
+      contents_.inode != segment.inode) {
+    return;
+  }
+  for (Holder& h : contents_.holders) {
+    if (h.pid == self.pid && h.start_time == self.start_time && h.fd == segment.fd.get()) {
+      h = Holder{0, -1, 0};
+    }
+  }
+  Write();
+}
+
+bool SegmentRegistry::AnyLiveHolder() const {
+  if (contents_.magic != kRegistryMagic) return false;
+  for (const Holder& h : contents_.holders) {
+    if (h.pid > 0 && IsAlive({h.pid, h.start_time})) return true;
+  }
+  return false;
+}
+
+void SegmentRegistry::Remove() { unlinkat(dir_, name_.c_str(), 0); }
+
+void SegmentRegistry::Clear() {
+  contents_ = Contents{};
+  Write();
+}
+
+void SegmentRegistry::Write() {
+  // One pwrite of a few KiB under the lock; a reader that finds it torn (we
+  // died half-way) treats it as empty.
+  (void)!pwrite(file_.get(), &contents_, sizeof(contents_), 0);
+}
+
+}  // namespace prescient::cache::detail
