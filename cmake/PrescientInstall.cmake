@@ -46,6 +46,9 @@ if(TARGET prescient_vol)
   set_target_properties(prescient_vol PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS prescient_vol EXPORT prescientTargets
           LIBRARY DESTINATION "${PRESCIENT_INSTALL_PLUGINDIR}" COMPONENT plugin)
+  # The segment keeper the plugin starts (cache/core/segment_keeper.h) sits beside it.
+  install(TARGETS prescient-cache-keeper RUNTIME DESTINATION "${PRESCIENT_INSTALL_PLUGINDIR}"
+          COMPONENT plugin)
 endif()
 if(TARGET prescient_vol_wheel)
   set(PRESCIENT_HAVE_WHEEL_PLUGIN ON)
@@ -53,6 +56,8 @@ if(TARGET prescient_vol_wheel)
           LIBRARY DESTINATION "${PRESCIENT_INSTALL_WHEEL_PLUGINDIR}" COMPONENT plugin)
   install(TARGETS prescient_vol_unbound
           LIBRARY DESTINATION "${PRESCIENT_INSTALL_WHEEL_PLUGINDIR}/unbound" COMPONENT plugin)
+  install(PROGRAMS "$<TARGET_FILE:prescient-cache-keeper>"
+          DESTINATION "${PRESCIENT_INSTALL_WHEEL_PLUGINDIR}" COMPONENT plugin)
 endif()
 if(TARGET prescient-schedule)
   install(TARGETS prescient-schedule EXPORT prescientTargets

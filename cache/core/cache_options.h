@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "cache/base/status.h"
+#include "cache/core/process_identity.h"
 
 namespace prescient::cache {
 
@@ -29,6 +30,15 @@ struct CacheOptions {
   // Keep the segment (and its rows) when the last process detaches, so the
   // next job on the node starts warm. Otherwise the last process unlinks it.
   bool keep_after_exit = false;
+
+  // The process this one works for, when it is not itself: the segment is
+  // held by a keeper process (keeper_executable, segment_keeper.h) for as long
+  // as `anchor` lives, so DataLoader workers that exit every epoch leave their
+  // rows to the next epoch's workers even when the anchor (the training
+  // process) never opens the cache. pid 0, or the calling process itself: no
+  // keeper. An empty or missing executable: no keeper (one notice).
+  ProcessIdentity anchor;
+  std::string keeper_executable;
 
   // Where segments live and how they are named (SegmentPath).
   // /dev/shm is what shm_open uses; tests point both elsewhere.

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "cache/core/segment_keeper.h"
 #include "cache/core/segment_place.h"
 #include "cache/core/segment_registry.h"
 
@@ -33,6 +34,33 @@ constexpr const char* kRetry = "cache: retry";
 bool SameGeometry(const detail::LayoutPlan& a, const detail::LayoutPlan& b) {
   return a.segment_bytes == b.segment_bytes && a.block_bytes == b.block_bytes &&
          a.max_datasets == b.max_datasets && a.num_entries == b.num_entries;
+}
+
+// Makes sure a keeper holds `segment` while the anchor of `options` lives
+// (segment_keeper.h); called with the registry locked, after registering.
+void KeepForAnchor(const CacheOptions& options, const detail::SegmentPlace& place,
+                   const detail::MappedSegment& segment, const ProcessIdentity& self,
+                   detail::SegmentRegistry& registry, std::vector<std::string>* notices) {
+  const ProcessIdentity& anchor = options.anchor;
+  if (anchor.pid == 0 || anchor.pid == self.pid || registry.HasLiveKeeperFor(anchor) ||
+      !IsAlive(anchor)) {
+    return;
+  }
+  if (options.keeper_executable.empty()) {
+    notices->push_back(
+        "cache: no segment keeper is installed next to the connector; the node cache will not "
+        "outlive DataLoader workers that exit every epoch");
+    return;
+  }
+  Result<ProcessIdentity> keeper = detail::SpawnKeeper(options.keeper_executable, segment.fd.get(),
+                                                       anchor, place.Path(detail::kRegistrySuffix));
+  if (!keeper.ok()) {
+    notices->push_back(
+        keeper.status().message() +
+        "; the node cache will not outlive DataLoader workers that exit every epoch");
+    return;
+  }
+  registry.RegisterKeeper(segment, keeper.value(), detail::kKeeperSegmentFd, anchor);
 }
 
 }  // namespace
@@ -104,6 +132,7 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
   }
   if (options.keep_after_exit) detail::NameSegment(place.value(), segment, detail::kKeptSuffix);
   registry.value()->Register(segment, self);
+  KeepForAnchor(options, place.value(), segment, self, *registry.value(), &notices);
   return std::unique_ptr<NodeCache>(new NodeCache(
       options, std::move(place.value()), std::move(segment), self, /*slot=*/0, std::move(notices)));
 } catch (const std::bad_alloc&) {
@@ -118,9 +147,11 @@ Result<std::uint16_t> NodeCache::Join(const CacheOptions& options,
                                       std::vector<std::string>* notices) {
   const Status retry = Status::Unavailable(kRetry);
   SegmentTables t(segment.base(), segment.geometry);
-  // A kept segment nobody uses, of another geometry than asked: not reused.
+  // A segment nobody is attached to is reused when it has the geometry asked
+  // for: a kept one, or one a keeper held between DataLoader worker
+  // generations (segment_keeper.h). Otherwise it is replaced.
   const bool in_use = t.AnyAttachedAliveUnlocked();
-  if (!in_use && (!kept || !SameGeometry(segment.geometry, plan))) {
+  if (!in_use && !SameGeometry(segment.geometry, plan)) {
     if (kept) detail::UnnameSegment(place, segment, detail::kKeptSuffix);
     registry.Clear();
     return retry;
@@ -138,7 +169,7 @@ Result<std::uint16_t> NodeCache::Join(const CacheOptions& options,
       return retry;
     }
     if (t.ReapDead() == 0) {
-      if (!kept || !SameGeometry(segment.geometry, plan)) {
+      if (!SameGeometry(segment.geometry, plan)) {
         if (kept) detail::UnnameSegment(place, segment, detail::kKeptSuffix);
         registry.Clear();
         return retry;
@@ -155,6 +186,7 @@ Result<std::uint16_t> NodeCache::Join(const CacheOptions& options,
     detail::NameSegment(place, segment, detail::kKeptSuffix);
   }
   registry.Register(segment, self);
+  KeepForAnchor(options, place, segment, self, registry, notices);
   return slot;
 }
 

@@ -12,7 +12,7 @@
 namespace prescient::cache::detail {
 namespace {
 
-constexpr std::uint64_t kRegistryMagic = 0x3147455254535250ull;  // "PRSTREG1"
+constexpr std::uint64_t kRegistryMagic = 0x3247455254535250ull;  // "PRSTREG2"
 
 // Threads of one process: a POSIX record lock does not exclude them. Taken
 // with a deadline, because a forked child may inherit it held by a thread
@@ -119,22 +119,40 @@ void SegmentRegistry::Register(const MappedSegment& segment, const ProcessIdenti
     contents_.device = segment.device;
     contents_.inode = segment.inode;
   }
-  // Our own record, else a free or dead one, else the first (registry full of
-  // live holders: any one of them will do for the next opener).
-  Holder* slot = nullptr;
-  for (Holder& h : contents_.holders) {
-    if (h.pid == self.pid && h.fd == segment.fd.get()) {
-      slot = &h;
-      break;
+  *SlotFor(self.pid, segment.fd.get()) = Holder{self.pid, segment.fd.get(), self.start_time, 0, 0};
+  Write();
+}
+
+void SegmentRegistry::RegisterKeeper(const MappedSegment& segment, const ProcessIdentity& keeper,
+                                     int keeper_fd, const ProcessIdentity& anchor) {
+  if (contents_.magic != kRegistryMagic || contents_.device != segment.device ||
+      contents_.inode != segment.inode) {
+    return;  // the caller registered the segment first; nothing to keep otherwise
+  }
+  *SlotFor(keeper.pid, keeper_fd) =
+      Holder{keeper.pid, keeper_fd, keeper.start_time, anchor.pid, anchor.start_time};
+  Write();
+}
+
+bool SegmentRegistry::HasLiveKeeperFor(const ProcessIdentity& anchor) const {
+  if (contents_.magic != kRegistryMagic) return false;
+  for (const Holder& h : contents_.holders) {
+    if (h.pid > 0 && h.anchor_pid == anchor.pid && h.anchor_start_time == anchor.start_time &&
+        IsAlive({h.pid, h.start_time})) {
+      return true;
     }
   }
+  return false;
+}
+
+SegmentRegistry::Holder* SegmentRegistry::SlotFor(std::int32_t pid, int fd) {
   for (Holder& h : contents_.holders) {
-    if (slot != nullptr) break;
-    if (h.pid <= 0 || !IsAlive({h.pid, h.start_time})) slot = &h;
+    if (h.pid == pid && h.fd == fd) return &h;
   }
-  if (slot == nullptr) slot = &contents_.holders[0];
-  *slot = Holder{self.pid, segment.fd.get(), self.start_time};
-  Write();
+  for (Holder& h : contents_.holders) {
+    if (h.pid <= 0 || !IsAlive({h.pid, h.start_time})) return &h;
+  }
+  return &contents_.holders[0];
 }
 
 void SegmentRegistry::Unregister(const MappedSegment& segment, const ProcessIdentity& self) {
@@ -144,7 +162,7 @@ void SegmentRegistry::Unregister(const MappedSegment& segment, const ProcessIden
   }
   for (Holder& h : contents_.holders) {
     if (h.pid == self.pid && h.start_time == self.start_time && h.fd == segment.fd.get()) {
-      h = Holder{0, -1, 0};
+      h = Holder{0, -1, 0, 0, 0};
     }
   }
   Write();
@@ -163,6 +181,17 @@ void SegmentRegistry::Remove() { unlinkat(dir_, name_.c_str(), 0); }
 void SegmentRegistry::Clear() {
   contents_ = Contents{};
   Write();
+}
+
+bool SegmentRegistry::StillNames(const std::string& path, std::uint64_t device,
+                                 std::uint64_t inode) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno != ENOENT;
+  Contents read{};
+  const bool whole = pread(fd, &read, sizeof(read), 0) == static_cast<ssize_t>(sizeof(read));
+  close(fd);
+  if (!whole || read.magic != kRegistryMagic) return true;
+  return read.device == device && read.inode == inode;
 }
 
 void SegmentRegistry::Write() {

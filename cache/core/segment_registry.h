@@ -12,6 +12,9 @@
 // threads of one process are serialised by a process-local mutex too (a
 // record lock is per process).
 //
+// A holder may be a keeper (segment_keeper.h): a small process that holds the
+// segment for as long as an anchor process lives, recorded with that anchor.
+//
 // The file is small (64 holder records), mode 0600, never followed through a
 // symbolic link; anything in it that does not check out is treated as empty.
 #ifndef PRESCIENT_CACHE_CORE_SEGMENT_REGISTRY_H_
@@ -44,6 +47,12 @@ class SegmentRegistry {
   // Records `self` (its descriptor in `segment`) as a holder of `segment`;
   // a different segment than the registered one replaces it (and its holders).
   void Register(const MappedSegment& segment, const ProcessIdentity& self);
+  // Records `keeper` (holding `segment` as its descriptor `keeper_fd`) as a
+  // holder that keeps the segment while `anchor` lives.
+  void RegisterKeeper(const MappedSegment& segment, const ProcessIdentity& keeper, int keeper_fd,
+                      const ProcessIdentity& anchor);
+  // Whether a live keeper holds the registered segment for `anchor`.
+  bool HasLiveKeeperFor(const ProcessIdentity& anchor) const;
   // Removes `self`'s record (if it names `segment`).
   void Unregister(const MappedSegment& segment, const ProcessIdentity& self);
   // Forgets the registered segment (it is corrupt or gone).
@@ -54,6 +63,12 @@ class SegmentRegistry {
   // on it notice and use a new one).
   void Remove();
 
+  // Without taking the lock (a keeper polls it): whether the registry at
+  // `path` still names the segment (device, inode). False only when it
+  // certainly does not: the file is gone or names another segment (a torn
+  // or unreadable file is "yes": the writer is still at work).
+  static bool StillNames(const std::string& path, std::uint64_t device, std::uint64_t inode);
+
  private:
   SegmentRegistry() = default;
   void Write();
@@ -62,7 +77,13 @@ class SegmentRegistry {
     std::int32_t pid;
     std::int32_t fd;
     std::uint64_t start_time;
+    // A keeper's anchor (0 for an ordinary holder).
+    std::int32_t anchor_pid;
+    std::uint64_t anchor_start_time;
   };
+  // `pid`'s record for descriptor `fd`, else a free or dead one, else the
+  // first (full of live holders: any of them will do for the next opener).
+  Holder* SlotFor(std::int32_t pid, int fd);
   static constexpr std::uint32_t kHolders = 64;
   struct Contents {
     std::uint64_t magic;

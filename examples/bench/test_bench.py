@@ -236,8 +236,9 @@ def test_map_arguments_follow_the_capabilities():
     assert args == ["--dataset", "/d/imglab.h5:images", "--row-bytes", "16384"] and "one field" in note
     assert schedtool.map_args(cosmo, {"sample_maps": False})[0] is None
     args, _ = schedtool.map_args(cosmo, {"sample_maps": True})
+    # Files of a fixed number of samples say so: the map then needs no file opened to be built.
     assert args == ["--dataset", "/d/univ_*.h5:full", "--dataset", "/d/univ_*.h5:unitPar", "--row-bytes", "65536",
-                    "--row-bytes", "16"]
+                    "--row-bytes", "16", "--rows-per-file", "128"]
 
 
 def test_simulate_gives_the_cache_in_samples_or_in_bytes(tmp_path):

@@ -109,10 +109,18 @@ def _run_connector(tmp_path, node, size, schedule=None, epochs=2, n=256):
 
 
 def _segment_path(node):
-    """The node's segment (whatever version and directory the cache names it with)."""
-    found = glob.glob(f"/dev/shm/prescient-cache*-u{os.getuid()}-{node}") + \
-        glob.glob(f"/dev/shm/prescient*u{os.getuid()}*/*{node}")
-    return found[0] if found else f"/dev/shm/prescient-cache-u{os.getuid()}-{node}"
+    """The node's kept segment (PRESCIENT_KEEP_CACHE=1 names it <registry base>.kept in the user's
+    directory; without it the segment is unnamed and gone with its last process)."""
+    uid = os.getuid()
+    found = glob.glob(f"/dev/shm/prescient-u{uid}*/prescient-cache-v*-u{uid}-{node}.kept")
+    assert found, f"no kept segment for node {node}"
+    return found[0]
+
+
+def _remove_segment(path):
+    for p in (path, path[:-len(".kept")] + ".lock"):
+        if os.path.exists(p):
+            os.remove(p)
 
 
 @built
@@ -125,8 +133,7 @@ def test_geometry_matches_a_real_segment(tmp_path):
     try:
         actual = os.path.getsize(segment)
     finally:
-        if os.path.exists(segment):
-            os.remove(segment)
+        _remove_segment(segment)
     blocks = segment_geometry.data_blocks(size)
     # The segment is exactly as large as the layout the mirror computed.
     assert actual == segment_geometry._segment_bytes(blocks, 4096, 4096)
@@ -151,12 +158,10 @@ def test_report_command_against_the_simulator(tmp_path):
                                text=True, check=True)
         ids += [int(tok) for tok in order.stdout.split()]
     assert len(ids) == n * epochs
-    segment = _segment_path(node)
     try:
         subprocess.run([sys.executable, "-c", script, str(path), ",".join(map(str, ids))], env=env, check=True)
     finally:
-        if os.path.exists(segment):
-            os.remove(segment)
+        _remove_segment(_segment_path(node))
     out = subprocess.run([sys.executable, os.path.join(HERE, "report.py"), str(tmp_path / "stats"),
                           "--schedule", sched, "--cache-size", str(size), "--tool", TOOL, "--out",
                           str(tmp_path / "report")], capture_output=True, text=True)

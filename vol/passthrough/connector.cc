@@ -6,6 +6,7 @@
 #include "vol/passthrough/connector_info.h"
 #include "vol/passthrough/forwarding.h"
 #include "vol/runtime/error.h"
+#include "vol/runtime/process_anchor.h"
 #include "vol/runtime/runtime.h"
 #include "vol/runtime/trace.h"
 #include "vol/serve/cache_client.h"
@@ -60,6 +61,7 @@ const H5VL_class_t& ConnectorClass() {
 
 herr_t Initialize(hid_t /*vipl_id*/) {
   return Barrier("initialize", []() -> herr_t {
+    RecordProcessAnchor();  // forked DataLoader workers inherit whom they work for
     RegisterErrorClass();
     return 0;
   });

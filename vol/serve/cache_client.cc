@@ -12,6 +12,7 @@
 #include "cache/base/mutex.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
+#include "vol/runtime/process_anchor.h"
 #include "vol/runtime/runtime.h"
 
 namespace prescient::vol {
@@ -135,6 +136,8 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   // for each of its files' fields, and the segment's table is sized at creation.
   std::shared_ptr<ScheduleBinding> binding = ScheduleFollower::OpenBinding(options);
   cache::CacheOptions cache_options = options.cache;
+  cache_options.anchor = ProcessAnchor();
+  cache_options.keeper_executable = KeeperExecutable();
   if (binding) {
     const std::uint64_t mapped =
         binding->map().files().size() * binding->map().fields().size() + kDatasetHeadroom;

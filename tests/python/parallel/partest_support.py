@@ -72,7 +72,9 @@ def new_node_id(tag):
 
 
 def remove_segments(node_id):
-    for path in glob.glob(f"/dev/shm/prescient-cache*-u{os.geteuid()}-{node_id}*"):
+    # The segment is unnamed; what may stay is its registry (and a kept name) in the user's directory.
+    uid = os.geteuid()
+    for path in glob.glob(f"/dev/shm/prescient-u{uid}*/prescient-cache-v*-u{uid}-{node_id}*"):
         try:
             os.unlink(path)
         except OSError:

@@ -10,12 +10,13 @@ moment it forks. Nothing may be logged between the fork and the child's first re
 
 import os
 import subprocess
+import time
 import sys
 import textwrap
 
 import pytest
 
-from voltest_support import schedule_tool
+from voltest_support import read_stats, schedule_tool
 
 SCRIPT = textwrap.dedent("""
     import os, sys, h5py
@@ -55,3 +56,62 @@ def test_fork_does_no_work(prescient, tmp_path):
     assert "node cache" in before and "schedule bound" in before, "\n".join(lines)
     assert child_at == fork_at + 1, "Prescient worked at fork time:\n" + "\n".join(lines)
     assert "MARK child-done 0" in marks
+
+
+GENERATIONS = textwrap.dedent("""
+    import json, os, sys, h5py, numpy as np, torch
+    path = sys.argv[1]
+
+    class Lazy(torch.utils.data.Dataset):
+        # The common fork-safe pattern: the file is opened in the worker, never in the main
+        # process, and the workers are new every epoch (persistent_workers off).
+        def __len__(self):
+            return 256
+        def __getitem__(self, i):
+            if not hasattr(self, "f"):
+                self.f = h5py.File(path, "r")
+            return self.f["x"][i]
+
+    for epoch in range(3):
+        for batch in torch.utils.data.DataLoader(Lazy(), batch_size=16, num_workers=2):
+            pass
+    print("MAIN pid", os.getpid(), flush=True)
+""")
+
+
+def test_workers_of_each_epoch_find_the_previous_epochs_rows(prescient, tmp_path):
+    # Nothing holds the segment between two epochs but the keeper the first worker started for
+    # the training process: epochs 2 and 3 are served from the cache, not from the file.
+    data = tmp_path / "data.h5"
+    prescient.python("import h5py, numpy as np, sys\n"
+                     "with h5py.File(sys.argv[1], 'w') as f:\n"
+                     "    f['x'] = np.arange(256 * 1024, dtype=np.float32).reshape(256, 1024)\n",
+                     [data], "native", tmp_path)
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    node = f"generations-{os.getpid()}"
+    prescient.python(GENERATIONS, [data], "connector", tmp_path, stats=str(stats / "s.json"), extra={
+        "PRESCIENT_NODE_ID": node, "PRESCIENT_CACHE_SIZE": "16MiB"})
+    loaded = hits = reads = 0
+    for t in read_stats(stats, "s*.json").values():
+        loaded += t["rows_loaded"]
+        hits += t["rows_hit"]
+        reads += t["reads"]
+    assert reads == 3 * 256, reads
+    assert loaded == 256, (loaded, hits)  # each row once, in the first epoch
+    # The keeper follows the training process out: nothing of the node's is held afterwards.
+    deadline = time.monotonic() + 5
+    while True:
+        keepers = [p for p in os.listdir("/proc") if p.isdigit() and node in _cmdline(p)]
+        if not keepers or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert not keepers, "a keeper outlived the training process"
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,157 @@
+// The segment keeper (cache/core/segment_keeper.h): DataLoader workers that
+// exit every epoch, forked from a training process that never opens the
+// cache, leave their rows to the next epoch's workers; the segment still goes
+// when the training process does, however it ends, and a keeper whose segment
+// was replaced lets it go. Real processes, a real SIGKILL, measured on a
+// private tmpfs.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/cache/test_support.h"
+
+namespace prescient::cache {
+namespace {
+
+using testing::ForkChild;
+using testing::PatternLoader;
+using testing::ScopedSegmentName;
+using testing::SmallTmpfs;
+using testing::WaitExitCode;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kRow = 64 << 10;
+constexpr std::uint64_t kRegistryOnly = 64 << 10;
+constexpr int kRows = 48;
+
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  while (!done()) {
+    if (Clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// The training process: forks nothing itself here, opens nothing, waits.
+pid_t StartAnchor() {
+  return ForkChild([] {
+    for (;;) pause();
+    return 0;
+  });
+}
+
+// One epoch's worker: opens the cache for `anchor`, reads rows 0..kRows-1,
+// exits with os._exit (no destructor, no detach). Exit code: 10 + how many
+// rows were already resident when it opened (capped), 1 on failure.
+int RunWorker(CacheOptions options, const ProcessIdentity& anchor, bool expect_keeper_notice) {
+  const pid_t pid = ForkChild([&]() -> int {
+    options.anchor = anchor;
+    auto cache = NodeCache::Open(options);
+    if (!cache.ok()) return 1;
+    const bool noticed = !cache.value()->notices().empty();
+    if (noticed != expect_keeper_notice) return 2;
+    const std::uint64_t resident = cache.value()->Stats().rows_resident;
+    auto ds = cache.value()->RegisterDataset({77, 1}, kRow, 1000);
+    if (!ds.ok()) return 3;
+    std::vector<std::uint64_t> rows(kRows);
+    for (int i = 0; i < kRows; ++i) rows[i] = static_cast<std::uint64_t>(i);
+    std::vector<std::byte> out(rows.size() * kRow);
+    if (!cache.value()
+             ->ReadRows(ds.value(), rows, out.data(), PatternLoader{5, kRow, nullptr}, nullptr)
+             .ok()) {
+      return 4;
+    }
+    _exit(10 + static_cast<int>(std::min<std::uint64_t>(resident, 100)));
+  });
+  return WaitExitCode(pid);
+}
+
+CacheOptions KeeperOptions(ScopedSegmentName& name, const SmallTmpfs& fs) {
+  name.options().shm_dir = fs.dir();
+  name.options().capacity_bytes = 16 << 20;
+  name.options().keeper_executable = PRESCIENT_KEEPER_PATH;
+  return name.options();
+}
+
+TEST(SegmentKeeper, NextEpochsWorkersFindTheRowsAndTheSegmentGoesWithTheAnchor) {
+  SmallTmpfs fs("64m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
+  ScopedSegmentName name;
+  const CacheOptions options = KeeperOptions(name, fs);
+  const pid_t anchor_pid = StartAnchor();
+  const ProcessIdentity anchor = IdentityOf(anchor_pid);
+  ASSERT_NE(anchor.pid, 0);
+  EXPECT_EQ(RunWorker(options, anchor, false), 10);  // epoch 1: cold
+  // Nobody uses the segment now, and its rows are still there.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GT(fs.used_bytes(), std::uint64_t{kRows} * kRow);
+  EXPECT_EQ(RunWorker(options, anchor, false), 10 + kRows);  // epoch 2: warm
+  EXPECT_EQ(RunWorker(options, anchor, false), 10 + kRows);  // one keeper serves every epoch
+  ASSERT_EQ(kill(anchor_pid, SIGKILL), 0);                   // the training process ends (any way)
+  ASSERT_EQ(WaitExitCode(anchor_pid), 128 + SIGKILL);
+  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(5)))
+      << fs.used_bytes() << " bytes still used after the anchor died";
+}
+
+TEST(SegmentKeeper, NoKeeperForTheAnchorItselfOrWithoutAnAnchor) {
+  SmallTmpfs fs("64m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
+  ScopedSegmentName name;
+  const CacheOptions options = KeeperOptions(name, fs);
+  EXPECT_EQ(RunWorker(options, ProcessIdentity{}, false), 10);
+  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(2)));
+  // A process working for itself (the anchor opens the cache: main-opens loaders).
+  const pid_t pid = ForkChild([&]() -> int {
+    CacheOptions own = options;
+    own.anchor = SelfIdentity();
+    auto cache = NodeCache::Open(own);
+    _exit(cache.ok() ? 0 : 1);
+  });
+  EXPECT_EQ(WaitExitCode(pid), 0);
+  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(2)));
+}
+
+TEST(SegmentKeeper, MissingKeeperIsANoticeAndEachEpochStartsCold) {
+  SmallTmpfs fs("64m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
+  ScopedSegmentName name;
+  CacheOptions options = KeeperOptions(name, fs);
+  options.keeper_executable = fs.dir() + "/no-such-keeper";
+  const pid_t anchor_pid = StartAnchor();
+  const ProcessIdentity anchor = IdentityOf(anchor_pid);
+  EXPECT_EQ(RunWorker(options, anchor, true), 10);
+  EXPECT_EQ(RunWorker(options, anchor, true), 10);
+  kill(anchor_pid, SIGKILL);
+  WaitExitCode(anchor_pid);
+}
+
+TEST(SegmentKeeper, KeeperOfAReplacedSegmentLetsItGo) {
+  SmallTmpfs fs("96m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
+  ScopedSegmentName name;
+  CacheOptions options = KeeperOptions(name, fs);
+  const pid_t anchor_pid = StartAnchor();
+  const ProcessIdentity anchor = IdentityOf(anchor_pid);
+  EXPECT_EQ(RunWorker(options, anchor, false), 10);
+  const std::uint64_t first = fs.used_bytes();
+  // The next job asks for another size while the old keeper still holds its
+  // segment: a new segment replaces it in the registry, and the old keeper
+  // (which now holds memory nobody can reach) exits.
+  options.capacity_bytes = 24 << 20;
+  EXPECT_EQ(RunWorker(options, anchor, false), 10);
+  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() < first + (kRows / 2) * kRow; },
+                        std::chrono::seconds(10)))
+      << "the replaced segment is still held: " << fs.used_bytes() << " bytes used";
+  kill(anchor_pid, SIGKILL);
+  WaitExitCode(anchor_pid);
+  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(5)));
+}
+
+}  // namespace
+}  // namespace prescient::cache
