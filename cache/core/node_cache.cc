@@ -174,7 +174,12 @@ Result<std::uint16_t> NodeCache::Join(const CacheOptions& options,
         registry.Clear();
         return retry;
       }
-      t.Repair(/*verify_backing=*/true);  // reuse the kept rows; validate everything first
+      // A kept segment may come from another job (or boot): validate
+      // everything first. One a keeper held since its last user left was
+      // tidied by ReapDead above (dead processes' claims and pins), and a
+      // process that died inside the lock made taking it repair: a full
+      // repair would cost every DataLoader worker generation O(cache size).
+      if (kept) t.Repair(/*verify_backing=*/true);
     }
     slot = t.Attach(self);
   }
