@@ -38,6 +38,11 @@ herr_t DatasetWrite(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_s
                     hid_t file_space_id[], hid_t dxpl_id, const void* buf[], void** req);
 herr_t DatasetSpecific(void* obj, H5VL_dataset_specific_args_t* args, hid_t dxpl_id, void** req);
 herr_t DatasetOptional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req);
+// What a dataset opened (H5Dopen, or H5Oopen in object_cls) or created
+// through the connector gets: its file, its identity, its cache record.
+// Never fails the open.
+struct VolObject;
+void AttachDatasetIdentity(VolObject* dataset, bool created_here) noexcept;
 herr_t DatasetClose(void* dset, hid_t dxpl_id, void** req);
 
 // object_cls.open, link_cls.create and group_cls.specific (object_callbacks.cc).

@@ -15,21 +15,6 @@
 namespace prescient::vol {
 namespace {
 
-// Attaches a DatasetState to a freshly wrapped dataset.
-// The open or create succeeded: nothing Prescient learns here may fail it.
-void AttachIdentity(VolObject* dataset, bool created_here) noexcept {
-  if (dataset == nullptr || !Runtime::Get().enabled()) return;
-  try {
-    dataset->file = ResolveFile(*dataset, H5I_DATASET);
-    dataset->dataset = DatasetState::TryIdentify(*dataset);
-    Runtime::Get().stats().Add(Counter::kDatasetsOpened);
-    if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
-    if (!created_here) CacheClient::Get().DatasetOpened(*dataset);
-  } catch (...) {
-    dataset->dataset = nullptr;  // forwarded like any unidentified dataset
-  }
-}
-
 void MarkChanged(void* obj) {
   VolObject* dataset = VolObject::From(obj);
   if (dataset != nullptr && dataset->dataset) dataset->dataset->MarkChanged();
@@ -48,6 +33,20 @@ std::vector<void*> UnderObjects(size_t count, void* dset[], hid_t* under_vol_id)
 
 }  // namespace
 
+// The open or create succeeded: nothing Prescient learns here may fail it.
+void AttachDatasetIdentity(VolObject* dataset, bool created_here) noexcept {
+  if (dataset == nullptr || !Runtime::Get().enabled()) return;
+  try {
+    dataset->file = ResolveFile(*dataset, H5I_DATASET);
+    dataset->dataset = DatasetState::TryIdentify(*dataset);
+    Runtime::Get().stats().Add(Counter::kDatasetsOpened);
+    if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
+    if (!created_here) CacheClient::Get().DatasetOpened(*dataset);
+  } catch (...) {
+    dataset->dataset = nullptr;  // forwarded like any unidentified dataset
+  }
+}
+
 void* DatasetCreate(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t lcpl_id,
                     hid_t type_id, hid_t space_id, hid_t dcpl_id, hid_t dapl_id, hid_t dxpl_id,
                     void** req) {
@@ -56,7 +55,7 @@ void* DatasetCreate(void* obj, const H5VL_loc_params_t* loc_params, const char* 
                 ObjectKind::kDataset, ObjectsAt<0>, decltype(H5VL_dataset_class_t::create)>;
   void* dataset = Forward::Call(obj, loc_params, name, lcpl_id, type_id, space_id, dcpl_id, dapl_id,
                                 dxpl_id, req);
-  AttachIdentity(VolObject::From(dataset), /*created_here=*/true);
+  AttachDatasetIdentity(VolObject::From(dataset), /*created_here=*/true);
   return dataset;
 }
 
@@ -66,7 +65,7 @@ void* DatasetOpen(void* obj, const H5VL_loc_params_t* loc_params, const char* na
       Forwarder<"dataset_cls.open", H5VLdataset_open, 2, Result::kNewObject, ObjectKind::kDataset,
                 ObjectsAt<0>, decltype(H5VL_dataset_class_t::open)>;
   void* dataset = Forward::Call(obj, loc_params, name, dapl_id, dxpl_id, req);
-  AttachIdentity(VolObject::From(dataset), /*created_here=*/false);
+  AttachDatasetIdentity(VolObject::From(dataset), /*created_here=*/false);
   return dataset;
 }
 

@@ -2,14 +2,12 @@
 // the two callbacks whose arguments carry a second wrapped object:
 // link_cls.create (a hard link's target) and group_cls.specific (H5Fmount's
 // child file).
-#include "vol/objects/dataset_state.h"
 #include "vol/objects/object.h"
 #include "vol/objects/object_file.h"
 #include "vol/passthrough/callbacks.h"
 #include "vol/passthrough/forwarding.h"
 #include "vol/runtime/error.h"
 #include "vol/runtime/runtime.h"
-#include "vol/serve/cache_client.h"
 
 namespace prescient::vol {
 
@@ -24,17 +22,7 @@ void* ObjectOpen(void* obj, const H5VL_loc_params_t* loc_params, H5I_type_t* ope
     WrapRequest(req, parent->under_vol_id);
     VolObject* object =
         VolObject::WrapOpened(under, parent->under_vol_id, KindOf(*opened_type), parent->file);
-    if (*opened_type == H5I_DATASET && Runtime::Get().enabled()) {
-      // The open succeeded: what Prescient learns about the dataset must not fail it.
-      try {
-        object->file = ResolveFile(*object, H5I_DATASET);
-        object->dataset = DatasetState::TryIdentify(*object);
-        Runtime::Get().stats().Add(Counter::kDatasetsOpened);
-        CacheClient::Get().DatasetOpened(*object);
-      } catch (...) {
-        object->dataset = nullptr;  // forwarded like any unidentified dataset
-      }
-    }
+    if (*opened_type == H5I_DATASET) AttachDatasetIdentity(object, /*created_here=*/false);
     return object;
   });
 }
