@@ -34,9 +34,17 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
   }
   PreservedErrorStack keep;  // nothing of this may reach the application's error stack
   try {
+    // The native connector and the stdio driver: HDF5 shares one open file
+    // between opens of the same file with the same driver, and the
+    // application (sec2, through this connector) may open this file while we
+    // hold it. A shared file is closed by whichever open is last, through
+    // the first opener's connector stack: ours would be handed the native
+    // file object to unwrap (seen as "H5VLunwrap_object(): invalid object"
+    // on H5Fclose when a loader opens the files the leader prepares). Files
+    // of different drivers are never shared.
     ScopedId fapl(H5Pcreate(H5P_FILE_ACCESS), &H5Pclose);
     if (fapl.get() < 0 || H5Pset_vol(fapl.get(), H5VL_NATIVE, nullptr) < 0 ||
-        H5Pset_fapl_sec2(fapl.get()) < 0) {
+        H5Pset_fapl_stdio(fapl.get()) < 0) {
       return io::Status::Internal("cannot make a native file access property list");
     }
     ScopedId h5file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), &H5Fclose);
