@@ -105,6 +105,14 @@ Result<ReadPlan> PlanContiguousReads(const ContiguousLayout& layout,
     task.rows.push_back(row);
     plan.tasks.push_back(std::move(task));
   }
+  if (options.min_read_bytes > 0) {
+    const std::uint64_t data_end = layout.RowOffset(layout.num_rows);
+    for (ReadTask& task : plan.tasks) {
+      FileRead& read = task.reads.front();
+      const std::uint64_t wanted = std::max(read.length, options.min_read_bytes);
+      read.length = std::max(read.length, std::min(wanted, data_end - read.file_offset));
+    }
+  }
   return plan;
 }
 

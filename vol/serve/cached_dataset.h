@@ -107,6 +107,8 @@ class CachedDataset {
   // again. Re-checks the file at most once per kChangeCheckInterval, so a file
   // rewritten under an open handle is noticed within that time. Thread-safe.
   static constexpr std::chrono::milliseconds kChangeCheckInterval{1000};
+  // H5Pset_sieve_buf_size's default: what a native read of contiguous data reads at least.
+  static constexpr std::uint64_t kHdf5DefaultSieveBytes = 64 * 1024;
   bool FileChanged() const noexcept;
   // True for the one caller that should drop the dataset's rows from the
   // cache after FileChanged() (later callers get false).
@@ -135,7 +137,13 @@ class CachedDataset {
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
   std::string raw_reason_;
   std::uint64_t chunk_rows_ = 0;
-  cache::io::CoalescingOptions coalescing_ = cache::io::kDefaultLocalDiskCoalescing;
+  // A miss reads at least what native HDF5's sieve buffer would (64 KiB from
+  // the row on, for contiguous data): never more cold reads than native.
+  cache::io::CoalescingOptions coalescing_ = [] {
+    cache::io::CoalescingOptions o = cache::io::kDefaultLocalDiskCoalescing;
+    o.min_read_bytes = kHdf5DefaultSieveBytes;
+    return o;
+  }();
   mutable std::atomic<std::int64_t> next_check_ns_{0};
   mutable std::atomic<bool> changed_{false};
   mutable std::atomic<bool> dropped_{false};

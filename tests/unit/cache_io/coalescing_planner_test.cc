@@ -61,6 +61,25 @@ TEST(ContiguousPlanTest, RowLargerThanCapIsStillReadWhole) {
   EXPECT_EQ(plan.tasks[0].reads[0].length, 1000u);
 }
 
+TEST(ContiguousPlanTest, ShortReadsExtendForwardLikeHdf5sSieve) {
+  // 1000-byte rows, 100 rows: reads of at least 4000 bytes from each row on,
+  // never past the dataset's data (row 98's read stops at the end).
+  CoalescingOptions options = kNoCoalescing;
+  options.min_read_bytes = 4000;
+  const std::vector<std::uint64_t> rows = {10, 50, 98};
+  const ReadPlan plan = PlanContiguousReads(Contiguous(), rows, options).value();
+  ASSERT_EQ(plan.tasks.size(), 3u);
+  EXPECT_EQ(plan.tasks[0].reads[0].file_offset, 4096u + 10'000u);
+  EXPECT_EQ(plan.tasks[0].reads[0].length, 4000u);
+  EXPECT_EQ(plan.tasks[1].reads[0].length, 4000u);
+  EXPECT_EQ(plan.tasks[2].reads[0].length, 2000u);  // rows 98 and 99 are all there is
+  EXPECT_EQ(plan.tasks[2].rows, std::vector<std::uint64_t>{98});
+  // A read already longer stays as it is.
+  options.min_read_bytes = 500;
+  EXPECT_EQ(PlanContiguousReads(Contiguous(), rows, options).value().tasks[0].reads[0].length,
+            1000u);
+}
+
 TEST(ContiguousPlanTest, RejectsRowsOutOfRange) {
   const std::vector<std::uint64_t> rows = {1, 100};
   const auto plan = PlanContiguousReads(Contiguous(), rows, kNoCoalescing);
