@@ -58,18 +58,6 @@ struct CacheOptions {
   // loaded: never the limit. A smaller number saves metadata (~60 bytes/row).
   std::uint64_t max_rows = 0;
 
-  // Without a schedule, a row loaded while the cache is full is kept one time
-  // in `lru_admit_when_full` (displacing the least recently used row); the
-  // other times it is delivered and not kept. Plain LRU keeps almost nothing
-  // a cache smaller than the data can use again under shuffled epochs (a
-  // share c of the data gets about c*c/2 of the reads as hits) and pays a
-  // copy and an eviction on every miss; this way the cache holds a stable
-  // share c (about c of the reads hit), rows that are read again move to the
-  // front as in LRU, and a working set that moves is still followed, at one
-  // admission in this many misses. 1 = plain LRU. With a schedule the
-  // next-use rule decides instead.
-  std::uint32_t lru_admit_when_full = 32;
-
   // Give up on the segment lock after this long (a live process holding it
   // that long is stopped or hung); the call fails and the caller falls back.
   std::chrono::milliseconds lock_timeout{10000};

@@ -112,13 +112,6 @@ std::uint32_t SegmentTables::HeapTop() {
   return kNone;
 }
 
-bool SegmentTables::HasRoom(std::uint32_t blocks) {
-  const SegmentHeader& h = header();
-  const std::uint64_t unbacked =
-      geo_.num_blocks > h.backed_blocks ? geo_.num_blocks - h.backed_blocks : 0;
-  return h.free_blocks + unbacked >= blocks;
-}
-
 bool SegmentTables::MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) {
   SegmentHeader& h = header();
   // Pinned rows met at the top are set aside and put back afterwards.

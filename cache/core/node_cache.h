@@ -307,11 +307,6 @@ class NodeCache {
   detail::StallWatch leader_watch_ GUARDED_BY(leader_watch_mu_);
   // This process's attachment, packed as pid << 16 | slot so a forked child
   // sees a foreign pid (and attaches itself) in one atomic read.
-  // Without a schedule, whether a row loaded into a full cache is kept
-  // (CacheOptions::lru_admit_when_full): one in N, counted per process.
-  bool AdmitWhenFull() noexcept;
-  std::atomic<std::uint64_t> misses_when_full_{0};
-
   std::atomic<std::uint64_t> attachment_{0};
   // Start time of the process named in attachment_ (for leadership checks).
   std::atomic<std::uint64_t> self_start_time_{0};

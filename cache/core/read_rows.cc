@@ -422,8 +422,7 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     if (!OwnedClaim(tables_.entry(e), ds, rows[i], slot)) continue;
     const std::uint64_t key = keys.empty() ? detail::LruKey(++h.lru_tick) : keys[i];
     tables_.entry(e).key = key;
-    const bool declined_by_lru = keys.empty() && !tables_.HasRoom(blocks) && !AdmitWhenFull();
-    if (declined_by_lru || !tables_.MakeRoom(blocks, key)) {
+    if (!tables_.MakeRoom(blocks, key)) {
       tables_.Release(e);
       SegmentTables::Add(h.counters.rejections, 1);
       ++stats->not_admitted;
@@ -463,11 +462,6 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     if (RevokedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.DisownRevoked(e);
   }
   return Status::Ok();
-}
-
-bool NodeCache::AdmitWhenFull() noexcept {
-  const std::uint64_t every = std::max<std::uint32_t>(1, options_.lru_admit_when_full);
-  return misses_when_full_.fetch_add(1, std::memory_order_relaxed) % every == 0;
 }
 
 bool NodeCache::ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row, std::byte* dest,

@@ -195,8 +195,6 @@ class CAPABILITY("segment lock") SegmentTables {
   // False (and nothing more evicted) when that would need a row with a key
   // <= incoming_key: the incoming row is not worth admitting.
   bool MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) REQUIRES(this);
-  // Whether `blocks` fit without evicting anything (free or not yet backed).
-  bool HasRoom(std::uint32_t blocks) REQUIRES(this);
   // Looks at `count` entries round-robin; scheduled rows whose predicted use
   // lies before `now` get kStaleKey. Amortised cleanup, O(count).
   void SweepStale(std::uint64_t now, std::uint32_t count) REQUIRES(this);
