@@ -21,7 +21,7 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 11;
+inline constexpr std::uint32_t kLayoutVersion = 12;  // 11 had AttachRecord::claims
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -69,12 +69,6 @@ struct AttachRecord {
   // Bumped (lock-free) by the process on every call into the cache: others
   // tell a live but stuck process from a busy one by it (stall_watch.h).
   std::uint64_t heartbeat;
-  // Entries this process owns as a loader (Loading, or Revoked while it may
-  // still write): releasing a process that owns none needs no scan of the
-  // entries (a scan is O(cache size): tens of ms for a default-sized cache,
-  // paid by every DataLoader worker generation). Kept under the lock by
-  // SegmentTables' entry transitions; recounted by Repair.
-  std::uint64_t claims;
   std::uint32_t pin[kPinsPerAttach];  // entry indices pinned by this process, kNone = unused
 };
 static_assert(kPinsPerAttach == 64, "pins_done is a 64-bit mask");

@@ -197,7 +197,6 @@ void SegmentTables::Repair(bool verify_backing) {
   h.used_entries = 0;
   h.heap_size = 0;
   std::uint64_t bytes = 0, rows = 0;
-  for (std::uint32_t s = 0; s < kMaxAttach; ++s) attach(s).claims = 0;
   for (std::uint64_t i = n; i-- > 0;) {
     const std::uint32_t e = static_cast<std::uint32_t>(i);
     Entry& x = entry(e);
@@ -208,7 +207,6 @@ void SegmentTables::Repair(bool verify_backing) {
     }
     h.used_entries++;
     IndexInsert(e);
-    if (OwnsAsLoader(x) && attach(x.owner).pid != 0) CountClaim(e, +1);
     if (x.state == kEntryReady) {
       HeapPush(e);
       bytes += dataset(x.dataset).row_bytes;

@@ -107,25 +107,9 @@ std::uint32_t SegmentTables::Claim(std::uint32_t ds, std::uint64_t row, std::uin
   x.heap_key = 0;
   x.waiters = 0;
   x.state = kEntryLoading;
-  CountClaim(e, +1);
   IndexInsert(e);
   BumpAndWake(e);
   return e;
-}
-
-bool SegmentTables::OwnsAsLoader(const Entry& x) {
-  return (x.state == kEntryLoading || x.state == kEntryRevoked) && x.owner < kMaxAttach;
-}
-
-void SegmentTables::CountClaim(std::uint32_t e, int delta) {
-  const Entry& x = entry(e);
-  if (!OwnsAsLoader(x)) return;
-  std::uint64_t& claims = attach(x.owner).claims;
-  if (delta > 0) {
-    ++claims;
-  } else if (claims > 0) {  // never below zero: a miscount only costs a scan
-    --claims;
-  }
 }
 
 void SegmentTables::Release(std::uint32_t e) {
@@ -136,7 +120,6 @@ void SegmentTables::Release(std::uint32_t e) {
   }
   Entry& x = entry(e);
   if (x.state == kEntryFree) return;
-  CountClaim(e, -1);
   HeapRemove(e);
   IndexErase(e);
   const DatasetRecord* d = RecordOf(x.dataset);
@@ -177,7 +160,6 @@ void SegmentTables::Revoke(std::uint32_t e) {
 void SegmentTables::DisownRevoked(std::uint32_t e) {
   Entry& x = entry(e);
   if (x.state != kEntryRevoked) return;
-  CountClaim(e, -1);
   x.owner = kNoOwner;
   if (x.pins == 0) Release(e);
 }
@@ -202,7 +184,6 @@ void SegmentTables::MarkReady(std::uint32_t e, std::uint64_t key) {
   SegmentHeader& h = header();
   Entry& x = entry(e);
   x.key = key;
-  CountClaim(e, -1);
   x.state = kEntryReady;
   if (const DatasetRecord* d = RecordOf(x.dataset)) {
     Add(h.counters.bytes_resident, static_cast<std::int64_t>(d->row_bytes));
@@ -416,7 +397,6 @@ Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
       if (a.pid != 0) continue;
       a.start_time = self.start_time;
       a.pins_used = 0;
-      a.claims = 0;
       std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
       for (std::uint32_t& p : a.pin) p = kNone;
       std::atomic_ref<std::int32_t>(a.pid).store(self.pid, std::memory_order_release);
@@ -439,9 +419,8 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
   }
   a.pins_used = 0;
   std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
-  // Its claims: a scan, only when a process that owns some leaves or died.
-  const bool owns_entries = a.claims != 0;
-  for (std::uint64_t i = 0; owns_entries && i < geo_.num_entries; ++i) {
+  // Its claims: a scan, but only when a process leaves or died.
+  for (std::uint64_t i = 0; i < geo_.num_entries; ++i) {
     Entry& x = entry(static_cast<std::uint32_t>(i));
     if (x.state == kEntryLoading && x.owner == slot) {
       Release(static_cast<std::uint32_t>(i));
@@ -450,7 +429,6 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
       DisownRevoked(static_cast<std::uint32_t>(i));
     }
   }
-  a.claims = 0;
   std::atomic_ref<std::int32_t>(a.pid).store(0, std::memory_order_release);
   a.start_time = 0;
 }

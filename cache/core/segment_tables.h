@@ -135,10 +135,6 @@ class CAPABILITY("segment lock") SegmentTables {
   std::uint32_t Claim(std::uint32_t ds, std::uint64_t row, std::uint16_t owner) REQUIRES(this);
   // Any state -> Free: unindexed, out of the heap, blocks released, waiters woken.
   void Release(std::uint32_t e) REQUIRES(this);
-  // Whether `x` is owned by a loader (AttachRecord::claims counts these).
-  static bool OwnsAsLoader(const Entry& x);
-  // Adds `delta` (+1/-1) to the claims of `e`'s owner if `e` is owned now.
-  void CountClaim(std::uint32_t e, int delta) REQUIRES(this);
   // Loading -> Ready with `key`: counted resident, in the eviction heap.
   void MarkReady(std::uint32_t e, std::uint64_t key) REQUIRES(this);
   // Takes the row away from a live entry: Ready rows leave the heap and the
