@@ -19,6 +19,8 @@ using std::chrono::milliseconds;
 
 constexpr std::uint64_t kMinWindowSteps = 2;  // double buffering at least
 constexpr std::uint64_t kMaxWindowSteps = 4096;
+constexpr std::chrono::milliseconds kIdlePollMin{1};
+constexpr std::chrono::milliseconds kIdlePollMax{16};
 
 }  // namespace
 
@@ -143,12 +145,24 @@ bool Prefetcher::Round(io::Executor& executor) {
 void Prefetcher::Run() noexcept {
   try {
     io::ThreadPool pool(io::ThreadPoolOptions{io_threads_});
+    milliseconds idle_poll = kIdlePollMin;
     while (!stop_.load()) {
       if (!cache_.IsLeader() && !cache_.TryBecomeLeader()) {
         for (int i = 0; i < 25 && !stop_.load(); ++i) std::this_thread::sleep_for(milliseconds(10));
         continue;
       }
-      if (!Round(pool)) std::this_thread::sleep_for(milliseconds(1));
+      // Idle (caught up with every rank's window): poll again soon, backing off
+      // to kIdlePollMax while nothing comes. A round allocates, and an idle
+      // leader polling every millisecond made a thread that allocates almost
+      // always running when the training process forks its workers (under
+      // AddressSanitizer, whose allocator lock a fork does not release, the
+      // worker then hung in its first malloc).
+      if (Round(pool)) {
+        idle_poll = kIdlePollMin;
+      } else {
+        std::this_thread::sleep_for(idle_poll);
+        idle_poll = std::min(idle_poll * 2, kIdlePollMax);
+      }
     }
     cache_.ResignLeader();
   } catch (const std::exception& e) {

@@ -80,9 +80,12 @@ ScheduleFollower::ScheduleFollower(std::shared_ptr<ScheduleBinding> binding,
                                    std::to_string(binding_->rank()) + ", node " +
                                    std::to_string(binding_->node()) + ", next-use index " +
                                    (binding_->index_loaded() ? "loaded" : "built") + ")");
+  // The prefetch thread starts with this process's first followed read, not
+  // here: a DataLoader's main process opens the dataset only to ask its length
+  // and then forks its workers, and a thread that is working (allocating,
+  // holding locks) at that moment is what a fork must not find.
   if (prefetch_) {
     prefetcher_ = std::make_unique<Prefetcher>(cache_, *this, progress_, options.io_threads);
-    prefetcher_->EnsureRunning();
   }
 }
 
