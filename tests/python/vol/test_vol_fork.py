@@ -2,8 +2,9 @@
 
 A DataLoader's main process opens the dataset (for len()), then forks its workers. The node's
 segment, the dataset's registration and the schedule binding (the schedule file read, the
-next-use index built, the prefetch thread started) must all be done by then, inside HDF5's
-open callback, so that the at-fork handlers only take and release locks. With PRESCIENT_LOG=info
+next-use index built) must all be done by then, inside HDF5's open callback, so that the at-fork
+handlers only take and release locks; the prefetch thread starts with a process's first read,
+so a process that only opens and forks has none running when it forks. With PRESCIENT_LOG=info
 the connector says when it opens the segment and binds the schedule; the script marks the
 moment it forks. Nothing may be logged between the fork and the child's first read.
 """
