@@ -21,7 +21,7 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 12;  // 11 had AttachRecord::claims
+inline constexpr std::uint32_t kLayoutVersion = 12;             // 11 had AttachRecord::claims
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
