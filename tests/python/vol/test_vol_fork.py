@@ -74,7 +74,9 @@ GENERATIONS = textwrap.dedent("""
             return self.f["x"][i]
 
     for epoch in range(3):
-        for batch in torch.utils.data.DataLoader(Lazy(), batch_size=16, num_workers=2):
+        # Forked workers (Python 3.14 makes forkserver the default start method).
+        for batch in torch.utils.data.DataLoader(Lazy(), batch_size=16, num_workers=2,
+                                                 multiprocessing_context="fork"):
             pass
     print("MAIN pid", os.getpid(), flush=True)
 """)
