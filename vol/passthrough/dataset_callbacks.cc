@@ -2,6 +2,7 @@
 // datasets changed when they are written or resized through the connector.
 #include <vector>
 
+#include "vol/follow/read_recorder.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/object.h"
 #include "vol/objects/object_file.h"
@@ -81,6 +82,11 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
         const VolObject& dataset = *VolObject::From(dset[i]);
         const ReadRequest request =
             InspectRead(dataset, mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id);
+        if (ReadRecorder::Active() && request.decoded && !request.selection.scalar &&
+            dataset.file && dataset.dataset && !dataset.dataset->dims().empty()) {
+          ReadRecorder::Note(dataset.file->name, dataset.dataset->identity().name,
+                             dataset.dataset->dims()[0], request.selection.rows);
+        }
         ReadRecord& record = records[i];
         record.decoded = request.decoded;
         record.selection = request.selection;

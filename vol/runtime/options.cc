@@ -142,6 +142,10 @@ const std::vector<OptionRow>& Rows() {
          if (p) o.schedule_path = *p;
          return p.has_value();
        }},
+      {{"PRESCIENT_FOLLOW", "follow", kBoolAccepted, "0",
+        "follow the samplers' orders at run time: the Python follower (python/prescient) writes "
+        "the schedule as each epoch starts, and PRESCIENT_SCHEDULE names where"},
+       &ApplyBool<&Options::follow>},
       {{"PRESCIENT_RANK", "rank", "an integer >= 0",
         "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, else 0",
         "this process's rank in the schedule (DataLoader workers inherit it)"},

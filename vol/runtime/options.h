@@ -41,6 +41,11 @@ struct Options {
   cache::CacheOptions cache;
   // PRESCIENT_SCHEDULE: schedule file for clairvoyant prefetch and eviction.
   std::string schedule_path;
+  // PRESCIENT_FOLLOW: the schedule is written while the job runs (the Python
+  // follower, python/prescient, publishes each epoch's order as the sampler
+  // makes it): a missing file is not an error, and a file replaced at the path
+  // is followed from the next read on.
+  bool follow = false;
   // PRESCIENT_RANK, else the launcher's RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
   // SLURM_PROCID; nullopt when none is set (rank 0 is then assumed).
   std::optional<std::uint32_t> rank;

@@ -53,6 +53,7 @@ void Prefetcher::EnsureRunning() {
   if (running_pid_.load() == pid) return;
   if (thread_) (void)thread_.release();  // inherited across fork: not joinable here
   stop_ = false;
+  finished_ = false;
   running_pid_ = pid;
   std::fill(done_until_.begin(), done_until_.end(), 0);
   thread_ = std::make_unique<std::thread>([this] { Run(); });
@@ -170,6 +171,7 @@ void Prefetcher::Run() noexcept {
   } catch (...) {
     Runtime::Get().Log(LogLevel::kWarn, "prefetching stopped: unknown exception");
   }
+  finished_ = true;
 }
 
 }  // namespace prescient::vol

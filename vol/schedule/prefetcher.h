@@ -19,6 +19,8 @@
 #ifndef PRESCIENT_VOL_SCHEDULE_PREFETCHER_H_
 #define PRESCIENT_VOL_SCHEDULE_PREFETCHER_H_
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -49,6 +51,12 @@ class Prefetcher {
   // calls this again: threads do not survive fork).
   void EnsureRunning();
   void Stop();
+  // Asks the thread to stop without waiting for it (a caller inside an HDF5
+  // callback must not join a thread that may be waiting for HDF5's lock).
+  void RequestStop() { stop_ = true; }
+  // True when this process runs no thread of this prefetcher (never started,
+  // or its thread returned): it can be destroyed without waiting.
+  bool Idle() const { return running_pid_.load() != ::getpid() || finished_.load(); }
 
  private:
   void Run() noexcept;
@@ -67,6 +75,7 @@ class Prefetcher {
   std::uint64_t rate_from_step_ = 0;
   double steps_per_second_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};  // the thread of running_pid_ returned
   std::atomic<long> running_pid_{0};
   std::unique_ptr<std::thread> thread_;
 };

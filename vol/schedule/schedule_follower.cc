@@ -95,6 +95,12 @@ void ScheduleFollower::Stop() {
   if (prefetcher_) prefetcher_->Stop();
 }
 
+void ScheduleFollower::RequestStop() {
+  if (prefetcher_) prefetcher_->RequestStop();
+}
+
+bool ScheduleFollower::Idle() const { return !prefetcher_ || prefetcher_->Idle(); }
+
 void ScheduleFollower::OnRegistered(const std::shared_ptr<CachedDataset>& dataset) {
   const std::variant<FieldRef, std::string> bound = binding_->BindField(FactsOf(*dataset));
   if (const FieldRef* ref = std::get_if<FieldRef>(&bound)) {

@@ -95,6 +95,11 @@ class ScheduleFollower {
 
   // Stops the prefetch leader (connector shutdown).
   void Stop();
+  // Follow mode, a newer schedule replaces this one: the prefetch leader is
+  // asked to stop (not joined: the caller is inside an HDF5 callback), and
+  // Idle() says when it has.
+  void RequestStop();
+  bool Idle() const;
 
  private:
   ScheduleFollower(std::shared_ptr<ScheduleBinding> binding, cache::NodeCache& cache,

@@ -1,6 +1,7 @@
 #include "vol/serve/cache_client.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +26,10 @@ constexpr std::uint64_t kMaxShareOfCache = 4;
 // datasets the job reads), and at most (BoundFields' table).
 constexpr std::uint64_t kDatasetHeadroom = 4096;
 constexpr std::uint64_t kMaxDatasets = 1ull << 22;
+// Follow mode: the files the job reads are not known when the segment is made
+// (the schedule comes later), so it gets room for this many dataset records
+// (two fields of 32,768 one-sample files).
+constexpr std::uint64_t kFollowDatasets = 1ull << 16;
 
 void RowsInTransferOrder(const RowSelection& selection, std::vector<std::uint64_t>& rows) {
   rows.clear();
@@ -117,6 +122,10 @@ void CacheClient::AtForkChild() {
 void CacheClient::Shutdown() noexcept {
   cache::MutexLock lock(&mutex_);
   if (follower_owner_) follower_owner_->Stop();
+  for (Retired& retired : retired_) {
+    if (retired.pid != ::getpid()) (void)retired.follower.release();
+  }
+  retired_.clear();  // each joins its prefetch thread, asked to stop long ago
   datasets_.clear();
   open_attempted_ = true;  // no reopening during shutdown
   // The follower (whose oracle the segment's users may still hold) and the
@@ -134,7 +143,14 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   if (!options.enable || !options.cache_enabled) return nullptr;
   // The schedule first: a sample map over many files needs a dataset record
   // for each of its files' fields, and the segment's table is sized at creation.
-  std::shared_ptr<ScheduleBinding> binding = ScheduleFollower::OpenBinding(options);
+  std::shared_ptr<ScheduleBinding> binding;
+  if (!options.follow) {
+    binding = ScheduleFollower::OpenBinding(options);
+  } else if (!options.schedule_path.empty()) {
+    // Not there yet is normal: the follower publishes it when an epoch starts.
+    watch_ = std::make_unique<ScheduleWatch>(options.schedule_path);
+    if (watch_->Changed()) binding = ScheduleFollower::OpenBinding(options);
+  }
   cache::CacheOptions cache_options = options.cache;
   cache_options.anchor = ProcessAnchor();
   cache_options.keeper_executable = KeeperExecutable();
@@ -143,6 +159,10 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
         binding->map().files().size() * binding->map().fields().size() + kDatasetHeadroom;
     cache_options.max_datasets = static_cast<std::uint32_t>(
         std::clamp<std::uint64_t>(mapped, cache_options.max_datasets, kMaxDatasets));
+  }
+  if (options.follow) {
+    cache_options.max_datasets =
+        std::max(cache_options.max_datasets, static_cast<std::uint32_t>(kFollowDatasets));
   }
   cache::Result<std::unique_ptr<cache::NodeCache>> opened = cache::NodeCache::Open(cache_options);
   if (!opened.ok()) {
@@ -227,11 +247,37 @@ void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
   }
 }
 
+void CacheClient::FollowNewScheduleLocked() {
+  if (!watch_ || !cache_ || !watch_->Changed()) return;
+  const Options& options = Runtime::Get().options();
+  std::unique_ptr<ScheduleFollower> follower =
+      ScheduleFollower::Create(ScheduleFollower::OpenBinding(options), options, *cache_,
+                               [this](auto prepared) { return Adopt(std::move(prepared)); });
+  if (!follower) return;  // unusable (warned): the current one stays
+  for (const auto& [identity, cached] : datasets_) {
+    if (cached && cached->registered()) follower->OnRegistered(cached);
+  }
+  const long pid = ::getpid();
+  if (follower_owner_) {
+    follower_owner_->RequestStop();
+    retired_.push_back({std::move(follower_owner_), pid});
+  }
+  follower_owner_ = std::move(follower);
+  follower_.store(follower_owner_.get());
+  std::erase_if(retired_, [pid](Retired& retired) {
+    // A forked child never touches its parent's followers (their threads were
+    // the parent's, and may have held their locks at the fork): it lets go.
+    if (retired.pid != pid) (void)retired.follower.release();
+    return retired.follower == nullptr || retired.follower->Idle();
+  });
+}
+
 CacheClient::Registered CacheClient::Lookup(const VolObject& dataset) {
   if (dataset.dataset == nullptr) return {};
   cache::MutexLock lock(&mutex_);
   std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
   if (cached == nullptr || OpenCacheLocked() == nullptr || !RegisterLocked(cached)) return {};
+  FollowNewScheduleLocked();
   return {std::move(cached), cache_.get(), capacity_bytes_};
 }
 

@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "cache/base/mutex.h"
 #include "cache/core/node_cache.h"
@@ -30,6 +31,7 @@
 #include "vol/read/read_hook.h"
 #include "vol/runtime/stats.h"
 #include "vol/schedule/schedule_follower.h"
+#include "vol/schedule/schedule_watch.h"
 #include "vol/serve/cached_dataset.h"
 
 namespace prescient::vol {
@@ -76,6 +78,9 @@ class CacheClient {
   cache::NodeCache* OpenCacheLocked() REQUIRES(mutex_);
   std::shared_ptr<CachedDataset> PreparedLocked(const VolObject& dataset) REQUIRES(mutex_);
   bool RegisterLocked(const std::shared_ptr<CachedDataset>& cached) REQUIRES(mutex_);
+  // PRESCIENT_FOLLOW: when a new schedule file was published at the path,
+  // follows it from now on (the datasets registered so far are bound to it).
+  void FollowNewScheduleLocked() REQUIRES(mutex_);
   // A dataset the prefetch leader prepared: registered, or the known one.
   std::shared_ptr<CachedDataset> Adopt(std::shared_ptr<CachedDataset> prepared) EXCLUDES(mutex_);
 
@@ -94,10 +99,20 @@ class CacheClient {
   // The segment's data capacity, read once at open (constant for its life).
   std::uint64_t capacity_bytes_ GUARDED_BY(mutex_) = 0;
   std::map<Identity, std::shared_ptr<CachedDataset>> datasets_ GUARDED_BY(mutex_);
-  // PRESCIENT_SCHEDULE, opened with the segment. Set once and never
-  // replaced, so readers load the pointer without the lock.
+  // PRESCIENT_SCHEDULE, opened with the segment; readers load the pointer
+  // without the lock. Without PRESCIENT_FOLLOW it is set once and never
+  // replaced. In follow mode a newer schedule replaces it (under the lock, in
+  // a read callback, so no other application read is inside it: HDF5
+  // serialises them), and the replaced follower is kept until its prefetch
+  // thread has stopped.
   std::unique_ptr<ScheduleFollower> follower_owner_ GUARDED_BY(mutex_);
   std::atomic<ScheduleFollower*> follower_{nullptr};
+  std::unique_ptr<ScheduleWatch> watch_ GUARDED_BY(mutex_);  // follow mode only
+  struct Retired {
+    std::unique_ptr<ScheduleFollower> follower;
+    long pid = 0;  // the process that retired it
+  };
+  std::vector<Retired> retired_ GUARDED_BY(mutex_);
 };
 
 }  // namespace prescient::vol

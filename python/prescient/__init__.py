@@ -1,0 +1,30 @@
+"""Prescient's Python side: clairvoyance for a DataLoader without a schedule file.
+
+    PRESCIENT_FOLLOW=1 python train.py        # with python/ on PYTHONPATH, or the package installed
+
+or, in code, `prescient.follow(loader)` before the first epoch. Each epoch's
+order is captured from the loader's sampler as the epoch starts (seeded or
+not: nothing about the sampler needs to be known), the rows each index reads
+are learned from the connector in the first epoch, and the connector on the
+node prefetches and evicts by the result (README.md, "Following a sampler").
+"""
+
+from __future__ import annotations
+
+from ._context import FollowSetupError
+
+__all__ = ["follow", "FollowSetupError"]
+__version__ = "0.1.0"
+
+
+def follow(loader):
+    """Follows `loader` (a torch DataLoader) in this process: its epochs are
+    captured as they start. Call before h5py opens a file (the connector reads
+    where the schedule goes when it starts) and before the first epoch.
+    Returns the loader, so `loader = prescient.follow(DataLoader(...))` works."""
+    from . import _startup
+
+    follower = _startup.enable(explicit=True)
+    index_sampler = loader._index_sampler
+    follower.choose(index_sampler, explicit=True)
+    return loader

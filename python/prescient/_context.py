@@ -1,0 +1,136 @@
+"""Where a followed job keeps its files, and which rank this process is.
+
+Every process of a job on a node (each rank's training process, its DataLoader
+workers, forked or spawned) must agree on one directory, private to the user:
+
+    <PRESCIENT_SHM_DIR or /dev/shm>/prescient-follow-u<uid>/<node id>/<job key>/
+
+The job key comes from the launcher (PRESCIENT_FOLLOW_JOB, TORCHELASTIC_RUN_ID,
+SLURM_JOB_ID.SLURM_STEP_ID, PMIX_NAMESPACE), else from the first process that
+enables following (its pid), and is exported so that spawned children agree.
+The connector reads the schedule at PRESCIENT_SCHEDULE, which is exported here
+too, before h5py loads the connector.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import stat
+import time
+from typing import Mapping, Optional
+
+SCHEDULE_NAME = "schedule"
+# Job directories untouched for this long are removed when a job starts (their
+# files are small, but a node runs many jobs).
+_STALE_SECONDS = 2 * 24 * 3600
+
+
+class FollowSetupError(RuntimeError):
+    """Following cannot be enabled (the message says why)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FollowContext:
+    directory: str         # the job's private directory on this node
+    rank: int              # this process's rank in the node's followed schedule
+    local_ranks: int       # ranks of the job on this node (at least rank + 1)
+
+    @property
+    def schedule_path(self) -> str:
+        return os.path.join(self.directory, SCHEDULE_NAME)
+
+
+def _first_int(env: Mapping[str, str], names) -> Optional[int]:
+    for name in names:
+        value = env.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def _job_key(env: Mapping[str, str]) -> str:
+    for name in ("PRESCIENT_FOLLOW_JOB", "TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE"):
+        if env.get(name):
+            return env[name]
+    if env.get("SLURM_JOB_ID"):
+        return f"slurm-{env['SLURM_JOB_ID']}.{env.get('SLURM_STEP_ID', '0')}"
+    return f"pid{os.getpid()}"
+
+
+def _safe_component(text: str) -> str:
+    kept = "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
+    return kept[:64] or "_"
+
+
+def _private_directory(path: str) -> None:
+    """Creates `path` (0700) or accepts it only when it is the user's own
+    directory, reached without a symbolic link, that nobody else can write."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise FollowSetupError(f"cannot create {path}: {e.strerror}") from None
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise FollowSetupError(
+            f"{path} is not a private directory of this user (another user's, a link, or "
+            "open to others); set PRESCIENT_SHM_DIR to a directory of your own")
+
+
+def _remove_stale_jobs(node_dir: str, keep: str) -> None:
+    now = time.time()
+    try:
+        entries = list(os.scandir(node_dir))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name == keep or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime < _STALE_SECONDS:
+                continue
+            for f in os.scandir(entry.path):
+                os.unlink(f.path)
+            os.rmdir(entry.path)
+        except OSError:
+            pass  # another process of that job is using it, or removed it first
+
+
+def resolve(env: Optional[Mapping[str, str]] = None) -> FollowContext:
+    """The context of this process from its environment (no side effects
+    other than creating the directories)."""
+    env = os.environ if env is None else env
+    base = env.get("PRESCIENT_SHM_DIR") or "/dev/shm"
+    node = _safe_component(env.get("PRESCIENT_NODE_ID") or socket.gethostname())
+    user_dir = os.path.join(base, f"prescient-follow-u{os.getuid()}")
+    node_dir = os.path.join(user_dir, node)
+    job = _safe_component(_job_key(env))
+    directory = os.path.join(node_dir, job)
+    for path in (user_dir, node_dir, directory):
+        _private_directory(path)
+    _remove_stale_jobs(node_dir, keep=job)
+    # The node-local rank when the launcher says it (torchrun, Open MPI, Slurm),
+    # else the global one (processes started by hand with RANK), else 0.
+    local = _first_int(env, ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                             "SLURM_LOCALID"))
+    if local is not None:
+        rank = local
+        size = _first_int(env, ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE")) or 1
+    else:
+        rank = _first_int(env, ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")) or 0
+        size = _first_int(env, ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                "SLURM_NTASKS")) or 1
+    return FollowContext(directory=directory, rank=rank, local_ranks=max(size, rank + 1))
+
+
+def export(context: FollowContext, env=None) -> None:
+    """Tells the connector (and spawned children) what this process follows."""
+    env = os.environ if env is None else env
+    env["PRESCIENT_FOLLOW"] = "1"
+    env["PRESCIENT_FOLLOW_JOB"] = os.path.basename(context.directory)
+    env["PRESCIENT_SCHEDULE"] = context.schedule_path
+    env["PRESCIENT_RANK"] = str(context.rank)

@@ -1,0 +1,275 @@
+"""The run-time follower: a DataLoader's epoch order, captured as the sampler
+makes it, and the rows each index reads, learned in the workers.
+
+Two functions of torch.utils.data are wrapped (install()):
+
+* `_BaseDataLoaderIter._next_index`, through which every DataLoader iterator
+  (one process or many workers, persistent or not) takes its next item from
+  the sampler. The first time an epoch's sampler iterator is asked, it is
+  asked exactly as the DataLoader would ask it (the same call, at the same
+  moment, after the base seed is drawn), and then for the rest of the epoch's
+  `len(batch_sampler)` items at once; the DataLoader then gets those items, one
+  per call, and after them the sampler iterator itself again (so its ending,
+  and whatever random numbers that draws, are the DataLoader's own). Nothing
+  is drawn that the DataLoader would not draw, in the same order: the batches
+  and every generator's state after the epoch are the same as without the
+  follower. The order is saved for the connector, which prefetches and evicts
+  by it.
+* `_MapDatasetFetcher.fetch`, which runs `dataset[index]` (or `__getitems__`)
+  in a worker: an index whose rows are not known yet is bracketed by the
+  connector's read recorder, and what it read is appended to the worker's
+  learn file.
+
+One DataLoader is followed per process: the one given to prescient.follow(),
+else the first that asks its sampler for an epoch (a validation loader that
+starts later is not followed; its reads are served from the cache as usual).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+from typing import List, Optional, Sequence
+
+from . import _context, _learn, _plugin
+from ._publish import Publisher, load_known, save_order
+
+
+def _warn(message: str) -> None:
+    print(f"prescient: {message}", file=sys.stderr, flush=True)
+
+
+def _as_indices(item) -> Optional[List[int]]:
+    """A sampler item as the indices it stands for (an int, or a batch)."""
+    try:
+        if isinstance(item, (int,)) or hasattr(item, "__index__"):
+            return [int(item)]
+        return [int(i) for i in item]
+    except (TypeError, ValueError):
+        return None
+
+
+class _EpochOrder:
+    """Stands in for one epoch's sampler iterator (see the module docstring)."""
+
+    __slots__ = ("_source", "_follower", "_stream", "_items", "_position", "_workers")
+
+    def __init__(self, source, follower: "Follower", stream, workers: int):
+        self._source = source
+        self._workers = workers
+        self._follower = follower
+        self._stream = stream
+        self._items: Optional[list] = None
+        self._position = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._items is None:
+            first = next(self._source)  # the DataLoader's own first pull
+            self._items = [first]
+            self._take_rest()
+            self._follower.epoch_started(self._stream, self._items, self._workers)
+        if self._position < len(self._items):
+            item = self._items[self._position]
+            self._position += 1
+            return item
+        return next(self._source)
+
+    def _take_rest(self) -> None:
+        try:
+            length = len(self._stream)
+        except TypeError:
+            return  # no length: followed item by item is not possible
+        while len(self._items) < length:
+            try:
+                self._items.append(next(self._source))
+            except StopIteration:
+                break
+
+
+class _Passthrough:
+    """A sampler iterator of a DataLoader that is not followed."""
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source):
+        self._source = source
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._source)
+
+
+class Follower:
+    """This process's follower (one per process; forked workers inherit it)."""
+
+    def __init__(self, context: _context.FollowContext):
+        self.context = context
+        self.publisher = Publisher(context.directory, context.schedule_path, context.local_ranks)
+        self._chosen = None          # weakref to the followed index sampler
+        self._explicit = False
+        self._epoch = 0
+        self._lock = threading.Lock()
+        self._known = frozenset()    # indices whose rows are learned (inherited by workers)
+        self._recorder = None
+        self._recorder_pid = None
+        self._learn_fd = None
+        self._learn_pid = None
+        self._warned = set()
+
+    # ------------------------------------------------ the training process --
+    def choose(self, index_sampler, explicit: bool) -> None:
+        with self._lock:
+            if self._explicit and not explicit:
+                return
+            self._chosen = weakref.ref(index_sampler)
+            self._explicit = explicit
+            self._epoch = 0
+
+    def wrap(self, source, index_sampler, workers: int = 0):
+        with self._lock:
+            if self._chosen is None:
+                self._chosen = weakref.ref(index_sampler)
+            followed = self._chosen() is index_sampler
+        if not followed:
+            return _Passthrough(source)
+        return _EpochOrder(source, self, index_sampler, workers)
+
+    def epoch_started(self, stream, items: Sequence, workers: int) -> None:
+        """The epoch's order is known: save it and publish the schedule. Never
+        raises: following is an optimisation, the training must go on."""
+        try:
+            converted = []
+            for item in items:
+                indices = _as_indices(item)
+                if indices is None:
+                    self._warn_once("items", "the sampler's items are not indices or lists of "
+                                    "indices; this epoch is not followed")
+                    return
+                converted.append(indices)
+            with self._lock:
+                epoch = self._epoch
+                self._epoch += 1
+            save_order(self.context.directory, self.context.rank, epoch, converted, workers)
+            self.publisher.publish()
+            self._known = self.publisher.learned.known()
+        except Exception as e:  # noqa: BLE001 - reported, never raised into training
+            self._warn_once("publish", f"following the sampler failed ({e!r}); the job runs "
+                            "without the followed schedule")
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            _warn(message)
+
+    # --------------------------------------------------------- the workers --
+    def _recorder_here(self):
+        pid = os.getpid()
+        if self._recorder_pid != pid:
+            self._recorder_pid = pid
+            self._recorder = _plugin.find_recorder()
+            self._learn_fd = None
+            # Workers are forked before their epoch is published (the DataLoader
+            # starts them first): what is known is read from the job's directory.
+            self._known = self._known | load_known(self.context.directory)
+        return self._recorder
+
+    def learns(self, key) -> bool:
+        recorder = self._recorder_here()
+        indices = _as_indices(key)
+        if indices is None or all(i in self._known for i in indices):
+            return False
+        return recorder is not None
+
+    def call_learning(self, key, call):
+        """Runs call() (a dataset access for `key`), recording its reads."""
+        if not self.learns(key):
+            return call()
+        recorder = self._recorder
+        recorder.begin()
+        try:
+            result = call()
+        finally:
+            recorded = recorder.end()
+        try:
+            self._append(_learn.format_record(_as_indices(key), recorded))
+        except OSError as e:
+            self._warn_once("learn", f"cannot write what the workers learn ({e.strerror})")
+        return result
+
+    def _append(self, record: bytes) -> None:
+        pid = os.getpid()
+        if self._learn_fd is None or self._learn_pid != pid:
+            path = os.path.join(self.context.directory, f"{_learn.LEARN_PREFIX}{pid}")
+            self._learn_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                                     0o600)
+            self._learn_pid = pid
+        os.write(self._learn_fd, record)
+
+
+_follower: Optional[Follower] = None
+_installed = False
+
+
+def get() -> Optional[Follower]:
+    return _follower
+
+
+def start(context: _context.FollowContext) -> Follower:
+    global _follower
+    if _follower is None:
+        _follower = Follower(context)
+    return _follower
+
+
+def patch_dataloader(dataloader_module) -> None:
+    """Wraps _next_index (the order) in torch.utils.data.dataloader."""
+    base = dataloader_module._BaseDataLoaderIter
+    if getattr(base._next_index, "_prescient", False):
+        return
+    original = base._next_index
+
+    def _next_index(self):
+        follower = _follower
+        it = self._sampler_iter
+        if follower is not None and not isinstance(it, (_EpochOrder, _Passthrough)):
+            it = self._sampler_iter = follower.wrap(it, self._index_sampler,
+                                                   getattr(self, "_num_workers", 0))
+        return original(self)
+
+    _next_index._prescient = True
+    base._next_index = _next_index
+
+
+def patch_fetch(fetch_module) -> None:
+    """Wraps _MapDatasetFetcher.fetch (the learning) in torch.utils.data._utils.fetch."""
+    fetcher = fetch_module._MapDatasetFetcher
+    if getattr(fetcher.fetch, "_prescient", False):
+        return
+    original = fetcher.fetch
+
+    def fetch(self, possibly_batched_index):
+        follower = _follower
+        if follower is None:
+            return original(self, possibly_batched_index)
+        dataset = self.dataset
+        if self.auto_collation:
+            if hasattr(dataset, "__getitems__") and dataset.__getitems__:
+                data = follower.call_learning(
+                    possibly_batched_index, lambda: dataset.__getitems__(possibly_batched_index))
+            else:
+                data = [follower.call_learning(idx, lambda idx=idx: dataset[idx])
+                        for idx in possibly_batched_index]
+        else:
+            data = follower.call_learning(possibly_batched_index,
+                                          lambda: dataset[possibly_batched_index])
+        return self.collate_fn(data)
+
+    fetch._prescient = True
+    fetcher.fetch = fetch

@@ -1,0 +1,236 @@
+"""Which HDF5 rows a sample index stands for, learned from the reads it makes.
+
+While a DataLoader worker runs `dataset[index]`, the connector records the
+thread's reads (prescient_follow_begin/_end, vol/follow/read_recorder.h). The
+worker appends them to its own file in the job's directory:
+
+    K <index>            or   K <i1>,<i2>,...   (a batch read: ds[batch])
+    <file>\t<dataset>\t<dataset rows>\t<first>+<count>,...   (one line per read)
+    E
+
+The training process reads every worker's file when it publishes an epoch and
+turns the records into a sample map: the *primary field* is the dataset read
+most often; the other fields are the datasets read at exactly the primary's
+rows (a label beside its image); a sample is a row of a file, numbered over
+the files in sorted path order (the connector's sample map,
+scheduler/core/sample_map.h), and an index stands for the samples its primary
+reads touched, in the order read. A batch index list that read as many
+primary rows as it has indices is taken apart in sorted order (the usual
+`d[sorted(batch)]`); anything else is not learned from, and its reads are
+served unscheduled.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+LEARN_PREFIX = "learn-"
+
+Read = Tuple[str, str, int, Tuple[int, ...]]  # file, dataset, dataset rows, rows read
+
+
+def _rows_of(runs: str) -> Tuple[int, ...]:
+    rows: List[int] = []
+    for run in runs.split(","):
+        if not run:
+            continue
+        first, count = run.split("+")
+        first_i = int(first)
+        rows.extend(range(first_i, first_i + int(count)))
+    return tuple(rows)
+
+
+def parse_reads(text: str) -> Optional[List[Read]]:
+    """The recorder's lines; None when the bracket overflowed."""
+    reads: List[Read] = []
+    for line in text.splitlines():
+        if line == "overflow":
+            return None
+        parts = line.split("\t")
+        if len(parts) != 4:
+            continue
+        reads.append((parts[0], parts[1].lstrip("/"), int(parts[2]), _rows_of(parts[3])))
+    return reads
+
+
+def format_record(key: Sequence[int], recorded: str) -> bytes:
+    head = "K " + ",".join(str(int(k)) for k in key) + "\n"
+    body = recorded if recorded.endswith("\n") or not recorded else recorded + "\n"
+    return (head + body + "E\n").encode()
+
+
+@dataclasses.dataclass(frozen=True)
+class MapFile:
+    path: str
+    rows: int
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnedSampleMap:
+    files: Tuple[MapFile, ...]
+    fields: Tuple[str, ...]
+    first_sample: Dict[str, int]
+    num_samples: int
+
+    def sample(self, path: str, row: int) -> Optional[int]:
+        first = self.first_sample.get(path)
+        if first is None:
+            return None
+        return first + row
+
+
+class LearnedMap:
+    """Everything learned so far, from every worker file of the job."""
+
+    def __init__(self) -> None:
+        # index -> the reads it made: (file realpath, dataset, rows in order)
+        self._reads: Dict[int, Tuple[Tuple[str, str, Tuple[int, ...]], ...]] = {}
+        self._dataset_rows: Dict[Tuple[str, str], int] = {}
+        self._offsets: Dict[str, int] = {}
+        self._realpaths: Dict[str, str] = {}
+        self.unlearnable = 0  # records nothing could be learned from
+        self._map: Optional[LearnedSampleMap] = None
+        self._samples: Dict[int, Tuple[int, ...]] = {}
+
+    # ----------------------------------------------------------- learning --
+    def known(self) -> frozenset:
+        return frozenset(self._reads)
+
+    def __len__(self) -> int:
+        return len(self._reads)
+
+    def _realpath(self, path: str) -> str:
+        real = self._realpaths.get(path)
+        if real is None:
+            real = self._realpaths[path] = os.path.realpath(path)
+        return real
+
+    def add(self, key: Sequence[int], reads: Optional[List[Read]]) -> None:
+        if reads is None or not reads or not key:
+            self.unlearnable += 1
+            return
+        resolved = []
+        for path, dataset, rows_total, rows in reads:
+            real = self._realpath(path)
+            self._dataset_rows[(real, dataset)] = rows_total
+            resolved.append((real, dataset, rows))
+        if len(key) == 1:
+            self._reads[int(key[0])] = tuple(resolved)
+            self._map = None
+            return
+        # A batch: every dataset read with one row per index is split in
+        # sorted order; the batch is not learned from otherwise.
+        per_index: Dict[int, list] = {int(k): [] for k in key}
+        if len(per_index) != len(key):
+            self.unlearnable += 1
+            return
+        ordered = sorted(per_index)
+        split_any = False
+        for real, dataset, rows in resolved:
+            if len(rows) != len(ordered) or len(set(rows)) != len(rows):
+                continue
+            split_any = True
+            for index, row in zip(ordered, sorted(rows)):
+                per_index[index].append((real, dataset, (row,)))
+        if not split_any:
+            self.unlearnable += 1
+            return
+        for index, entries in per_index.items():
+            self._reads[index] = tuple(entries)
+        self._map = None
+
+    def read_files(self, directory: str) -> int:
+        """Reads what workers appended since the last call; returns records."""
+        added = 0
+        try:
+            names = sorted(n for n in os.listdir(directory) if n.startswith(LEARN_PREFIX))
+        except OSError:
+            return 0
+        for name in names:
+            path = os.path.join(directory, name)
+            offset = self._offsets.get(name, 0)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read()
+            except OSError:
+                continue
+            # Only whole records (a worker may be appending right now).
+            end = data.rfind(b"\nE\n")
+            if end < 0:
+                continue
+            chunk = data[: end + 3].decode("utf-8", "replace")
+            self._offsets[name] = offset + end + 3
+            for record in chunk.split("\nE\n"):
+                record = record.strip("\n")
+                if not record.startswith("K "):
+                    continue
+                head, _, body = record.partition("\n")
+                key = [int(k) for k in head[2:].split(",") if k]
+                self.add(key, parse_reads(body))
+                added += 1
+        return added
+
+    # ------------------------------------------------------------ the map --
+    def sample_map(self) -> Optional[LearnedSampleMap]:
+        if self._map is None:
+            self._map = self._build_map()
+            self._samples = {}
+        return self._map
+
+    def _build_map(self) -> Optional[LearnedSampleMap]:
+        counts = collections.Counter()
+        for reads in self._reads.values():
+            counts.update({dataset for _, dataset, _ in reads})
+        if not counts:
+            return None
+        primary = counts.most_common(1)[0][0]
+        # Other fields: read at the primary's file and rows by (almost) every index.
+        same = collections.Counter()
+        with_primary = 0
+        for reads in self._reads.values():
+            primary_reads = {(p, rows) for p, d, rows in reads if d == primary}
+            if not primary_reads:
+                continue
+            with_primary += 1
+            same.update({d for p, d, rows in reads if d != primary and (p, rows) in primary_reads})
+        fields = [primary] + sorted(d for d, n in same.items() if n >= 0.99 * with_primary)
+        paths = sorted({p for reads in self._reads.values() for p, d, _ in reads if d == primary})
+        files = []
+        for path in paths:
+            rows = self._dataset_rows[(path, primary)]
+            # A field of another length in this file cannot share the primary's rows.
+            fields = [f for f in fields
+                      if f == primary or self._dataset_rows.get((path, f), rows) == rows]
+            files.append(MapFile(path, rows))
+        first, total = {}, 0
+        for f in files:
+            first[f.path] = total
+            total += f.rows
+        if total == 0:
+            return None
+        return LearnedSampleMap(tuple(files), tuple(fields), first, total)
+
+    def samples_of(self, index: int) -> Tuple[int, ...]:
+        """The samples an index stands for (empty: not learned)."""
+        cached = self._samples.get(index)
+        if cached is not None:
+            return cached
+        m = self.sample_map()
+        result: Tuple[int, ...] = ()
+        reads = self._reads.get(index)
+        if m is not None and reads:
+            primary = m.fields[0]
+            out = []
+            for path, dataset, rows in reads:
+                if dataset != primary:
+                    continue
+                first = m.first_sample.get(path)
+                if first is not None:
+                    out.extend(first + r for r in rows)
+            result = tuple(out)
+        self._samples[index] = result
+        return result

@@ -1,0 +1,173 @@
+"""Each rank's epoch orders, and the node's schedule assembled from them.
+
+A rank's training process saves the order of every epoch it starts
+(`order-r<rank>-e<epoch>.npy`: the sampler's items, each one DataLoader step,
+as index lists) in the job's directory. Publishing (any rank, serialised by a
+lock file) reads every rank's orders and what the workers learned, translates
+indices into the samples of the learned map, and writes the schedule the
+connector follows (PRESCIENT_SCHEDULE), renamed into place so a reader never
+sees a partial file:
+
+* ranks: every rank of the job on this node (`local_ranks`, or more when a
+  rank number says so); a rank that has not started an epoch yet reads
+  nothing in it (empty steps);
+* epochs: 0 .. the newest any rank started; epochs every rank has finished
+  are kept as empty steps, so global step numbers never change between
+  versions of the file;
+* steps of one epoch are as many as its longest order (DistributedSampler
+  gives every rank the same number).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._learn import LearnedMap
+from ._schedule_writer import WriterField, WriterFile, write_schedule
+
+_ORDER = re.compile(r"order-r(\d+)-e(\d+)\.npy$")
+_LOCK = "publish.lock"
+KNOWN = "known.npy"
+
+
+def save_order(directory: str, rank: int, epoch: int, items: Sequence[Sequence[int]],
+               workers: int) -> None:
+    """One epoch of one rank: item k (one step) is a list of indices, read by
+    `workers` DataLoader workers. Stored as one int64 array:
+    [items, workers, len_0, ..., len_{items-1}, indices...]."""
+    lengths = np.fromiter((len(item) for item in items), dtype=np.int64, count=len(items))
+    flat = np.fromiter((int(i) for item in items for i in item), dtype=np.int64,
+                       count=int(lengths.sum()))
+    data = np.concatenate([np.array([len(items), workers], dtype=np.int64), lengths, flat])
+    _save_atomically(os.path.join(directory, f"order-r{rank}-e{epoch}.npy"), data)
+
+
+def _save_atomically(path: str, data: np.ndarray) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, data, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save_known(directory: str, known) -> None:
+    """The indices whose rows are learned, for workers forked before the
+    epoch's publication (they read it at their first fetch)."""
+    _save_atomically(os.path.join(directory, KNOWN), np.fromiter(known, np.int64, len(known)))
+
+
+def load_known(directory: str) -> frozenset:
+    try:
+        return frozenset(np.load(os.path.join(directory, KNOWN), allow_pickle=False).tolist())
+    except (OSError, ValueError):
+        return frozenset()
+
+
+def _load_order(path: str) -> Tuple[np.ndarray, np.ndarray, int]:
+    """(lengths per step, indices, workers)."""
+    data = np.load(path, allow_pickle=False)
+    steps = int(data[0])
+    lengths = data[2 : 2 + steps]
+    return lengths, data[2 + steps :], int(data[1])
+
+
+def _orders(directory: str) -> Dict[Tuple[int, int], str]:
+    found = {}
+    for name in os.listdir(directory):
+        m = _ORDER.match(name)
+        if m:
+            found[(int(m.group(1)), int(m.group(2)))] = os.path.join(directory, name)
+    return found
+
+
+def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
+    samples: List[int] = []
+    bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
+    pos = 0
+    for step, length in enumerate(lengths):
+        for index in indices[pos : pos + int(length)]:
+            samples.extend(learned.samples_of(int(index)))
+        pos += int(length)
+        bounds[step + 1] = len(samples)
+    return np.asarray(samples, dtype=np.uint32), bounds
+
+
+class Publisher:
+    """Publishes the node's schedule for one rank's follower."""
+
+    def __init__(self, directory: str, schedule_path: str, local_ranks: int):
+        self._directory = directory
+        self._schedule_path = schedule_path
+        self._local_ranks = local_ranks
+        self.learned = LearnedMap()
+        self.published = 0  # schedule versions this process wrote
+
+    def publish(self) -> bool:
+        """Writes the schedule; False when nothing can be scheduled yet (no
+        sample map learned)."""
+        fd = os.open(os.path.join(self._directory, _LOCK),
+                     os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self.learned.read_files(self._directory)
+            sample_map = self.learned.sample_map()
+            if sample_map is None:
+                return False
+            orders = _orders(self._directory)
+            if not orders:
+                return False
+            ranks = max(self._local_ranks, 1 + max(r for r, _ in orders))
+            epochs = 1 + max(e for _, e in orders)
+            newest = {}
+            for r, e in orders:
+                newest[r] = max(newest.get(r, -1), e)
+            # Epochs before the oldest current epoch are finished by every rank.
+            oldest_current = min(newest.values()) if len(newest) == ranks else 0
+            loaded = {key: _load_order(path) for key, path in orders.items()}
+            steps = {e: 0 for e in range(epochs)}
+            workers = max(w for _, _, w in loaded.values())
+            for (r, e), (lengths, _, _) in loaded.items():
+                steps[e] = max(steps[e], len(lengths))
+            # Samples per step at most: with the workers, how far apart the
+            # connector expects a rank's readers to be (position tracking).
+            batch = 1
+            parts = {}
+            for e in range(epochs):
+                for r in range(ranks):
+                    empty = (np.zeros(0, np.uint32), np.zeros(steps[e] + 1, np.uint64))
+                    if (r, e) not in loaded or e < oldest_current:
+                        parts[(e, r)] = empty
+                        continue
+                    lengths, indices, _ = loaded[(r, e)]
+                    samples, bounds = _translate(self.learned, lengths, indices)
+                    if len(bounds) > 1:
+                        batch = max(batch, int(np.diff(bounds.astype(np.int64)).max()))
+                    padded = np.full(steps[e] + 1, bounds[-1], dtype=np.uint64)
+                    padded[: len(bounds)] = bounds
+                    parts[(e, r)] = (samples, padded)
+            files = []
+            for f in sample_map.files:
+                st = os.stat(f.path)
+                files.append(WriterFile(path=f.path, rows=f.rows, size=st.st_size,
+                                        mtime_ns=st.st_mtime_ns))
+            write_schedule(
+                self._schedule_path, parts=parts, ranks=ranks, ranks_per_node=ranks,
+                num_samples=sample_map.num_samples, files=files,
+                fields=[WriterField(dataset=d) for d in sample_map.fields],
+                workers=workers, batch_size=batch,
+                source="import", parameters="follow=1")
+            self.published += 1
+            save_known(self._directory, self.learned.known())
+            return True

@@ -1,0 +1,178 @@
+"""Four public loader shapes whose orders no seed-based schedule can describe,
+run unmodified (the tests run them natively and with PRESCIENT_FOLLOW=1).
+
+    python follow_loaders.py make DIR
+    python follow_loaders.py run DIR SHAPE EPOCHS OUT.json
+
+Shapes:
+  list      an unseeded np.random.shuffle'd index list, DistributedSampler(shuffle=False)
+  files     a per-epoch file permutation crossed with an in-file permutation, 8 files
+  batches   BatchSampler(RandomSampler(generator=g)), each batch one read of d[sorted(batch)]
+  blocks    shuffled whole contiguous batches, each one read of d[b*B:(b+1)*B]
+
+`run` writes, per epoch, a digest of every batch in delivery order and a digest of
+every random generator's state after the epoch (torch, NumPy, random, the loader's).
+"""
+
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+
+import h5py
+import numpy as np
+import torch
+from torch.utils.data import (BatchSampler, DataLoader, Dataset, DistributedSampler,
+                              RandomSampler, Sampler)
+
+FILES, ROWS_PER_FILE, ROW_BYTES, BATCH = 8, 500, 4096, 25
+SAMPLES = FILES * ROWS_PER_FILE
+COMPUTE_S = 0.02
+
+
+def make(directory):
+    rng = np.random.default_rng(7)
+    for k in range(FILES):
+        with h5py.File(os.path.join(directory, f"part_{k:02d}.h5"), "w") as f:
+            f["x"] = rng.integers(0, 255, (ROWS_PER_FILE, ROW_BYTES), dtype=np.uint8)
+            f["y"] = np.arange(k * ROWS_PER_FILE, (k + 1) * ROWS_PER_FILE, dtype=np.int64)
+    with h5py.File(os.path.join(directory, "all.h5"), "w") as f:
+        f["x"] = rng.integers(0, 255, (SAMPLES, ROW_BYTES), dtype=np.uint8)
+        f["y"] = np.arange(SAMPLES, dtype=np.int64)
+
+
+class OneFile(Dataset):
+    """Rows of all.h5, opened lazily in each worker; `order` maps index -> row."""
+
+    def __init__(self, directory, order=None):
+        self.path = os.path.join(directory, "all.h5")
+        self.order = order
+        self.f = None
+
+    def __len__(self):
+        return SAMPLES
+
+    def __getitem__(self, index):
+        if self.f is None:
+            self.f = h5py.File(self.path, "r")
+        if isinstance(index, list):  # a batch: one read of the sorted rows
+            rows = sorted(index)
+            return torch.from_numpy(self.f["x"][rows]), torch.from_numpy(self.f["y"][rows])
+        row = self.order[index] if self.order is not None else index
+        return torch.from_numpy(self.f["x"][row]), int(self.f["y"][row])
+
+
+class ManyFiles(Dataset):
+    def __init__(self, directory):
+        self.paths = sorted(os.path.join(directory, f"part_{k:02d}.h5") for k in range(FILES))
+        self.files = {}
+
+    def __len__(self):
+        return SAMPLES
+
+    def __getitem__(self, index):
+        k, row = divmod(index, ROWS_PER_FILE)
+        if k not in self.files:
+            self.files[k] = h5py.File(self.paths[k], "r")
+        f = self.files[k]
+        return torch.from_numpy(f["x"][row]), int(f["y"][row])
+
+
+class FileThenRow(Sampler):
+    """Files in a new order every epoch, rows in a new order in each file (unseeded)."""
+
+    def __len__(self):
+        return SAMPLES
+
+    def __iter__(self):
+        for k in np.random.permutation(FILES):
+            for row in np.random.permutation(ROWS_PER_FILE):
+                yield int(k) * ROWS_PER_FILE + int(row)
+
+
+class Blocks(Dataset):
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "all.h5")
+        self.f = None
+
+    def __len__(self):
+        return SAMPLES // BATCH
+
+    def __getitem__(self, b):
+        if self.f is None:
+            self.f = h5py.File(self.path, "r")
+        return (torch.from_numpy(self.f["x"][b * BATCH:(b + 1) * BATCH]),
+                torch.from_numpy(self.f["y"][b * BATCH:(b + 1) * BATCH]))
+
+
+class ShuffledBlocks(Sampler):
+    def __len__(self):
+        return SAMPLES // BATCH
+
+    def __iter__(self):
+        return iter(np.random.permutation(SAMPLES // BATCH).tolist())
+
+
+def loader_for(shape, directory):
+    if shape == "list":
+        order = list(range(SAMPLES))
+        np.random.shuffle(order)
+        ds = OneFile(directory, order)
+        sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=False)
+        return DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=2)
+    if shape == "files":
+        return DataLoader(ManyFiles(directory), batch_size=BATCH, sampler=FileThenRow(),
+                          num_workers=2)
+    if shape == "batches":
+        ds = OneFile(directory)
+        g = torch.Generator()
+        g.manual_seed(int(os.environ.get("LOADER_SEED", "3")))
+        sampler = BatchSampler(RandomSampler(ds, generator=g), BATCH, drop_last=False)
+        return DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2, generator=g)
+    if shape == "blocks":
+        return DataLoader(Blocks(directory), batch_size=None, sampler=ShuffledBlocks(),
+                          num_workers=2)
+    raise SystemExit(f"unknown shape {shape}")
+
+
+def digest(*arrays):
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def rng_digest(loader):
+    g = loader.generator.get_state().numpy() if loader.generator is not None else np.zeros(1)
+    state = np.random.get_state()
+    return {"torch": digest(torch.get_rng_state().numpy()),
+            "numpy": digest(state[1], np.array(state[2:4], dtype=np.float64)),
+            "random": hashlib.sha256(repr(random.getstate()).encode()).hexdigest()[:16],
+            "loader": digest(g)}
+
+
+def run(directory, shape, epochs, out):
+    # The loaders draw from the global generators without a seed of their own;
+    # the process seeds them once so that two runs can be compared.
+    torch.manual_seed(11), np.random.seed(11), random.seed(11)
+    loader = loader_for(shape, directory)
+    result = []
+    for _ in range(epochs):
+        batches = []
+        for x, y in loader:
+            batches.append(digest(x.numpy(), y.numpy() if hasattr(y, "numpy") else np.asarray(y)))
+            time.sleep(COMPUTE_S)  # the training step the loader runs ahead of
+        # Training draws random numbers between epochs too (augmentation, dropout).
+        torch.rand(3), np.random.rand(2), random.random()
+        result.append({"batches": batches, "rng": rng_digest(loader)})
+    with open(out, "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2])
+    else:
+        run(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
