@@ -30,6 +30,9 @@ from torch.utils.data import (BatchSampler, DataLoader, Dataset, DistributedSamp
 FILES, ROWS_PER_FILE, ROW_BYTES, BATCH = 8, 500, 4096, 25
 SAMPLES = FILES * ROWS_PER_FILE
 COMPUTE_S = 0.02
+# Workers are forked, as on Linux before Python 3.14 (3.14 defaults to forkserver, which
+# the follower has not been tested with yet).
+MP = os.environ.get("LOADER_MP", "fork")
 
 
 def make(directory):
@@ -121,19 +124,23 @@ def loader_for(shape, directory):
         np.random.shuffle(order)
         ds = OneFile(directory, order)
         sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=False)
-        return DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=2)
+        return DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=2,
+                          multiprocessing_context=MP)
     if shape == "files":
         return DataLoader(ManyFiles(directory), batch_size=BATCH, sampler=FileThenRow(),
-                          num_workers=2)
+                          num_workers=2,
+                          multiprocessing_context=MP)
     if shape == "batches":
         ds = OneFile(directory)
         g = torch.Generator()
         g.manual_seed(int(os.environ.get("LOADER_SEED", "3")))
         sampler = BatchSampler(RandomSampler(ds, generator=g), BATCH, drop_last=False)
-        return DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2, generator=g)
+        return DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2, generator=g,
+                          multiprocessing_context=MP)
     if shape == "blocks":
         return DataLoader(Blocks(directory), batch_size=None, sampler=ShuffledBlocks(),
-                          num_workers=2)
+                          num_workers=2,
+                          multiprocessing_context=MP)
     raise SystemExit(f"unknown shape {shape}")
 
 
