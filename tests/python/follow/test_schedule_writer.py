@@ -9,7 +9,6 @@ The C++ cases need build/dev/scheduler/tool/prescient-schedule (PRESCIENT_BUILD_
 overrides the build tree); without it they skip, or fail when PRESCIENT_REQUIRE_PLUGIN=1.
 """
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -22,46 +21,20 @@ np = pytest.importorskip("numpy", reason="numpy is missing: run this suite insid
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "python"))
 sys.path.insert(0, str(REPO / "scheduler" / "python"))
+sys.path.insert(0, str(REPO / "tests" / "python" / "vol"))
 
 from prescient_sampler._format import ScheduleFile  # noqa: E402
+from voltest_support import schedule_tool  # noqa: E402
 
-
-def _load_writer():
-    """prescient._schedule_writer, through the package once it has its __init__.py, else
-    loaded from its file (it imports nothing from the package)."""
-    if (REPO / "python" / "prescient" / "__init__.py").exists():
-        import prescient._schedule_writer as module
-        return module
-    name = "prescient_follow_schedule_writer_under_test"
-    spec = importlib.util.spec_from_file_location(
-        name, REPO / "python" / "prescient" / "_schedule_writer.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    return module
-
-
-_writer = _load_writer()
-WriterField = _writer.WriterField
-WriterFile = _writer.WriterFile
-write_schedule = _writer.write_schedule
+import prescient._schedule_writer as _writer  # noqa: E402
+from prescient._schedule_writer import WriterField, WriterFile, write_schedule  # noqa: E402
 
 
 # -- helpers ------------------------------------------------------------------
 
-def tool_path() -> str:
-    build = os.environ.get("PRESCIENT_BUILD_DIR", str(REPO / "build" / "dev"))
-    tool = os.path.join(build, "scheduler", "tool", "prescient-schedule")
-    if not os.path.isfile(tool):
-        if os.environ.get("PRESCIENT_REQUIRE_PLUGIN") == "1":
-            pytest.fail(f"no prescient-schedule in {build} (PRESCIENT_REQUIRE_PLUGIN=1)")
-        pytest.skip(f"no prescient-schedule in {build} (set PRESCIENT_BUILD_DIR)")
-    return tool
-
-
 @pytest.fixture(scope="module")
 def tool() -> str:
-    return tool_path()
+    return schedule_tool()
 
 
 def run_tool(tool, *args, check=True) -> subprocess.CompletedProcess:
