@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "cache/base/mutex.h"
+#include "vol/runtime/process_anchor.h"
 #include "vol/runtime/trace.h"
 
 namespace prescient::vol {
@@ -114,8 +115,13 @@ std::string Runtime::StatsPathForThisProcess() {
   // A forked worker, or any process whose path a live process already
   // writes (a rank or tool started with the same environment), gets its own
   // file; a file left by a finished process is replaced.
+  // A process working for another (a DataLoader worker) counts as forked even
+  // when this Runtime was first made in it: the training process may create its
+  // own only after forking (a loader that opens files in the workers alone), and
+  // then its file would replace the first worker's.
+  const bool works_for_another = ProcessAnchor().pid != pid_;
   const long owner = has_pid ? 0 : PidRecordedIn(path);
-  if (!has_pid && (forked_child_ || (owner != pid_ && Alive(owner)))) {
+  if (!has_pid && (forked_child_ || works_for_another || (owner != pid_ && Alive(owner)))) {
     const std::size_t dot = path.rfind('.');
     const std::size_t slash = path.rfind('/');
     const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);

@@ -82,7 +82,10 @@ GENERATIONS = textwrap.dedent("""
 """)
 
 
-def test_workers_of_each_epoch_find_the_previous_epochs_rows(prescient, tmp_path):
+# The plain name is what most jobs set; the connector then sees no info string, and the
+# training process, which opens nothing, makes its Runtime only after its workers.
+@pytest.mark.parametrize("connector", ["prescient under_vol=0;under_info={}", "prescient"])
+def test_workers_of_each_epoch_find_the_previous_epochs_rows(prescient, tmp_path, connector):
     # Nothing holds the segment between two epochs but the keeper the first worker started for
     # the training process: epochs 2 and 3 are served from the cache, not from the file.
     data = tmp_path / "data.h5"
@@ -92,11 +95,15 @@ def test_workers_of_each_epoch_find_the_previous_epochs_rows(prescient, tmp_path
                      [data], "native", tmp_path)
     stats = tmp_path / "stats"
     stats.mkdir()
-    node = f"generations-{os.getpid()}"
+    node = f"generations-{os.getpid()}-{len(connector)}"
     prescient.python(GENERATIONS, [data], "connector", tmp_path, stats=str(stats / "s.json"), extra={
-        "PRESCIENT_NODE_ID": node, "PRESCIENT_CACHE_SIZE": "16MiB"})
+        "PRESCIENT_NODE_ID": node, "PRESCIENT_CACHE_SIZE": "16MiB"}, connector_string=connector)
     loaded = hits = reads = 0
-    for t in read_stats(stats, "s*.json").values():
+    files = read_stats(stats, "s*.json")
+    # Every worker of every generation keeps its own statistics file (the training process,
+    # which opens nothing, once wrote over the first worker's).
+    assert sum(1 for t in files.values() if t["reads"] > 0) == 3 * 2, sorted(files)
+    for t in files.values():
         loaded += t["rows_loaded"]
         hits += t["rows_hit"]
         reads += t["reads"]
