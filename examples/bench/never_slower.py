@@ -4,7 +4,8 @@ Every case runs the same loop natively (no connector variables at all) and throu
 one invocation, each epoch with every file of the workload made cold first. Prescient runs at the
 connector's default cache size (PRESCIENT_CACHE_SIZE unset: min(50% of free /dev/shm, 25% of RAM))
 and at a quarter of the data, without a schedule and, where this prescient-schedule can describe the
-workload, with one. The target: native seconds / Prescient seconds >= 1.0 in every epoch.
+workload, with one, and (--follow) with the sampler followed at run time (PRESCIENT_FOLLOW=1, no
+schedule file; not for imglab-rows, which has no DataLoader). The target: native seconds / Prescient seconds >= 1.0 in every epoch.
 
 Cases:
   imglab-dl      imglab (images + labels), DataLoader with 2 workers, ds[i]: the issue's shape
@@ -28,6 +29,8 @@ import workloads
 
 CASES = ("imglab-dl", "imglab-rows", "imglab-batch", "cosmo", "onefile", "dlio")
 EXTRA_CASES = ("imglab-slices",)
+# Stands for "no schedule file: the sampler is followed at run time" among the variants.
+FOLLOW = object()
 
 
 def largest_chunk_bytes(w):
@@ -105,13 +108,17 @@ class Suite:
             if sched:
                 variants += [("sched-default", "Prescient, schedule, default cache", None, sched),
                              ("sched-quarter", "Prescient, schedule, quarter cache", 0.25, sched)]
+            if a.follow and case != "imglab-rows":  # the follower follows a DataLoader
+                variants += [("follow-default", "Prescient, followed sampler, default cache", None, FOLLOW),
+                             ("follow-quarter", "Prescient, followed sampler, quarter cache", 0.25, FOLLOW)]
             for key, label, share, schedule in variants:
                 if a.quick and key == "sched-quarter" and case != "imglab-dl":
                     continue
                 segment = cachesize.segment_for_share(w, share) if share else None
                 record = self.runner.run(runner.Run(
-                    key=f"{case}-{key}", label=label, connector=True, cache_bytes=segment, schedule=schedule,
-                    schedule_note=note if schedule else "", tags={"case": case, "role": "prescient", "share": share,
+                    key=f"{case}-{key}", label=label, connector=True, cache_bytes=segment,
+                    schedule=None if schedule is FOLLOW else schedule, follow=schedule is FOLLOW,
+                    schedule_note=note if schedule and schedule is not FOLLOW else "", tags={"case": case, "role": "prescient", "share": share,
                                                                   "baselines": [b[0] for b in baselines]},
                     **common))
                 self.log(self.one_line(record))

@@ -19,6 +19,9 @@ import ranks as ranks_mod
 
 import stats_merge  # examples/report (counters.py put it on the path)
 
+# The Python package of the run-time follower (PRESCIENT_FOLLOW).
+PYTHON_PACKAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+
 
 @dataclasses.dataclass
 class Run:
@@ -38,6 +41,7 @@ class Run:
     cache_bytes: int = None     # PRESCIENT_CACHE_SIZE; None = the connector's default
     prefetch: bool = True
     schedule: str = None        # PRESCIENT_SCHEDULE
+    follow: bool = False        # PRESCIENT_FOLLOW=1 with python/ on PYTHONPATH (no schedule file)
     schedule_note: str = ""
     rdcc_nbytes: int = None     # native chunk cache (h5py.File(rdcc_nbytes=...)); None = h5py's 1 MiB
     main_opens: bool = False    # the main process opens the first file once for a length (loop.py)
@@ -77,6 +81,9 @@ class Runner:
                 base["PRESCIENT_CACHE_SIZE"] = str(spec.cache_bytes)
             if spec.schedule:
                 base["PRESCIENT_SCHEDULE"] = spec.schedule
+            if spec.follow:
+                base["PRESCIENT_FOLLOW"] = "1"
+                base["PYTHONPATH"] = os.pathsep.join(p for p in (PYTHON_PACKAGE_DIR, base.get("PYTHONPATH")) if p)
             base.update(self.connector_env)
 
         def env_for_rank(r):
@@ -112,6 +119,8 @@ class Runner:
                     os.remove(os.path.join("/dev/shm", p))
                 except OSError:
                     pass
+            if spec.follow:  # the followed job's orders and learned rows (python/prescient/_context.py)
+                shutil.rmtree(os.path.join("/dev/shm", f"prescient-follow-u{os.getuid()}", node), ignore_errors=True)
         record = self.record(spec, outcomes, timed_out, wall, leftover, stats_dir if spec.connector else None)
         self.records.append(record)
         return record

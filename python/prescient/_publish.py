@@ -92,15 +92,27 @@ def _orders(directory: str) -> Dict[Tuple[int, int], str]:
     return found
 
 
+# A rank's epoch is published only when (almost) all its indices are learned:
+# the indices learned so far in an epoch are the ones already read, so a
+# partly learned epoch would only describe its past.
+_MIN_LEARNED = 0.99
+
+
 def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
+    """(samples, step boundaries) of an order, or None when too few of its
+    indices are learned yet."""
     samples: List[int] = []
     bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
-    pos = 0
+    pos = unknown = 0
     for step, length in enumerate(lengths):
         for index in indices[pos : pos + int(length)]:
-            samples.extend(learned.samples_of(int(index)))
+            of_index = learned.samples_of(int(index))
+            unknown += not of_index
+            samples.extend(of_index)
         pos += int(length)
         bounds[step + 1] = len(samples)
+    if unknown > (1 - _MIN_LEARNED) * len(indices):
+        return None
     return np.asarray(samples, dtype=np.uint32), bounds
 
 
@@ -136,6 +148,13 @@ class Publisher:
             # Epochs before the oldest current epoch are finished by every rank.
             oldest_current = min(newest.values()) if len(newest) == ranks else 0
             loaded = {key: _load_order(path) for key, path in orders.items()}
+            # Orders of finished epochs are kept as their step counts only (the
+            # global step numbers of later epochs depend on them): a long job
+            # must not fill the node's memory with them.
+            for (r, e), path in orders.items():
+                lengths, indices, workers_of = loaded[(r, e)]
+                if e < oldest_current and len(indices):
+                    save_order(self._directory, r, e, [()] * len(lengths), workers_of)
             steps = {e: 0 for e in range(epochs)}
             workers = max(w for _, _, w in loaded.values())
             for (r, e), (lengths, _, _) in loaded.items():
@@ -151,7 +170,11 @@ class Publisher:
                         parts[(e, r)] = empty
                         continue
                     lengths, indices, _ = loaded[(r, e)]
-                    samples, bounds = _translate(self.learned, lengths, indices)
+                    translated = _translate(self.learned, lengths, indices)
+                    if translated is None:
+                        parts[(e, r)] = empty
+                        continue
+                    samples, bounds = translated
                     if len(bounds) > 1:
                         batch = max(batch, int(np.diff(bounds.astype(np.int64)).max()))
                     padded = np.full(steps[e] + 1, bounds[-1], dtype=np.uint64)

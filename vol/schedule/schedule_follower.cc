@@ -69,7 +69,8 @@ ScheduleFollower::ScheduleFollower(std::shared_ptr<ScheduleBinding> binding,
       local_rank_(binding_->LocalIndex(binding_->rank()).value_or(0)),
       owner_pid_(Runtime::Get().rank_owner_pid()),
       tracker_(binding_),
-      prefetch_(options.prefetch) {
+      prefetch_(options.prefetch),
+      open_ended_(options.follow) {
   Runtime& runtime = Runtime::Get();
   runtime.stats().SetEpochs(binding_->epochs());
   std::vector<std::string> fields;
@@ -207,17 +208,24 @@ void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std:
   Runtime& runtime = Runtime::Get();
   if (o.matched > 0) {
     progress_.Report(binding_->rank(), o.global_step, owner_pid_);
-    if (o.global_step + 1 >= binding_->total_steps()) progress_.Finish(binding_->rank());
+    // A followed schedule ends where the epochs known so far end, not where
+    // the rank's reading ends.
+    if (!open_ended_ && o.global_step + 1 >= binding_->total_steps()) {
+      progress_.Finish(binding_->rank());
+    }
     runtime.stats().SetCurrentEpoch(o.epoch);
     keys->oracle.emplace(*binding_, bound_, progress_, oracle_failures_, local_rank_,
                          o.global_step);
   }
   if (tracker_.abandoned() && !abandoned_warned_) {
     abandoned_warned_ = true;
-    runtime.Log(LogLevel::kWarn, "reads keep leaving the order in PRESCIENT_SCHEDULE (" +
-                                     std::to_string(PositionTracker::kMaxMismatches) +
-                                     " in a row); this process stops following it. Reads stay "
-                                     "correct.");
+    // Followed at run time, an epoch whose rows are still being learned is
+    // expected to leave it: the next published schedule is followed afresh.
+    runtime.Log(open_ended_ ? LogLevel::kInfo : LogLevel::kWarn,
+                "reads keep leaving the order in PRESCIENT_SCHEDULE (" +
+                    std::to_string(PositionTracker::kMaxMismatches) +
+                    " in a row); this process stops following it. Reads stay "
+                    "correct.");
     if (prefetcher_) prefetcher_->Stop();
   }
   if (prefetcher_ && !tracker_.abandoned()) prefetcher_->EnsureRunning();

@@ -119,6 +119,9 @@ class ScheduleFollower {
   PositionTracker tracker_;
   std::unique_ptr<Prefetcher> prefetcher_;
   bool prefetch_ = true;
+  // PRESCIENT_FOLLOW: the schedule grows as epochs start (its last step is
+  // not the rank's last), and its current epoch may still be being learned.
+  bool open_ended_ = false;
   std::uint64_t oracle_failures_reported_ = 0;
 
   cache::Mutex mutex_;

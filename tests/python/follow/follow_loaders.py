@@ -9,6 +9,8 @@ Shapes:
   files     a per-epoch file permutation crossed with an in-file permutation, 8 files
   batches   BatchSampler(RandomSampler(generator=g)), each batch one read of d[sorted(batch)]
   blocks    shuffled whole contiguous batches, each one read of d[b*B:(b+1)*B]
+  ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
+            makes a rank's training step slower, so ranks do not move in lockstep
 
 `run` writes, per epoch, a digest of every batch in delivery order and a digest of
 every random generator's state after the epoch (torch, NumPy, random, the loader's).
@@ -137,6 +139,12 @@ def loader_for(shape, directory):
         sampler = BatchSampler(RandomSampler(ds, generator=g), BATCH, drop_last=False)
         return DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2, generator=g,
                           multiprocessing_context=MP)
+    if shape == "ranks":  # one of RANKS ranks of a job on one node (RANK from the environment)
+        ds = OneFile(directory)
+        sampler = DistributedSampler(ds, num_replicas=int(os.environ["WORLD_SIZE"]),
+                                     rank=int(os.environ["RANK"]))
+        return DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=2,
+                          multiprocessing_context=MP)
     if shape == "blocks":
         return DataLoader(Blocks(directory), batch_size=None, sampler=ShuffledBlocks(),
                           num_workers=2,
@@ -166,11 +174,14 @@ def run(directory, shape, epochs, out):
     torch.manual_seed(11), np.random.seed(11), random.seed(11)
     loader = loader_for(shape, directory)
     result = []
-    for _ in range(epochs):
+    compute_s = COMPUTE_S * float(os.environ.get("LOADER_SLOWDOWN", "1"))
+    for epoch in range(epochs):
+        if hasattr(loader.sampler, "set_epoch"):
+            loader.sampler.set_epoch(epoch)
         batches = []
         for x, y in loader:
             batches.append(digest(x.numpy(), y.numpy() if hasattr(y, "numpy") else np.asarray(y)))
-            time.sleep(COMPUTE_S)  # the training step the loader runs ahead of
+            time.sleep(compute_s)  # the training step the loader runs ahead of
         # Training draws random numbers between epochs too (augmentation, dropout).
         torch.rand(3), np.random.rand(2), random.random()
         result.append({"batches": batches, "rng": rng_digest(loader)})

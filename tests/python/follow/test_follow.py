@@ -15,7 +15,6 @@ Timing is not checked here: examples/bench measures it.
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -67,9 +66,7 @@ def follow_env(tmp_path, shm):
         "HDF5_VOL_CONNECTOR": "prescient",
         "PYTHONPATH": os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", ""),
         "PRESCIENT_FOLLOW": "1",
-        # %p: one file per process (forked workers of one generation otherwise share
-        # stats.json.<pid> naming that loses one of them; see the issue notes).
-        "PRESCIENT_STATS": str(tmp_path / "stats.%p.json"),
+        "PRESCIENT_STATS": str(tmp_path / "stats.json"),
         # Half the data (16 MiB of rows): later epochs need prefetching and eviction.
         "PRESCIENT_CACHE_SIZE": "8MiB",
         "PRESCIENT_SHM_DIR": str(shm),
@@ -124,3 +121,45 @@ def test_follower_off_without_the_variable(data, tmp_path):
     del env["PRESCIENT_FOLLOW"]
     run_loader(data, "list", tmp_path / "plain.json", env)
     assert not glob.glob(str(shm / "prescient-follow-u*"))
+
+
+def test_ranks_of_a_node_out_of_lockstep_share_one_followed_schedule(data, tmp_path):
+    """Two ranks of one job on one node (torchrun's variables), the second one's training step
+    three times slower: each rank's reads are found in its own order, both prefetch, bytes exact."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    procs = []
+    for rank, slowdown in ((0, 1), (1, 3)):
+        rank_dir = tmp_path / f"rank{rank}"
+        rank_dir.mkdir()
+        launcher = {"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                    "LOCAL_WORLD_SIZE": "2", "LOADER_SLOWDOWN": str(slowdown)}
+        native = dict(clean_env(), **launcher)
+        followed = dict(follow_env(rank_dir, shm), **launcher,
+                        PRESCIENT_FOLLOW_JOB="two-ranks",
+                        PRESCIENT_NODE_ID=f"follow-{os.getpid()}-ranks")
+        procs.append((rank_dir, native, followed))
+    for rank_dir, native, _ in procs:
+        run_loader(data, "ranks", rank_dir / "native.json", native)
+    running = [subprocess.Popen([sys.executable, LOADERS, "run", str(data), "ranks", str(EPOCHS),
+                                 str(rank_dir / "followed.json")], env=followed,
+                                stderr=subprocess.PIPE, text=True)
+               for rank_dir, _, followed in procs]
+    for proc in running:
+        _, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr[-4000:]
+        assert "prescient:" not in stderr, stderr[-4000:]
+    prefetched = 0  # by the node's prefetch leader, a process of either rank, for both
+    for rank_dir, _, _ in procs:
+        with open(rank_dir / "native.json") as f:
+            native = json.load(f)
+        with open(rank_dir / "followed.json") as f:
+            followed = json.load(f)
+        assert followed == native
+        totals = epoch_totals(rank_dir)
+        for epoch in range(1, EPOCHS):
+            t = totals.get(epoch, {})
+            matched, missed = t.get("schedule_matches", 0), t.get("schedule_mismatches", 0)
+            assert matched > 0 and matched >= 0.99 * (matched + missed), (rank_dir.name, epoch, t)
+        prefetched += sum(totals[e].get("rows_prefetched", 0) for e in range(1, EPOCHS))
+    assert prefetched > 0
