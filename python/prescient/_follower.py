@@ -54,11 +54,14 @@ def _as_indices(item) -> Optional[List[int]]:
 class _EpochOrder:
     """Stands in for one epoch's sampler iterator (see the module docstring)."""
 
-    __slots__ = ("_source", "_follower", "_stream", "_items", "_position", "_workers")
+    __slots__ = ("_source", "_follower", "_stream", "_items", "_position", "_workers",
+                 "_epoch", "_next_check")
 
     def __init__(self, source, follower: "Follower", stream, workers: int):
         self._source = source
         self._workers = workers
+        self._epoch = None       # the follower's number for this epoch, once started
+        self._next_check = 16    # items delivered before the next look at what was learned
         self._follower = follower
         self._stream = stream
         self._items: Optional[list] = None
@@ -72,10 +75,17 @@ class _EpochOrder:
             first = next(self._source)  # the DataLoader's own first pull
             self._items = [first]
             self._take_rest()
-            self._follower.epoch_started(self._stream, self._items, self._workers)
+            self._epoch = self._follower.epoch_started(self._stream, self._items, self._workers)
         if self._position < len(self._items):
             item = self._items[self._position]
             self._position += 1
+            if self._position == self._next_check:
+                # While this epoch's rows are still being learned, what the workers
+                # learned so far may show the map's pattern (row = index, ...),
+                # which predicts the rest of the epoch: looked at after 16, 64,
+                # 256, ... items.
+                self._next_check *= 4
+                self._follower.epoch_progressed(self._epoch)
             return item
         return next(self._source)
 
@@ -141,9 +151,21 @@ class Follower:
             return _Passthrough(source)
         return _EpochOrder(source, self, index_sampler, workers)
 
-    def epoch_started(self, stream, items: Sequence, workers: int) -> None:
-        """The epoch's order is known: save it and publish the schedule. Never
-        raises: following is an optimisation, the training must go on."""
+    def epoch_progressed(self, epoch: Optional[int]) -> None:
+        """Publishes again when this epoch is not described yet and the
+        workers have learned enough since to predict it."""
+        if epoch is None or (self.context.rank, epoch) in self.publisher.covered:
+            return
+        try:
+            self.publisher.publish()
+        except Exception as e:  # noqa: BLE001 - reported, never raised into training
+            self._warn_once("publish", f"following the sampler failed ({e!r}); the job runs "
+                            "without the followed schedule")
+
+    def epoch_started(self, stream, items: Sequence, workers: int) -> Optional[int]:
+        """The epoch's order is known: save it and publish the schedule; returns
+        the epoch's number. Never raises: following is an optimisation, the
+        training must go on."""
         try:
             converted = []
             for item in items:
@@ -151,7 +173,7 @@ class Follower:
                 if indices is None:
                     self._warn_once("items", "the sampler's items are not indices or lists of "
                                     "indices; this epoch is not followed")
-                    return
+                    return None
                 converted.append(indices)
             with self._lock:
                 epoch = self._epoch
@@ -159,6 +181,7 @@ class Follower:
             save_order(self.context.directory, self.context.rank, epoch, converted, workers)
             self.publisher.publish()
             self._known = self.publisher.learned.known()
+            return epoch
         except Exception as e:  # noqa: BLE001 - reported, never raised into training
             self._warn_once("publish", f"following the sampler failed ({e!r}); the job runs "
                             "without the followed schedule")

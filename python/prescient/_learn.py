@@ -28,6 +28,8 @@ import os
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 LEARN_PREFIX = "learn-"
+# Learned indices needed before a pattern is believed (every one must fit it).
+_MIN_PATTERN_EVIDENCE = 32
 
 Read = Tuple[str, str, int, Tuple[int, ...]]  # file, dataset, dataset rows, rows read
 
@@ -93,6 +95,7 @@ class LearnedMap:
         self._realpaths: Dict[str, str] = {}
         self.unlearnable = 0  # records nothing could be learned from
         self._map: Optional[LearnedSampleMap] = None
+        self._pattern: Optional[Tuple[int, int]] = None
         self._samples: Dict[int, Tuple[int, ...]] = {}
 
     # ----------------------------------------------------------- learning --
@@ -179,6 +182,7 @@ class LearnedMap:
         if self._map is None:
             self._map = self._build_map()
             self._samples = {}
+            self._pattern = self._find_pattern() if self._map is not None else None
         return self._map
 
     def _build_map(self) -> Optional[LearnedSampleMap]:
@@ -214,23 +218,58 @@ class LearnedMap:
             return None
         return LearnedSampleMap(tuple(files), tuple(fields), first, total)
 
+    def _learned_samples(self, index: int) -> Tuple[int, ...]:
+        m = self._map
+        reads = self._reads.get(index)
+        if m is None or not reads:
+            return ()
+        primary = m.fields[0]
+        out = []
+        for path, dataset, rows in reads:
+            if dataset != primary:
+                continue
+            first = m.first_sample.get(path)
+            if first is not None:
+                out.extend(first + r for r in rows)
+        return tuple(out)
+
+    def _find_pattern(self) -> Optional[Tuple[int, int]]:
+        """(per, offset) when every learned index i stands for the samples
+        i * per + offset .. + per - 1 of the map (row = index, file = index //
+        rows per file over the sorted files, whole contiguous batches, ...): the
+        map's evident pattern, which predicts the indices not read yet."""
+        if len(self._reads) < _MIN_PATTERN_EVIDENCE:
+            return None
+        per = offset = None
+        for index in self._reads:
+            samples = self._learned_samples(index)
+            if not samples:
+                return None
+            if per is None:
+                per, offset = len(samples), samples[0] - index * len(samples)
+            if (len(samples) != per or samples[0] != index * per + offset
+                    or samples[-1] - samples[0] != per - 1 or len(set(samples)) != per):
+                return None
+        return per, offset
+
     def samples_of(self, index: int) -> Tuple[int, ...]:
-        """The samples an index stands for (empty: not learned)."""
+        """The samples an index stands for: learned, else predicted by the
+        map's evident pattern; empty when neither."""
         cached = self._samples.get(index)
         if cached is not None:
             return cached
-        m = self.sample_map()
-        result: Tuple[int, ...] = ()
-        reads = self._reads.get(index)
-        if m is not None and reads:
-            primary = m.fields[0]
-            out = []
-            for path, dataset, rows in reads:
-                if dataset != primary:
-                    continue
-                first = m.first_sample.get(path)
-                if first is not None:
-                    out.extend(first + r for r in rows)
-            result = tuple(out)
+        if self.sample_map() is None:
+            return ()
+        result = self._learned_samples(index)
+        if not result and self._pattern is not None:
+            per, offset = self._pattern
+            first = index * per + offset
+            if 0 <= first and first + per <= self._map.num_samples:
+                result = tuple(range(first, first + per))
         self._samples[index] = result
         return result
+
+    def predicts(self) -> bool:
+        """True when indices not read yet are predicted (an evident pattern)."""
+        self.sample_map()
+        return self._pattern is not None

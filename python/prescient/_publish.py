@@ -125,6 +125,7 @@ class Publisher:
         self._local_ranks = local_ranks
         self.learned = LearnedMap()
         self.published = 0  # schedule versions this process wrote
+        self.covered = set()  # (rank, epoch) parts the last version described
 
     def publish(self) -> bool:
         """Writes the schedule; False when nothing can be scheduled yet (no
@@ -163,6 +164,7 @@ class Publisher:
             # connector expects a rank's readers to be (position tracking).
             batch = 1
             parts = {}
+            self.covered = set()
             for e in range(epochs):
                 for r in range(ranks):
                     empty = (np.zeros(0, np.uint32), np.zeros(steps[e] + 1, np.uint64))
@@ -175,6 +177,7 @@ class Publisher:
                         parts[(e, r)] = empty
                         continue
                     samples, bounds = translated
+                    self.covered.add((r, e))
                     if len(bounds) > 1:
                         batch = max(batch, int(np.diff(bounds.astype(np.int64)).max()))
                     padded = np.full(steps[e] + 1, bounds[-1], dtype=np.uint64)

@@ -2,11 +2,13 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 #include "cache/base/mutex.h"
@@ -85,17 +87,61 @@ void Runtime::Log(LogLevel level, std::string_view message) {
 
 namespace {
 
-// The pid a statistics file records, or 0 (no file, not ours, unreadable).
-long PidRecordedIn(const std::string& path) {
+// What a statistics file says of its writer (zeros: no file, not ours, unreadable).
+struct RecordedWriter {
+  long pid = 0;
+  long parent_pid = 0;
+};
+
+long NumberAfter(std::string_view text, std::string_view key) {
+  const std::size_t at = text.find(key);
+  if (at == std::string_view::npos) return 0;
+  return std::strtol(std::string(text.substr(at + key.size(), 24)).c_str(), nullptr, 10);
+}
+
+RecordedWriter WriterRecordedIn(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return 0;
+  if (f == nullptr) return {};
   char head[256] = {};
   const std::size_t n = std::fread(head, 1, sizeof(head) - 1, f);
   std::fclose(f);
   const std::string_view text(head, n);
-  const std::size_t at = text.find("\"pid\": ");
-  if (at == std::string_view::npos) return 0;
-  return std::strtol(head + at + 7, nullptr, 10);
+  return {NumberAfter(text, "\"pid\": "), NumberAfter(text, "\"parent_pid\": ")};
+}
+
+// When this process started, in seconds since the epoch (0 if unknown):
+// /proc/self/stat's start time (clock ticks after boot) plus /proc/stat's btime.
+std::int64_t ProcessStartSeconds() {
+  long long boot = 0;
+  if (std::FILE* f = std::fopen("/proc/stat", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      if (std::sscanf(line, "btime %lld", &boot) == 1) break;
+    }
+    std::fclose(f);
+  }
+  unsigned long long ticks = 0;
+  if (std::FILE* f = std::fopen("/proc/self/stat", "r")) {
+    char buf[1024] = {};
+    (void)std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    // Field 22; fields after the command name (which may hold spaces) start past its ')'.
+    const char* p = std::strrchr(buf, ')');
+    for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
+    if (p != nullptr) ticks = std::strtoull(p + 1, nullptr, 10);
+  }
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (boot == 0 || ticks == 0 || hz <= 0) return 0;
+  return boot + static_cast<std::int64_t>(ticks / static_cast<unsigned long long>(hz));
+}
+
+// True when the file at `path` was last changed after this process started:
+// another process of this job wrote it (a DataLoader worker before the training
+// process, which counted nothing until it exited).
+bool WrittenSinceThisProcessStarted(const std::string& path) {
+  struct stat st{};
+  const std::int64_t started = ProcessStartSeconds();
+  return started > 0 && ::stat(path.c_str(), &st) == 0 && st.st_ctim.tv_sec >= started;
 }
 
 bool Alive(long pid) {
@@ -112,16 +158,19 @@ std::string Runtime::StatsPathForThisProcess() {
     path.replace(at, 2, pid);
     has_pid = true;
   }
-  // A forked worker, or any process whose path a live process already
-  // writes (a rank or tool started with the same environment), gets its own
-  // file; a file left by a finished process is replaced.
-  // A process working for another (a DataLoader worker) counts as forked even
-  // when this Runtime was first made in it: the training process may create its
-  // own only after forking (a loader that opens files in the workers alone), and
-  // then its file would replace the first worker's.
+  // A forked worker, or any process whose path another process of this job
+  // writes or wrote, gets its own file; a file left by an earlier job is
+  // replaced. "Of this job": its writer or the writer's parent is alive (a
+  // worker's siblings, also workers started by a forkserver), or it was written
+  // after this process started (the training process, which may make its
+  // Runtime only after its workers when they alone open files). A process
+  // working for another anchor (a DataLoader worker) always gets its own.
   const bool works_for_another = ProcessAnchor().pid != pid_;
-  const long owner = has_pid ? 0 : PidRecordedIn(path);
-  if (!has_pid && (forked_child_ || works_for_another || (owner != pid_ && Alive(owner)))) {
+  const RecordedWriter writer = has_pid ? RecordedWriter{} : WriterRecordedIn(path);
+  const bool others =
+      writer.pid != 0 && writer.pid != pid_ &&
+      (Alive(writer.pid) || Alive(writer.parent_pid) || WrittenSinceThisProcessStarted(path));
+  if (!has_pid && (forked_child_ || works_for_another || others)) {
     const std::size_t dot = path.rfind('.');
     const std::size_t slash = path.rfind('/');
     const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);

@@ -37,7 +37,7 @@ PositionTracker::Observation PositionTracker::Place(std::span<const std::uint64_
   const std::uint32_t first = binding_->EpochAndStep(placement).first;
   Observation best;
   std::uint64_t best_end = 0;
-  for (std::uint32_t e = first; e < std::min(first + 2, binding_->epochs()); ++e) {
+  auto consider = [&](std::uint32_t e) {
     Observation o;
     std::uint64_t furthest = 0;
     for (std::uint64_t sample : samples) {
@@ -53,7 +53,12 @@ PositionTracker::Observation PositionTracker::Place(std::span<const std::uint64_
       best = o;
       best_end = furthest + 1;
     }
-  }
+  };
+  for (std::uint32_t e = first; e < std::min(first + 2, binding_->epochs()); ++e) consider(e);
+  // Then the last epoch: a followed schedule (PRESCIENT_FOLLOW) ends with the
+  // epoch that just started, and a worker not forked from its rank's process
+  // (forkserver, spawn) may find no placement of its rank.
+  if (best.matched == 0 && first + 2 < binding_->epochs()) consider(binding_->epochs() - 1);
   if (best.matched == 0) return {.mismatched = samples.size()};
   known_ = true;
   epoch_ = best.epoch;

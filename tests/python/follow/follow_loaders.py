@@ -32,8 +32,8 @@ from torch.utils.data import (BatchSampler, DataLoader, Dataset, DistributedSamp
 FILES, ROWS_PER_FILE, ROW_BYTES, BATCH = 8, 500, 4096, 25
 SAMPLES = FILES * ROWS_PER_FILE
 COMPUTE_S = 0.02
-# Workers are forked, as on Linux before Python 3.14 (3.14 defaults to forkserver, which
-# the follower has not been tested with yet).
+# How workers start (test_follow.py runs both): forked, as on Linux before Python 3.14, or
+# from a forkserver, Python 3.14's default.
 MP = os.environ.get("LOADER_MP", "fork")
 
 

@@ -87,13 +87,18 @@ def epoch_totals(stats_dir):
     return totals
 
 
-@pytest.mark.parametrize("shape", ["list", "files", "batches", "blocks"])
-def test_loader_followed_without_a_schedule(shape, data, tmp_path):
+@pytest.mark.parametrize("shape,start", [("list", "fork"), ("files", "fork"), ("batches", "fork"),
+                                         ("blocks", "fork"), ("list", "forkserver")])
+def test_loader_followed_without_a_schedule(shape, start, data, tmp_path):
+    """`start`: how the DataLoader starts its workers (forkserver: Python 3.14's default; its
+    workers are new interpreters that run the start-up hook themselves)."""
     shm = tmp_path / "shm"
     shm.mkdir()
-    native, _ = run_loader(data, shape, tmp_path / "native.json", clean_env())
+    # The native run needs no training step: only its batches and generators are compared.
+    native, _ = run_loader(data, shape, tmp_path / "native.json",
+                           dict(clean_env(), LOADER_MP=start, LOADER_SLOWDOWN="0"))
     followed, stderr = run_loader(data, shape, tmp_path / "followed.json",
-                                  follow_env(tmp_path, shm))
+                                  dict(follow_env(tmp_path, shm), LOADER_MP=start))
     assert "prescient:" not in stderr, stderr[-4000:]
     for epoch in range(EPOCHS):
         assert followed[epoch]["batches"] == native[epoch]["batches"], f"epoch {epoch} batches"
@@ -134,7 +139,7 @@ def test_ranks_of_a_node_out_of_lockstep_share_one_followed_schedule(data, tmp_p
         rank_dir.mkdir()
         launcher = {"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
                     "LOCAL_WORLD_SIZE": "2", "LOADER_SLOWDOWN": str(slowdown)}
-        native = dict(clean_env(), **launcher)
+        native = dict(clean_env(), **dict(launcher, LOADER_SLOWDOWN="0"))
         followed = dict(follow_env(rank_dir, shm), **launcher,
                         PRESCIENT_FOLLOW_JOB="two-ranks",
                         PRESCIENT_NODE_ID=f"follow-{os.getpid()}-ranks")

@@ -87,6 +87,43 @@ TEST_F(PositionTrackerTest, FreshWorkerIsPlacedThroughTheNodeStep) {
   EXPECT_EQ(first.global_step, node_step);
 }
 
+// A followed schedule (PRESCIENT_FOLLOW) keeps finished epochs as empty steps
+// and ends with the epoch that just started; a worker whose rank has no
+// placement (not forked from the rank's process) is placed in that last epoch.
+TEST(PositionTrackerFollowed, PlacesAReadWithNoPlacementInTheLastEpoch) {
+  const std::string path =
+      ::testing::TempDir() + "/followed." + std::to_string(::getpid()) + ".sched";
+  scheduler::ScheduleHeader header;
+  header.map = scheduler::SampleMap({{"/x.h5", kSamples, 1000, 1}}, {{"x", 64}});
+  header.source = "import";
+  header.layout = {.ranks = 1, .ranks_per_node = 1, .workers = kWorkers, .batch_size = kBatch};
+  header.epochs = kEpochs;
+  header.num_samples = kSamples;
+  scheduler::AccessSchedule schedule(kSamples, header.layout, kEpochs);
+  for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
+    scheduler::RankEpoch& part = schedule.Part(0, epoch);
+    for (std::uint64_t step = 0; step < kSamples / kBatch; ++step) {
+      if (epoch + 1 == kEpochs) {  // only the last epoch has its samples, in reverse
+        for (std::uint32_t i = 0; i < kBatch; ++i) {
+          part.samples.push_back(
+              static_cast<scheduler::SampleId>(kSamples - 1 - step * kBatch - i));
+        }
+      }
+      part.step_begin.push_back(part.samples.size());
+    }
+  }
+  scheduler::WriteScheduleFile(path, header, schedule);
+  auto binding = ScheduleBinding::Open(path, 0, [](const std::string& m) { FAIL() << m; });
+  ASSERT_NE(binding, nullptr);
+  PositionTracker tracker(binding);
+  const std::uint64_t sample = kSamples - 1 - 2 * kBatch;  // step 2 of the last epoch
+  const PositionTracker::Observation o = tracker.ObserveRead({&sample, 1}, /*placement=*/0);
+  ASSERT_EQ(o.matched, 1u);
+  EXPECT_EQ(o.epoch, kEpochs - 1);
+  EXPECT_EQ(o.global_step, binding->GlobalStep(kEpochs - 1, 2));
+  ::unlink(path.c_str());
+}
+
 TEST_F(PositionTrackerTest, ForeignOrderIsCountedThenAbandoned) {
   PositionTracker tracker(binding_);
   const std::vector<std::uint64_t> reads = WorkerReads(0, 0);

@@ -1,0 +1,65 @@
+"""python/prescient/_learn.py without a connector: what the follower learns from recorded reads,
+and the pattern that predicts the indices not read yet."""
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "python"))
+
+from prescient._learn import LearnedMap, format_record, parse_reads  # noqa: E402
+
+
+def record(learned, key, lines):
+    text = format_record(key, "".join(lines)).decode()
+    head, _, body = text.partition("\n")
+    learned.add([int(k) for k in head[2:].split(",")], parse_reads(body.rsplit("E\n", 1)[0]))
+
+
+def test_images_and_labels_of_one_file_row_equals_index():
+    learned = LearnedMap()
+    for i in range(0, 400, 7):  # a few dozen indices of a 1,000-row file, read so far
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{i}+1\n", f"/d/a.h5\t/y\t1000\t{i}+1\n"])
+    m = learned.sample_map()
+    assert m.fields == ("x", "y") and m.num_samples == 1000
+    assert learned.samples_of(7) == (7,)
+    assert learned.predicts()
+    assert learned.samples_of(999) == (999,)  # never read: predicted
+    assert learned.samples_of(1000) == ()     # outside the map
+
+
+def test_a_permuted_index_table_is_learned_but_not_predicted():
+    learned = LearnedMap()
+    table = [(i * 37) % 1000 for i in range(1000)]
+    for i in range(100):
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{table[i]}+1\n"])
+    assert learned.samples_of(5) == (table[5],)
+    assert not learned.predicts()
+    assert learned.samples_of(500) == ()
+
+
+def test_whole_contiguous_batches_and_sorted_batch_reads():
+    blocks = LearnedMap()
+    for b in range(0, 40, 1):
+        blocks.add([b], parse_reads(f"/d/a.h5\t/x\t1000\t{b * 25}+25\n"))
+    assert blocks.predicts()
+    assert blocks.samples_of(39) == tuple(range(975, 1000))
+    batches = LearnedMap()
+    batches.add([9, 3, 5], parse_reads("/d/a.h5\t/x\t100\t3+1,5+1,9+1\n"))
+    assert batches.samples_of(9) == (9,) and batches.samples_of(3) == (3,)
+
+
+def test_many_files_numbered_in_sorted_order():
+    learned = LearnedMap()
+    for f in range(4):
+        for row in range(0, 100, 9):
+            record(learned, [f * 100 + row], [f"/d/part_{f}.h5\t/x\t100\t{row}+1\n"])
+    assert [x.path for x in learned.sample_map().files] == [f"/d/part_{f}.h5" for f in range(4)]
+    assert learned.predicts()
+    assert learned.samples_of(250) == (250,)
+
+
+def test_an_overflowed_bracket_teaches_nothing():
+    learned = LearnedMap()
+    learned.add([1], parse_reads("overflow\n"))
+    assert len(learned) == 0 and learned.unlearnable == 1
