@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ._context import FollowSetupError
 
-__all__ = ["follow", "FollowSetupError"]
+__all__ = ["follow", "schedule_for", "FollowSetupError"]
 __version__ = "0.1.0"
 
 
@@ -28,3 +28,12 @@ def follow(loader):
     index_sampler = loader._index_sampler
     follower.choose(index_sampler, explicit=True)
     return loader
+
+
+def schedule_for(loader, epochs, output, *, datasets, rows_per_file=None, ranks_per_node=None):
+    """Writes the schedule file of `loader`'s next `epochs` epochs (a seeded
+    sampler; see prescient._schedule_for) for PRESCIENT_SCHEDULE."""
+    from ._schedule_for import schedule_for as write
+
+    return write(loader, epochs, output, datasets=datasets, rows_per_file=rows_per_file,
+                 ranks_per_node=ranks_per_node)
