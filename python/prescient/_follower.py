@@ -215,7 +215,8 @@ class Follower:
         if not self.learns(key):
             return call()
         recorder = self._recorder
-        recorder.begin()
+        if not recorder.begin():  # the connector is not loaded (yet), or is another version
+            return call()
         try:
             result = call()
         finally:

@@ -132,6 +132,7 @@ BindResult LoadBoundConnector(const void* caller_address, const std::string& unb
                    (bound.dli_fname ? bound.dli_fname : "nothing") + ")";
     return result;  // leave it loaded: its constructors ran; unloading gains nothing
   }
+  result.connector_handle = connector;
   using InfoFn = const void* (*)();
   auto info = reinterpret_cast<InfoFn>(dlsym(connector, "H5PLget_plugin_info"));
   if (info == nullptr) {

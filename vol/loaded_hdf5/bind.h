@@ -23,8 +23,9 @@ namespace prescient::vol::loaded_hdf5 {
 // there is none.
 struct BindResult {
   const void* connector_info = nullptr;
-  std::string hdf5_path;  // the libhdf5 that loads the plugin
-  std::string error;      // empty on success
+  void* connector_handle = nullptr;  // dlopen's handle of the bound connector
+  std::string hdf5_path;             // the libhdf5 that loads the plugin
+  std::string error;                 // empty on success
 };
 
 // caller_address: an address inside the libhdf5 that called the plugin's entry point.

@@ -4,6 +4,7 @@
 // and version macros only.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -20,6 +21,16 @@ std::string UnboundConnectorPath() {
     return {};
   std::string path = self.dli_fname;
   return path.substr(0, path.find_last_of('/') + 1) + PRESCIENT_UNBOUND_RELATIVE_PATH;
+}
+
+// The bound connector, once HDF5 has asked for it (the follower's entry points below
+// forward to it).
+std::atomic<void*> g_connector{nullptr};
+
+template <typename Fn>
+Fn Forwarded(const char* name) {
+  void* connector = g_connector.load(std::memory_order_acquire);
+  return connector == nullptr ? nullptr : reinterpret_cast<Fn>(dlsym(connector, name));
 }
 
 }  // namespace
@@ -46,8 +57,22 @@ __attribute__((visibility("default"), noinline)) const void* H5PLget_plugin_info
       return;
     }
     info = result.connector_info;
+    g_connector.store(result.connector_handle, std::memory_order_release);
   });
   return info;
+}
+
+// The Python follower's entry points (vol/passthrough/follow_exports.cc): the bound connector
+// is in an anonymous memory file the follower cannot open, so this plugin forwards them. 0 and
+// "" until HDF5 has loaded the connector.
+__attribute__((visibility("default"))) int prescient_follow_begin(void) {
+  auto begin = Forwarded<int (*)()>("prescient_follow_begin");
+  return begin == nullptr ? 0 : begin();
+}
+
+__attribute__((visibility("default"))) const char* prescient_follow_end(void) {
+  auto end = Forwarded<const char* (*)()>("prescient_follow_end");
+  return end == nullptr ? "" : end();
 }
 
 }  // extern "C"

@@ -17,6 +17,7 @@ import subprocess
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 READS = os.path.join(HERE, "wheeltest_reads.py")
 SAMPLES, EPOCHS, SEED = 600, 2, 9
 IMAGE_ROW_BYTES = 16 * 64 * 4
@@ -129,6 +130,31 @@ def test_wheel_plugin_follows_a_schedule(wheel_python, build_dir, data, tmp_path
     assert total(s, "schedule_mismatches") == 0
     assert total(s, "schedule_matches") > 0
     assert total(s, "rows_prefetched") > 0, "the schedule's prefetch loaded nothing"
+
+
+RECORD_READS = """
+import sys, h5py
+sys.path.insert(0, sys.argv[2])
+from prescient import _plugin
+f = h5py.File(sys.argv[1], "r")  # HDF5 loads (and binds) the connector
+recorder = _plugin.find_recorder()
+assert recorder is not None, "no recorder found in the wheel process"
+assert recorder.begin()
+f["images"][5]
+f["images"][[7, 9]]
+print(recorder.end(), end="")
+"""
+
+
+def test_wheel_plugin_offers_the_followers_read_recorder(wheel_python, build_dir, data, tmp_path):
+    # The bound connector lives in an anonymous memory file; the plugin HDF5 found forwards
+    # prescient_follow_begin/_end to it, so PRESCIENT_FOLLOW learns rows in wheel processes too.
+    path, _ = data
+    proc = run([wheel_python, "-c", RECORD_READS, path, os.path.join(REPO, "python")],
+               connector_env(os.path.join(build_dir, "plugins-wheel"), tmp_path), tmp_path)
+    lines = proc.stdout.splitlines()
+    assert [line.split("\t")[1:] for line in lines] == [
+        ["/images", str(SAMPLES), "5+1"], ["/images", str(SAMPLES), "7+1,9+1"]], proc.stdout
 
 
 def test_wheel_plugin_binds_to_whichever_libhdf5_loads_it(build_dir, data, tmp_path):
