@@ -37,6 +37,10 @@ from . import _context, _learn, _plugin
 from ._publish import Publisher, load_known, save_order
 
 
+# One known key in this many is recorded again (see Follower.learns).
+_RECHECK = 32
+
+
 def _warn(message: str) -> None:
     print(f"prescient: {message}", file=sys.stderr, flush=True)
 
@@ -132,6 +136,7 @@ class Follower:
         self._learn_fd = None
         self._learn_pid = None
         self._warned = set()
+        self._fetches = 0            # known keys fetched by this process
 
     # ------------------------------------------------ the training process --
     def choose(self, index_sampler, explicit: bool) -> None:
@@ -181,6 +186,12 @@ class Follower:
             save_order(self.context.directory, self.context.rank, epoch, converted, workers)
             self.publisher.publish()
             self._known = self.publisher.learned.known()
+            if self.publisher.learned.unstable():
+                learned = self.publisher.learned
+                self._warn_once("unstable", f"the rows an index reads change between epochs "
+                                f"({learned.changed} of {learned.rechecked} indices read again "
+                                "read other rows: the dataset maps indices anew, e.g. a table it "
+                                "reshuffles); the sampler is not followed, reads stay correct")
             return epoch
         except Exception as e:  # noqa: BLE001 - reported, never raised into training
             self._warn_once("publish", f"following the sampler failed ({e!r}); the job runs "
@@ -206,9 +217,14 @@ class Follower:
     def learns(self, key) -> bool:
         recorder = self._recorder_here()
         indices = _as_indices(key)
-        if indices is None or all(i in self._known for i in indices):
+        if indices is None or recorder is None:
             return False
-        return recorder is not None
+        if all(i in self._known for i in indices):
+            # One known key in _RECHECK is learned again: a dataset that maps its
+            # indices to rows anew every epoch shows itself (LearnedMap.unstable).
+            self._fetches += 1
+            return self._fetches % _RECHECK == 0
+        return True
 
     def call_learning(self, key, call):
         """Runs call() (a dataset access for `key`), recording its reads."""

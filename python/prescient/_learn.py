@@ -94,6 +94,8 @@ class LearnedMap:
         self._offsets: Dict[str, int] = {}
         self._realpaths: Dict[str, str] = {}
         self.unlearnable = 0  # records nothing could be learned from
+        self.rechecked = 0    # indices read again while learning
+        self.changed = 0      # ... that read other rows than before
         self._map: Optional[LearnedSampleMap] = None
         self._pattern: Optional[Tuple[int, int]] = None
         self._samples: Dict[int, Tuple[int, ...]] = {}
@@ -121,8 +123,7 @@ class LearnedMap:
             self._dataset_rows[(real, dataset)] = rows_total
             resolved.append((real, dataset, rows))
         if len(key) == 1:
-            self._reads[int(key[0])] = tuple(resolved)
-            self._map = None
+            self._set(int(key[0]), tuple(resolved))
             return
         # A batch: every dataset read with one row per index is split in
         # sorted order; the batch is not learned from otherwise.
@@ -142,8 +143,23 @@ class LearnedMap:
             self.unlearnable += 1
             return
         for index, entries in per_index.items():
-            self._reads[index] = tuple(entries)
+            self._set(index, tuple(entries))
+
+    def _set(self, index: int, reads) -> None:
+        known = self._reads.get(index)
+        if known is not None:  # read again (workers re-check a few known indices)
+            self.rechecked += 1
+            self.changed += known != reads
+            if known == reads:
+                return
+        self._reads[index] = reads
         self._map = None
+
+    def unstable(self) -> bool:
+        """True when indices read again read other rows (more than 1 in 10 of at
+        least 32): the dataset maps indices to rows anew (a table it
+        reshuffles), and a learned map would prefetch the wrong rows."""
+        return self.rechecked >= 32 and self.changed * 10 > self.rechecked
 
     def read_files(self, directory: str) -> int:
         """Reads what workers appended since the last call; returns records."""
@@ -191,7 +207,8 @@ class LearnedMap:
             counts.update({dataset for _, dataset, _ in reads})
         if not counts:
             return None
-        primary = counts.most_common(1)[0][0]
+        # The most read; among equals the first by name (set order is arbitrary).
+        primary = min(counts, key=lambda d: (-counts[d], d))
         # Other fields: read at the primary's file and rows by (almost) every index.
         same = collections.Counter()
         with_primary = 0

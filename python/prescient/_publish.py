@@ -138,6 +138,9 @@ class Publisher:
             sample_map = self.learned.sample_map()
             if sample_map is None:
                 return False
+            # Indices that read other rows each epoch: nothing is described
+            # (parts left empty), so nothing wrong is prefetched.
+            unstable = self.learned.unstable()
             orders = _orders(self._directory)
             if not orders:
                 return False
@@ -168,7 +171,7 @@ class Publisher:
             for e in range(epochs):
                 for r in range(ranks):
                     empty = (np.zeros(0, np.uint32), np.zeros(steps[e] + 1, np.uint64))
-                    if (r, e) not in loaded or e < oldest_current:
+                    if (r, e) not in loaded or e < oldest_current or unstable:
                         parts[(e, r)] = empty
                         continue
                     lengths, indices, _ = loaded[(r, e)]

@@ -9,6 +9,7 @@ Shapes:
   files     a per-epoch file permutation crossed with an in-file permutation, 8 files
   batches   BatchSampler(RandomSampler(generator=g)), each batch one read of d[sorted(batch)]
   blocks    shuffled whole contiguous batches, each one read of d[b*B:(b+1)*B]
+  table     like list, but the dataset reshuffles its index table every epoch (not followable)
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
 
@@ -128,6 +129,12 @@ def loader_for(shape, directory):
         sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=False)
         return DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=2,
                           multiprocessing_context=MP)
+    if shape == "table":  # like "list", but the dataset reshuffles its table every epoch
+        order = list(range(SAMPLES))
+        ds = OneFile(directory, order)
+        sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=False)
+        return DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=2,
+                          multiprocessing_context=MP)
     if shape == "files":
         return DataLoader(ManyFiles(directory), batch_size=BATCH, sampler=FileThenRow(),
                           num_workers=2,
@@ -178,6 +185,8 @@ def run(directory, shape, epochs, out):
     for epoch in range(epochs):
         if hasattr(loader.sampler, "set_epoch"):
             loader.sampler.set_epoch(epoch)
+        if shape == "table":
+            np.random.shuffle(loader.dataset.order)
         batches = []
         for x, y in loader:
             batches.append(digest(x.numpy(), y.numpy() if hasattr(y, "numpy") else np.asarray(y)))

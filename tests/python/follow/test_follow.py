@@ -168,3 +168,26 @@ def test_ranks_of_a_node_out_of_lockstep_share_one_followed_schedule(data, tmp_p
             assert matched > 0 and matched >= 0.99 * (matched + missed), (rank_dir.name, epoch, t)
         prefetched += sum(totals[e].get("rows_prefetched", 0) for e in range(1, EPOCHS))
     assert prefetched > 0
+
+
+def test_a_dataset_that_remaps_its_indices_every_epoch_is_not_followed(data, tmp_path):
+    """The rows an index reads change every epoch (the dataset reshuffles its own table): the
+    follower notices from the indices it re-reads, says so once, and describes nothing, so
+    nothing wrong is prefetched; the training sees exactly what it sees natively."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    epochs = 4
+    native = subprocess.run([sys.executable, LOADERS, "run", str(data), "table", str(epochs),
+                             str(tmp_path / "native.json")], env=dict(clean_env(), LOADER_SLOWDOWN="0"),
+                            capture_output=True, text=True, timeout=300)
+    assert native.returncode == 0, native.stderr[-3000:]
+    followed = subprocess.run([sys.executable, LOADERS, "run", str(data), "table", str(epochs),
+                               str(tmp_path / "followed.json")], env=follow_env(tmp_path, shm),
+                              capture_output=True, text=True, timeout=300)
+    assert followed.returncode == 0, followed.stderr[-3000:]
+    with open(tmp_path / "native.json") as f, open(tmp_path / "followed.json") as g:
+        assert json.load(f) == json.load(g)
+    assert followed.stderr.count("the rows an index reads change between epochs") == 1, \
+        followed.stderr[-3000:]
+    totals = epoch_totals(tmp_path)
+    assert sum(t.get("schedule_matches", 0) for e, t in totals.items() if e >= 2) == 0, totals
