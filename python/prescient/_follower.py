@@ -34,7 +34,6 @@ import weakref
 from typing import List, Optional, Sequence
 
 from . import _context, _learn, _plugin
-from ._publish import Publisher, load_known, save_order
 
 
 # One known key in this many is recorded again (see Follower.learns).
@@ -125,7 +124,7 @@ class Follower:
 
     def __init__(self, context: _context.FollowContext):
         self.context = context
-        self.publisher = Publisher(context.directory, context.schedule_path, context.local_ranks)
+        self._publisher = None
         self._chosen = None          # weakref to the followed index sampler
         self._explicit = False
         self._epoch = 0
@@ -139,6 +138,18 @@ class Follower:
         self._fetches = 0            # known keys fetched by this process
 
     # ------------------------------------------------ the training process --
+    @property
+    def publisher(self):
+        # NumPy is imported only when a loader is followed: the start-up hook runs
+        # before the site's packages are all on sys.path (a virtual environment's
+        # .pth), and a program that never iterates a DataLoader pays nothing.
+        if self._publisher is None:
+            from ._publish import Publisher
+
+            self._publisher = Publisher(self.context.directory, self.context.schedule_path,
+                                        self.context.local_ranks)
+        return self._publisher
+
     def choose(self, index_sampler, explicit: bool) -> None:
         with self._lock:
             if self._explicit and not explicit:
@@ -183,6 +194,8 @@ class Follower:
             with self._lock:
                 epoch = self._epoch
                 self._epoch += 1
+            from ._publish import save_order
+
             save_order(self.context.directory, self.context.rank, epoch, converted, workers)
             self.publisher.publish()
             self._known = self.publisher.learned.known()
@@ -211,6 +224,8 @@ class Follower:
             self._learn_fd = None
             # Workers are forked before their epoch is published (the DataLoader
             # starts them first): what is known is read from the job's directory.
+            from ._publish import load_known
+
             self._known = self._known | load_known(self.context.directory)
         return self._recorder
 
