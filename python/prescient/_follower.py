@@ -27,6 +27,7 @@ starts later is not followed; its reads are served from the cache as usual).
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import threading
@@ -47,10 +48,12 @@ def _warn(message: str) -> None:
 def _as_indices(item) -> Optional[List[int]]:
     """A sampler item as the indices it stands for (an int, or a batch)."""
     try:
-        if isinstance(item, (int,)) or hasattr(item, "__index__"):
-            return [int(item)]
-        return [int(i) for i in item]
-    except (TypeError, ValueError):
+        return [operator.index(item)]  # int, NumPy and 0-d torch integers
+    except (TypeError, ValueError, RuntimeError):
+        pass
+    try:
+        return [operator.index(i) for i in item]
+    except (TypeError, ValueError, RuntimeError):
         return None
 
 
@@ -77,8 +80,9 @@ class _EpochOrder:
         if self._items is None:
             first = next(self._source)  # the DataLoader's own first pull
             self._items = [first]
-            self._take_rest()
-            self._epoch = self._follower.epoch_started(self._stream, self._items, self._workers)
+            if self._take_rest():
+                self._epoch = self._follower.epoch_started(self._stream, self._items,
+                                                           self._workers)
         if self._position < len(self._items):
             item = self._items[self._position]
             self._position += 1
@@ -92,16 +96,19 @@ class _EpochOrder:
             return item
         return next(self._source)
 
-    def _take_rest(self) -> None:
+    def _take_rest(self) -> bool:
+        """Takes the epoch's other items; False (nothing taken) for a sampler
+        without a length, whose epoch cannot be taken without going past it."""
         try:
             length = len(self._stream)
         except TypeError:
-            return  # no length: followed item by item is not possible
+            return False
         while len(self._items) < length:
             try:
                 self._items.append(next(self._source))
             except StopIteration:
                 break
+        return True
 
 
 class _Passthrough:

@@ -1,0 +1,76 @@
+"""python/prescient/_follower.py without a connector: the stand-in for an epoch's sampler
+iterator hands the DataLoader exactly the sampler's items, pulls the sampler exactly as far as
+the DataLoader would (its end included, never further), and reports the epoch once."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "python"))
+
+from prescient._follower import _as_indices, _EpochOrder  # noqa: E402
+
+
+class CountingSampler:
+    def __init__(self, items, length=None):
+        self.items, self.length, self.pulls = list(items), length, 0
+
+    def __len__(self):
+        if self.length is None:
+            raise TypeError("no length")
+        return self.length
+
+    def __iter__(self):
+        for item in self.items:
+            self.pulls += 1
+            yield item
+        self.pulls += 1  # the pull that ends the iteration (a sampler's last draws happen here)
+
+
+class FakeFollower:
+    def __init__(self):
+        self.epochs = []
+
+    def epoch_started(self, stream, items, workers):
+        self.epochs.append((list(items), workers))
+        return len(self.epochs) - 1
+
+    def epoch_progressed(self, epoch):
+        pass
+
+
+def drain(it):
+    out = []
+    while True:
+        try:
+            out.append(next(it))
+        except StopIteration:
+            return out
+
+
+@pytest.mark.parametrize("items", [[3, 1, 2], [[0, 1], [4, 5], [2]], []])
+def test_same_items_same_pulls_one_report(items):
+    native = CountingSampler(items, len(items))
+    assert drain(iter(native)) == items
+    sampler, follower = CountingSampler(items, len(items)), FakeFollower()
+    assert drain(_EpochOrder(iter(sampler), follower, sampler, workers=2)) == items
+    assert sampler.pulls == native.pulls
+    assert follower.epochs == ([(items, 2)] if items else [])
+
+
+def test_a_sampler_without_length_is_not_followed():
+    sampler, follower = CountingSampler([5, 6, 7]), FakeFollower()
+    it = _EpochOrder(iter(sampler), follower, sampler, workers=0)
+    assert next(it) == 5 and sampler.pulls == 1  # nothing taken ahead
+    assert drain(it) == [6, 7] and follower.epochs == []
+
+
+def test_sampler_items_as_indices():
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    assert _as_indices(3) == [3] and _as_indices(np.int64(4)) == [4]
+    assert _as_indices(torch.tensor(5)) == [5] and _as_indices(torch.tensor([1, 2])) == [1, 2]
+    assert _as_indices([7, 8]) == [7, 8] and _as_indices(np.array([1, 2])) == [1, 2]
+    assert _as_indices("ab") is None and _as_indices(2.5) is None
