@@ -3,6 +3,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <string>
@@ -143,6 +144,12 @@ std::string SegmentPath(const CacheOptions& options) {
   std::string dir = options.shm_dir.empty() ? std::string("/dev/shm") : options.shm_dir;
   if (dir.back() != '/') dir += '/';
   return dir + UserDirectoryName() + "/" + SegmentBaseName(options);
+}
+
+std::uint32_t DatasetTableSize(std::uint64_t capacity) {
+  constexpr std::uint64_t kBytesPerRecord = 2048;
+  return static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(capacity / kBytesPerRecord, 4096, std::uint64_t{1} << 18));
 }
 
 }  // namespace prescient::cache

@@ -51,8 +51,11 @@ struct CacheOptions {
   std::uint32_t block_bytes = 4096;
 
   // Distinct datasets the segment can describe (a dataset key is never
-  // forgotten while the segment lives). RegisterDataset fails beyond this.
-  std::uint32_t max_datasets = 4096;
+  // forgotten while the segment lives); RegisterDataset fails beyond 7/8 of
+  // it. One-sample-per-file datasets need one per file and field. Each costs
+  // 48 bytes of segment metadata, and a process only the pages of the records
+  // it uses. 0 = DatasetTableSize(capacity).
+  std::uint32_t max_datasets = 0;
 
   // Row descriptors in the segment. 0 = one per block plus 1/16 for rows being
   // loaded: never the limit. A smaller number saves metadata (~60 bytes/row).
@@ -86,6 +89,11 @@ Result<std::uint64_t> ParseByteSize(std::string_view text);
 // min(50% of the free space of shm_dir, 25% of physical RAM), rounded down to
 // a MiB; 0 when neither can be determined.
 std::uint64_t DefaultCapacityBytes(const std::string& shm_dir);
+
+// The dataset table a segment of `capacity` bytes gets by default: one record
+// per 2 KiB of capacity (about 2.3% of it as metadata), at least 4,096 and at
+// most 262,144 (12 MiB).
+std::uint32_t DatasetTableSize(std::uint64_t capacity);
 
 // The node identity used when CacheOptions::node_id is empty: the host name.
 std::string DefaultNodeId();

@@ -72,8 +72,9 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
     return Status::InvalidArgument("cache: cannot determine a default size from " +
                                    options.shm_dir + "; set the cache size explicitly");
   }
-  auto plan =
-      detail::PlanLayout(capacity, options.block_bytes, options.max_datasets, options.max_rows);
+  const std::uint32_t max_datasets =
+      options.max_datasets != 0 ? options.max_datasets : DatasetTableSize(capacity);
+  auto plan = detail::PlanLayout(capacity, options.block_bytes, max_datasets, options.max_rows);
   if (!plan.ok()) return plan.status();
   std::vector<std::string> notices;
   Result<detail::SegmentPlace> place = detail::OpenSegmentPlace(options, &notices);
@@ -205,7 +206,9 @@ NodeCache::NodeCache(const CacheOptions& options, detail::SegmentPlace place,
       segment_(std::move(segment)),
       backing_(segment_),
       tables_(segment_.base(), segment_.geometry, &backing_),
-      local_datasets_(new LocalDataset[segment_.geometry.max_datasets]) {
+      local_datasets_(static_cast<LocalDataset*>(
+          std::calloc(segment_.geometry.max_datasets, sizeof(LocalDataset)))) {
+  if (local_datasets_ == nullptr) throw std::bad_alloc();
   attachment_.store(Pack(self.pid, slot));
   self_start_time_.store(self.start_time);
 }
@@ -272,10 +275,10 @@ bool NodeCache::ShapeOf(DatasetSlot ds, DatasetShape* shape, bool or_retired) co
   if (tables_.PublishedDataset(ds) == nullptr && !(or_retired && tables_.RetiredDataset(ds))) {
     return false;
   }
-  const LocalDataset& local = local_datasets_[ds];
-  shape->row_bytes = local.row_bytes.load(std::memory_order_acquire);
+  LocalDataset& local = local_datasets_[ds];
+  shape->row_bytes = std::atomic_ref(local.row_bytes).load(std::memory_order_acquire);
   if (shape->row_bytes == 0) return false;
-  shape->num_rows = local.num_rows.load(std::memory_order_relaxed);
+  shape->num_rows = std::atomic_ref(local.num_rows).load(std::memory_order_relaxed);
   const std::uint64_t block = tables_.geometry().block_bytes;
   shape->blocks_per_row = static_cast<std::uint32_t>((shape->row_bytes + block - 1) / block);
   return true;
@@ -302,8 +305,8 @@ Result<DatasetSlot> NodeCache::RegisterDataset(const DatasetKey& key, std::uint6
   }
   if (slot.ok()) {
     LocalDataset& local = local_datasets_[slot.value()];
-    local.num_rows.store(num_rows, std::memory_order_relaxed);
-    local.row_bytes.store(row_bytes, std::memory_order_release);
+    std::atomic_ref(local.num_rows).store(num_rows, std::memory_order_relaxed);
+    std::atomic_ref(local.row_bytes).store(row_bytes, std::memory_order_release);
   }
   return slot;
 } catch (const std::bad_alloc&) {

@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -257,9 +258,16 @@ class NodeCache {
   // This process's own record of a registered dataset: sizes come from here,
   // never from the segment (whose bytes anyone running as the user could
   // change), so a corrupt record cannot make a copy overrun a buffer.
+  // What this process registered in dataset slot i: row_bytes (0 = not
+  // registered by this process) and num_rows, read lock-free through
+  // std::atomic_ref. Zeroed by calloc, so a large dataset table costs a
+  // process only the pages of the slots it uses.
   struct LocalDataset {
-    std::atomic<std::uint64_t> row_bytes{0};  // 0 = not registered by this process
-    std::atomic<std::uint64_t> num_rows{0};
+    std::uint64_t row_bytes;
+    std::uint64_t num_rows;
+  };
+  struct FreeDeleter {
+    void operator()(void* p) const noexcept { std::free(p); }
   };
   struct DatasetShape {
     std::uint64_t row_bytes = 0;
@@ -301,7 +309,7 @@ class NodeCache {
   // The segment's tables; also the capability "segment lock" that guards them
   // (taken with detail::SegmentLock).
   mutable detail::SegmentTables tables_;
-  std::unique_ptr<LocalDataset[]> local_datasets_;  // geometry.max_datasets of them
+  std::unique_ptr<LocalDataset[], FreeDeleter> local_datasets_;  // geometry.max_datasets of them
   // TryBecomeLeader's view of the current leader's progress.
   Mutex leader_watch_mu_;
   detail::StallWatch leader_watch_ GUARDED_BY(leader_watch_mu_);

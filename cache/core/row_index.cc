@@ -28,10 +28,15 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
                                    " bytes is zero or larger than the whole cache");
   }
   const std::uint32_t n = geo_.max_datasets;
+  // New keys stop at 7/8 of the table (retired records count: they keep
+  // their probe chains), so every probe sequence meets an empty record soon
+  // and a full table costs a short probe, not a scan of all n records.
+  const bool room = std::uint64_t{h.num_datasets} + 1 <= std::uint64_t{n} - n / 8;
   std::uint32_t i = static_cast<std::uint32_t>(Mix(key.hi ^ Mix(key.lo)) % n);
   for (std::uint32_t probe = 0; probe < n; ++probe, i = (i + 1) % n) {
     DatasetRecord& d = dataset(i);
     if (d.state == 0) {
+      if (!room) break;
       d.key = key;
       d.row_bytes = row_bytes;
       d.num_rows = num_rows;
@@ -51,8 +56,8 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
       return DatasetSlot{i};
     }
   }
-  return Status::ResourceExhausted("cache: dataset table full (" + std::to_string(n) +
-                                   " datasets); raise CacheOptions::max_datasets");
+  return Status::ResourceExhausted("cache: dataset table full (" + std::to_string(h.num_datasets) +
+                                   " datasets)");
 }
 
 std::uint64_t SegmentTables::Bucket(std::uint32_t ds, std::uint64_t row) const {

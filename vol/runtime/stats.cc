@@ -27,6 +27,7 @@ constexpr const char* kTopLevelNames[] = {
     "rows_waited",
     "rows_prefetched",
     "rows_read_around",
+    "files_warmed",
     "storage_reads",
     "storage_bytes",
     "stall_ns",

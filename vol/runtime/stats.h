@@ -42,6 +42,7 @@ enum class Counter : std::size_t {
   kRowsWaited,              // distinct rows another process or thread was loading
   kRowsPrefetched,          // rows the prefetch threads read ahead of need
   kRowsReadAround,          // rows read beside a miss on the reader's thread (rest of a chunk)
+  kFilesWarmed,             // small files the prefetch thread read into the page cache
   kStorageReads,            // read requests to storage (coalesced)
   kStorageBytes,            // bytes read from storage, gaps included
   kStallNs,                 // time read callbacks waited for rows: the two below

@@ -1,5 +1,6 @@
 #include "vol/schedule/prefetcher.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,23 @@ constexpr std::uint64_t kMinWindowSteps = 2;  // double buffering at least
 constexpr std::uint64_t kMaxWindowSteps = 4096;
 constexpr std::chrono::milliseconds kIdlePollMin{1};
 constexpr std::chrono::milliseconds kIdlePollMax{16};
+// A file of at most this many samples and bytes is warmed, not prepared
+// (see the header). Its size is the map's (0 when the map does not say).
+constexpr std::uint64_t kWarmOnlyMaxRows = 16;
+constexpr std::uint64_t kWarmOnlyMaxBytes = 8u << 20;
+
+bool WarmOnly(const scheduler::MapFile& file) {
+  return file.rows <= kWarmOnlyMaxRows && file.size <= kWarmOnlyMaxBytes;
+}
+
+// Asks the kernel to read `path` into the page cache (asynchronously).
+bool WarmFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::posix_fadvise(fd, 0, kWarmOnlyMaxBytes, POSIX_FADV_WILLNEED) == 0;
+  ::close(fd);
+  return ok;
+}
 
 }  // namespace
 
@@ -99,6 +117,7 @@ bool Prefetcher::Round(io::Executor& executor) {
   std::vector<WantedRow> wanted;
   // The round's datasets, alive while it runs (and looked up once each).
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<CachedDataset>> datasets;
+  std::set<std::uint32_t> warmed;
   std::uint32_t first_epoch = UINT32_MAX;
   for (std::size_t k = 0; k < n && k < ranks.size(); ++k) {
     // Ahead of the rank's front (its readers have begun everything before it;
@@ -120,14 +139,16 @@ bool Prefetcher::Round(io::Executor& executor) {
         const scheduler::SampleLocation at = binding.map().Locate(s);
         for (std::uint32_t f = 0; f < fields; ++f) {
           auto [it, fresh] = datasets.try_emplace({at.file, f});
-          if (fresh) it->second = follower_.DatasetFor({at.file, f}, /*resolve=*/true);
+          if (fresh) it->second = DatasetToPrefetch({at.file, f}, warmed);
           if (it->second) wanted.push_back({.dataset = it->second.get(), .row = at.row, .step = g});
         }
       }
     }
     done_until_[k] = end;
   }
-  if (wanted.empty()) return false;
+  if (!warmed.empty())
+    Runtime::Get().stats().AddInEpoch(first_epoch, Counter::kFilesWarmed, warmed.size());
+  if (wanted.empty()) return !warmed.empty();
   PrefetchRound round(cache_, follower_.oracle(), executor,
                       [this](const CachedDataset& d) { return follower_.FieldOf(d); });
   const RoundTally tally = round.Run(std::move(wanted));
@@ -141,6 +162,17 @@ bool Prefetcher::Round(io::Executor& executor) {
                             tally.failed_tasks);
   }
   return true;
+}
+
+std::shared_ptr<CachedDataset> Prefetcher::DatasetToPrefetch(FieldRef ref,
+                                                             std::set<std::uint32_t>& warmed) {
+  if (std::shared_ptr<CachedDataset> known = follower_.DatasetFor(ref, /*resolve=*/false)) {
+    return known;
+  }
+  const scheduler::MapFile& file = follower_.binding().map().files()[ref.file];
+  if (!WarmOnly(file)) return follower_.DatasetFor(ref, /*resolve=*/true);
+  if (!warmed.contains(ref.file) && WarmFile(file.path)) warmed.insert(ref.file);
+  return nullptr;
 }
 
 void Prefetcher::Run() noexcept {

@@ -11,6 +11,13 @@
 // call except to prepare a file the application has not opened yet, see
 // DatasetResolver).
 //
+// A file that holds only a few samples (one-sample-per-file layouts) is not
+// prepared through HDF5 ahead of the application: the application opens it
+// anyway to read its sample, so a second open on the leader would cost as much
+// as the read it saves, under HDF5's lock. The leader reads such a file into
+// the page cache instead (posix_fadvise WILLNEED, no HDF5), so the
+// application's own open and read find it there ("files_warmed").
+//
 // The window is sized from the cache's capacity (the rows of a window must
 // fit in half of it, so a round never displaces what the next one needs) and
 // from the node's consumption rate (about kWindowSeconds of reading ahead,
@@ -24,6 +31,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -31,6 +39,7 @@
 #include "cache/io/executor.h"
 #include "vol/schedule/prefetch_round.h"
 #include "vol/schedule/rank_progress.h"
+#include "vol/schedule/schedule_binding.h"
 
 namespace prescient::vol {
 
@@ -63,6 +72,9 @@ class Prefetcher {
   // One round for every local rank behind its window; false if none was.
   bool Round(cache::io::Executor& executor);
   std::uint64_t WindowSteps(std::span<const std::uint64_t> progress);
+  // The dataset of `ref` to prefetch rows of, or null: unknown and not worth
+  // preparing (then its small file is warmed, once per round: `warmed`).
+  std::shared_ptr<CachedDataset> DatasetToPrefetch(FieldRef ref, std::set<std::uint32_t>& warmed);
 
   cache::NodeCache& cache_;
   ScheduleFollower& follower_;

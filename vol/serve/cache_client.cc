@@ -26,10 +26,6 @@ constexpr std::uint64_t kMaxShareOfCache = 4;
 // datasets the job reads), and at most (BoundFields' table).
 constexpr std::uint64_t kDatasetHeadroom = 4096;
 constexpr std::uint64_t kMaxDatasets = 1ull << 22;
-// Follow mode: the files the job reads are not known when the segment is made
-// (the schedule comes later), so it gets room for this many dataset records
-// (two fields of 32,768 one-sample files).
-constexpr std::uint64_t kFollowDatasets = 1ull << 16;
 
 void RowsInTransferOrder(const RowSelection& selection, std::vector<std::uint64_t>& rows) {
   rows.clear();
@@ -157,12 +153,13 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   if (binding) {
     const std::uint64_t mapped =
         binding->map().files().size() * binding->map().fields().size() + kDatasetHeadroom;
-    cache_options.max_datasets = static_cast<std::uint32_t>(
-        std::clamp<std::uint64_t>(mapped, cache_options.max_datasets, kMaxDatasets));
-  }
-  if (options.follow) {
+    const std::uint64_t capacity = cache_options.capacity_bytes != 0
+                                       ? cache_options.capacity_bytes
+                                       : cache::DefaultCapacityBytes(cache_options.shm_dir);
+    const std::uint64_t table = cache_options.max_datasets != 0 ? cache_options.max_datasets
+                                                                : cache::DatasetTableSize(capacity);
     cache_options.max_datasets =
-        std::max(cache_options.max_datasets, static_cast<std::uint32_t>(kFollowDatasets));
+        static_cast<std::uint32_t>(std::clamp<std::uint64_t>(mapped, table, kMaxDatasets));
   }
   cache::Result<std::unique_ptr<cache::NodeCache>> opened = cache::NodeCache::Open(cache_options);
   if (!opened.ok()) {
@@ -202,6 +199,19 @@ bool CacheClient::RegisterLocked(const std::shared_ptr<CachedDataset>& cached) {
   const cache::Status status = cached->Register(*cache_, runtime.options().cache.block_bytes,
                                                 runtime.options().coalesce_gap);
   if (!status.ok()) {
+    const Identity key{cached->key().hi, cached->key().lo};
+    if (status.code() == cache::Status::Code::kResourceExhausted) {
+      // A full dataset table stays full: one warning for the process, and
+      // each dataset is tried once (datasets_ remembers it as uncacheable).
+      datasets_[key] = nullptr;
+      if (!warned_table_full_) {
+        warned_table_full_ = true;
+        runtime.Log(LogLevel::kWarn, "not caching " + cached->description() +
+                                         " and further new datasets: " + status.message());
+      }
+      return false;
+    }
+    if (status.code() == cache::Status::Code::kInvalidArgument) datasets_[key] = nullptr;
     runtime.Log(LogLevel::kWarn, "not caching " + cached->description() + ": " + status.message());
     return false;
   }

@@ -99,6 +99,7 @@ class CacheClient {
   // The segment's data capacity, read once at open (constant for its life).
   std::uint64_t capacity_bytes_ GUARDED_BY(mutex_) = 0;
   std::map<Identity, std::shared_ptr<CachedDataset>> datasets_ GUARDED_BY(mutex_);
+  bool warned_table_full_ GUARDED_BY(mutex_) = false;
   // PRESCIENT_SCHEDULE, opened with the segment; readers load the pointer
   // without the lock. Without PRESCIENT_FOLLOW it is set once and never
   // replaced. In follow mode a newer schedule replaces it (under the lock, in

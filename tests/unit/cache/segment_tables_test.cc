@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "cache/core/cache_options.h"
 #include "cache/core/eviction_keys.h"
 #include "cache/core/process_identity.h"
 
@@ -96,6 +97,35 @@ TEST_F(TablesTest, DatasetRowSizeMismatchIsRejected) {
   EXPECT_NE(a.value(), d.value());
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("1000-byte rows"), std::string::npos);
+}
+
+TEST_F(TablesTest, DatasetTableStopsAtSevenEighthsAndStillFindsEveryKey) {
+  Build(1 << 20, 4096);  // a table of 64 records
+  SegmentTables& t = *tables_;
+  t.AssumeExclusive();  // white-box: no other user
+  std::vector<DatasetSlot> slots;
+  for (std::uint64_t k = 0; k < 56; ++k) {
+    auto ds = t.FindOrAddDataset({k, k * 7 + 1}, 100, 10);
+    ASSERT_TRUE(ds.ok()) << k << ": " << ds.status().message();
+    slots.push_back(ds.value());
+  }
+  auto refused = t.FindOrAddDataset({999, 1}, 100, 10);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Status::Code::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("dataset table full"), std::string::npos);
+  // Every key registered before the table filled is still found.
+  for (std::uint64_t k = 0; k < 56; ++k) {
+    auto again = t.FindOrAddDataset({k, k * 7 + 1}, 100, 10);
+    ASSERT_TRUE(again.ok()) << k;
+    EXPECT_EQ(again.value(), slots[k]);
+  }
+}
+
+TEST(DatasetTableSize, OneRecordPer2KiBBetween4096And262144) {
+  EXPECT_EQ(DatasetTableSize(8ull << 20), 4096u);
+  EXPECT_EQ(DatasetTableSize(64ull << 20), 32768u);
+  EXPECT_EQ(DatasetTableSize(512ull << 20), 262144u);
+  EXPECT_EQ(DatasetTableSize(64ull << 30), 262144u);
 }
 
 TEST_F(TablesTest, HeapEvictsLargestKeyAndRespectsAdmission) {
