@@ -99,6 +99,7 @@ class LearnedMap:
         self._map: Optional[LearnedSampleMap] = None
         self._pattern: Optional[Tuple[int, int]] = None
         self._samples: Dict[int, Tuple[int, ...]] = {}
+        self._sibling_cache: Dict[Tuple[str, str], Tuple[str, ...]] = {}
 
     # ----------------------------------------------------------- learning --
     def known(self) -> frozenset:
@@ -199,7 +200,51 @@ class LearnedMap:
             self._map = self._build_map()
             self._samples = {}
             self._pattern = self._find_pattern() if self._map is not None else None
+            if self._map is not None and self._pattern is None:
+                self._try_sibling_files()
         return self._map
+
+    def _try_sibling_files(self) -> None:
+        """One sample per file (or any fixed number): the files read so far are
+        a scattering of the dataset's, so their numbering fits no pattern.
+        Their siblings (same directory, same suffix) complete the sorted file
+        list, each assumed to hold as many rows as every file read so far; the
+        wider map is kept only when every learned index fits a pattern in it
+        (a wrong guess about a file then costs prefetches, never bytes: the
+        connector checks each file's size and rows before binding it)."""
+        m = self._map
+        rows = {f.rows for f in m.files}
+        if len(rows) != 1 or len(self._reads) < _MIN_PATTERN_EVIDENCE:
+            return
+        per_file = rows.pop()
+        seen = {f.path for f in m.files}
+        paths = set(seen)
+        for path in seen:
+            paths.update(self._siblings(path))
+        if len(paths) == len(seen):
+            return
+        files = tuple(MapFile(p, per_file) for p in sorted(paths))
+        first = {f.path: i * per_file for i, f in enumerate(files)}
+        wider = LearnedSampleMap(files, m.fields, first, len(files) * per_file)
+        self._map = wider
+        self._pattern = self._find_pattern()
+        if self._pattern is None:
+            self._map = m
+
+    def _siblings(self, path: str) -> Tuple[str, ...]:
+        directory, name = os.path.split(path)
+        suffix = os.path.splitext(name)[1]
+        key = (directory, suffix)
+        found = self._sibling_cache.get(key)
+        if found is None:
+            try:
+                with os.scandir(directory) as entries:
+                    found = tuple(os.path.join(directory, e.name) for e in entries
+                                  if e.name.endswith(suffix) and e.is_file())
+            except OSError:
+                found = ()
+            self._sibling_cache[key] = found
+        return found
 
     def _build_map(self) -> Optional[LearnedSampleMap]:
         counts = collections.Counter()

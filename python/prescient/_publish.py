@@ -188,9 +188,12 @@ class Publisher:
                     parts[(e, r)] = (samples, padded)
             files = []
             for f in sample_map.files:
-                st = os.stat(f.path)
-                files.append(WriterFile(path=f.path, rows=f.rows, size=st.st_size,
-                                        mtime_ns=st.st_mtime_ns))
+                try:
+                    st = os.stat(f.path)
+                    size, mtime_ns = st.st_size, st.st_mtime_ns
+                except OSError:  # gone since it was listed: the connector leaves it unbound
+                    size, mtime_ns = 0, 0
+                files.append(WriterFile(path=f.path, rows=f.rows, size=size, mtime_ns=mtime_ns))
             write_schedule(
                 self._schedule_path, parts=parts, ranks=ranks, ranks_per_node=ranks,
                 num_samples=sample_map.num_samples, files=files,

@@ -63,3 +63,35 @@ def test_an_overflowed_bracket_teaches_nothing():
     learned = LearnedMap()
     learned.add([1], parse_reads("overflow\n"))
     assert len(learned) == 0 and learned.unlearnable == 1
+
+
+def _one_sample_files(directory, count, extra=()):
+    directory.mkdir()
+    for i in range(count):
+        (directory / f"s{i:04d}.h5").write_bytes(b"x")
+    for name in extra:
+        (directory / name).write_bytes(b"x")
+    return str(directory.resolve())
+
+
+def test_one_sample_per_file_is_predicted_from_the_sibling_files(tmp_path):
+    d = _one_sample_files(tmp_path / "data", 500, extra=["notes.txt"])
+    learned = LearnedMap()
+    for i in range(7, 500, 11):  # 46 files read so far, scattered
+        record(learned, [i], [f"{d}/s{i:04d}.h5\t/x\t1\t0+1\n", f"{d}/s{i:04d}.h5\t/y\t1\t0+1\n"])
+    assert learned.predicts()
+    m = learned.sample_map()
+    assert m.num_samples == 500 and len(m.files) == 500 and m.fields == ("x", "y")
+    assert m.files[3].path == f"{d}/s0003.h5"
+    assert learned.samples_of(3) == (3,)  # never read: predicted
+
+
+def test_siblings_that_break_the_numbering_are_not_believed(tmp_path):
+    # Another .h5 file sorts among the samples: after it, index i is the (i+1)-th file.
+    d = _one_sample_files(tmp_path / "data", 300, extra=["s0100-extra.h5"])
+    learned = LearnedMap()
+    for i in range(5, 300, 7):
+        record(learned, [i], [f"{d}/s{i:04d}.h5\t/x\t1\t0+1\n"])
+    assert not learned.predicts()
+    assert learned.samples_of(6) == ()
+    assert learned.sample_map().num_samples == len(range(5, 300, 7))
