@@ -42,6 +42,11 @@ namespace {
 constexpr std::uint64_t kCopyUnderLockBytes = 16 * 1024;
 // ...as long as one lock hold copies at most this much (bounds lock hold time).
 constexpr std::uint64_t kLockHoldCopyBudget = 256 * 1024;
+// A loaded row is copied in under the lock only up to a page: blocks fresh
+// from the backing take a page fault (allocation and zeroing) at their first
+// write, which must not stall every other process of the node waiting for
+// the lock. Larger rows are copied outside it, still Loading to others.
+constexpr std::uint64_t kCopyInUnderLockBytes = 4 * 1024;
 // Stale-prediction sweep per lock round: a full pass over the entries every
 // ~num_entries / 2 rows read on the node (eviction_heap.cc).
 constexpr std::uint32_t kSweepBase = 4;
@@ -429,7 +434,7 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
       continue;
     }
     tables_.entry(e).first_block = tables_.AllocChain(blocks);
-    if (row_bytes <= kCopyUnderLockBytes && copied_locked < kLockHoldCopyBudget) {
+    if (row_bytes <= kCopyInUnderLockBytes && copied_locked < kLockHoldCopyBudget) {
       copied_locked += row_bytes;
       if (tables_.CopyIn(e, dest[i], row_bytes)) {
         tables_.MarkReady(e, key);

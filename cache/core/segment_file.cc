@@ -188,14 +188,10 @@ UniqueFd OpenNamed(const SegmentPlace& place, const char* suffix, Status* error,
 
 Status FileBacking::Back(std::uint64_t offset, std::uint64_t length) const noexcept {
   const int rc = posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(length));
-  if (rc == 0) {
-#ifdef MADV_POPULATE_WRITE
-    // Map the new pages now, in one call: the rows about to be copied in
-    // would otherwise take a page fault each 4 KiB (best effort).
-    (void)madvise(base_ + offset, length, MADV_POPULATE_WRITE);
-#endif
-    return Status::Ok();
-  }
+  // Not populated here: this runs under the segment lock, and mapping (and
+  // zeroing) the pages would only help this process, whose first write to
+  // each then costs a page fault outside the lock like everyone else's.
+  if (rc == 0) return Status::Ok();
   if (rc != EOPNOTSUPP && rc != EINVAL && rc != EBADF) {
     return Status::FromErrno(
         rc, "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment");

@@ -154,7 +154,25 @@ class LearnedMap:
             if known == reads:
                 return
         self._reads[index] = reads
-        self._map = None
+        if not self._still_fits(index, reads):
+            self._map = None
+
+    def _still_fits(self, index: int, reads) -> bool:
+        """Whether the map and pattern built so far stand with this record
+        added, checked for it alone: its files and fields are the map's and
+        its samples fit the pattern. Otherwise both are rebuilt from every
+        record at the next use (what a map without a pattern always does)."""
+        m = self._map
+        if m is None or self._pattern is None:
+            return False
+        if any(path not in m.first_sample or dataset not in m.fields
+               for path, dataset, _ in reads):
+            return False
+        self._samples.pop(index, None)
+        samples = self._learned_samples(index)
+        per, offset = self._pattern
+        return (len(samples) == per and samples[0] == index * per + offset
+                and samples[-1] - samples[0] == per - 1 and len(set(samples)) == per)
 
     def unstable(self) -> bool:
         """True when indices read again read other rows (more than 1 in 10 of at
@@ -330,6 +348,12 @@ class LearnedMap:
                 result = tuple(range(first, first + per))
         self._samples[index] = result
         return result
+
+    def pattern(self) -> Optional[Tuple[int, int, int]]:
+        """(per, offset, samples in the map) of the evident pattern, or None."""
+        if self.sample_map() is None or self._pattern is None:
+            return None
+        return self._pattern[0], self._pattern[1], self._map.num_samples
 
     def predicts(self) -> bool:
         """True when indices not read yet are predicted (an evident pattern)."""

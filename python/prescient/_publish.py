@@ -101,6 +101,18 @@ _MIN_LEARNED = 0.99
 def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
     """(samples, step boundaries) of an order, or None when too few of its
     indices are learned yet."""
+    pattern = learned.pattern()
+    if pattern is not None:
+        # Every learned index fits the pattern (LearnedMap checks each), so
+        # it gives every index's samples at once.
+        per, offset, num_samples = pattern
+        idx = np.asarray(indices, dtype=np.int64)
+        first = idx * per + offset
+        if len(idx) == 0 or (first.min() >= 0 and first.max() + per <= num_samples):
+            samples = (first[:, None] + np.arange(per, dtype=np.int64)).reshape(-1)
+            bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
+            np.cumsum(np.asarray(lengths, dtype=np.uint64) * np.uint64(per), out=bounds[1:])
+            return samples.astype(np.uint32), bounds
     samples: List[int] = []
     bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
     pos = unknown = 0

@@ -95,3 +95,30 @@ def test_siblings_that_break_the_numbering_are_not_believed(tmp_path):
     assert not learned.predicts()
     assert learned.samples_of(6) == ()
     assert learned.sample_map().num_samples == len(range(5, 300, 7))
+
+
+def test_a_record_that_breaks_the_pattern_later_stops_the_prediction():
+    learned = LearnedMap()
+    for i in range(0, 400, 9):
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{i}+1\n"])
+    assert learned.predicts() and learned.samples_of(500) == (500,)
+    record(learned, [401], [f"/d/a.h5\t/x\t1000\t7+1\n"])  # index 401 reads row 7
+    assert not learned.predicts()
+    assert learned.samples_of(401) == (7,)
+    assert learned.samples_of(500) == ()
+
+
+def test_an_order_translates_the_same_with_and_without_the_pattern():
+    import numpy as np
+    from prescient._publish import _translate
+    learned = LearnedMap()
+    for b in range(0, 40):
+        learned.add([b], parse_reads(f"/d/a.h5\t/x\t1000\t{b * 25}+25\n"))
+    assert learned.pattern() == (25, 0, 1000)
+    indices = np.random.default_rng(3).permutation(40)
+    lengths = np.array([3] * 13 + [1])
+    fast = _translate(learned, lengths, indices)
+    learned.pattern = lambda: None  # the record-by-record path
+    slow = _translate(learned, lengths, indices)
+    assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+    assert fast[0].dtype == slow[0].dtype and fast[1].dtype == slow[1].dtype
