@@ -316,6 +316,9 @@ class NodeCache {
   // This process's attachment, packed as pid << 16 | slot so a forked child
   // sees a foreign pid (and attaches itself) in one atomic read.
   std::atomic<std::uint64_t> attachment_{0};
+  // Misses this process met while the cache was full and had no next-use
+  // order to choose by (read_rows.cc: one in kAdmitWhenFullEvery is kept).
+  std::atomic<std::uint64_t> full_cache_misses_{0};
   // Start time of the process named in attachment_ (for leadership checks).
   std::atomic<std::uint64_t> self_start_time_{0};
 };

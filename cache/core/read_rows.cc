@@ -49,6 +49,13 @@ constexpr std::uint64_t kLockHoldCopyBudget = 256 * 1024;
 constexpr std::uint64_t kCopyInUnderLockBytes = 4 * 1024;
 // Stale-prediction sweep per lock round: a full pass over the entries every
 // ~num_entries / 2 rows read on the node (eviction_heap.cc).
+// Without a next-use order (LRU), a miss that would have to evict is kept
+// only one time in this many. A training epoch reads every sample once in a
+// new order, so a row just read is not needed sooner than the one it would
+// push out: evicting for it buys no hits and costs the copy into the segment,
+// and with a cyclic order (no shuffle) LRU would evict every row just before
+// its next use. Admitting some keeps the cache following a changed working set.
+constexpr std::uint64_t kAdmitWhenFullEvery = 8;
 constexpr std::uint32_t kSweepBase = 4;
 constexpr std::uint32_t kSweepPerRow = 2;
 
@@ -210,6 +217,14 @@ class NodeCache::ReadCall {
     std::iota(sc_.pending.begin(), sc_.pending.end(), 0u);
   }
 
+  // Whether a row of this dataset can only be stored by evicting another.
+  bool MustEvict(const SegmentHeader& h) const REQUIRES(t_) {
+    const detail::LayoutPlan& geo = t_.geometry();
+    const std::uint64_t blocks = (row_bytes_ + geo.block_bytes - 1) / geo.block_bytes;
+    const std::uint64_t unbacked = geo.num_blocks - std::min(h.backed_blocks, geo.num_blocks);
+    return h.free_blocks + unbacked < blocks;
+  }
+
   // One lock round over the pending rows.
   Status LookUp(Awaited* awaited) EXCLUDES(t_) {
     sc_.waiting.clear();
@@ -227,6 +242,13 @@ class NodeCache::ReadCall {
       Wanted& w = sc_.wanted[u];
       const std::uint32_t e = t_.Find(ds_, w.row);
       if (e == kNone) {
+        if (oracle_ == nullptr && MustEvict(h) &&
+            c_.full_cache_misses_.fetch_add(1, std::memory_order_relaxed) % kAdmitWhenFullEvery !=
+                0) {
+          sc_.uncached.push_back(u);  // loaded for this read only
+          ++declined_;
+          continue;
+        }
         const std::uint32_t c = t_.Claim(ds_, w.row, slot_);
         if (c == kNone) {
           sc_.uncached.push_back(u);  // no free descriptor
@@ -319,6 +341,8 @@ class NodeCache::ReadCall {
     }
     PRESCIENT_RETURN_IF_ERROR(CallLoader(loader_, sc_.claimed_rows, sc_.claimed_dest, stats_));
     stats_->uncached += sc_.uncached.size();
+    stats_->not_admitted += declined_;
+    declined_ = 0;
     for (std::uint32_t u : sc_.uncached) FanOut(sc_.wanted[u]);
     return Status::Ok();
   }
@@ -390,6 +414,7 @@ class NodeCache::ReadCall {
   ReadRowsStats* const stats_;
   Scratch& sc_;
   std::uint64_t now_ = 0;
+  std::uint64_t declined_ = 0;  // uncached rows the full cache did not admit
   std::chrono::steady_clock::time_point wait_deadline_;
   detail::StallWatch watch_;  // the progress of the loader we wait for
 };

@@ -53,6 +53,37 @@ TEST(ReadRows, MissThenHitWithDuplicatesAndAnyOrder) {
   EXPECT_EQ(s.bytes_resident, 5 * kBytes);
 }
 
+TEST(ReadRows, WithoutANextUseOrderAFullCacheKeepsOneMissInEight) {
+  // An 8 MiB cache and 16 MiB of rows read in the same order twice (a loader
+  // without shuffling). LRU admitting every miss would evict each row just
+  // before its next use and hit nothing in the second pass.
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  constexpr std::uint64_t kBytes = 64 << 10, kRows = 256;
+  const DatasetSlot ds = cache->RegisterDataset({4, 4}, kBytes, kRows).value();
+  PatternLoader loader{4, kBytes, nullptr};
+  std::vector<std::byte> out(kBytes);
+  ReadRowsStats first, second;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::uint64_t r = 0; r < kRows; ++r) {
+      const std::vector<std::uint64_t> one = {r};
+      ASSERT_TRUE(
+          cache->ReadRows(ds, one, out.data(), loader, nullptr, pass == 0 ? &first : &second).ok());
+      ASSERT_EQ(FirstBadByte(4, one, out.data(), kBytes), -1) << r;
+    }
+  }
+  const std::uint64_t resident = cache->Stats().rows_resident;
+  EXPECT_GT(resident, 64u);
+  EXPECT_LT(resident, kRows / 2);
+  // First pass: the rows that fit, then one in eight of the rest.
+  EXPECT_EQ(first.loaded + first.uncached, kRows);
+  EXPECT_GT(first.not_admitted, (kRows - resident) / 2);
+  EXPECT_EQ(first.not_admitted, first.uncached);
+  // Second pass: most of what was kept is still there when read again.
+  EXPECT_GT(second.hits, resident / 2);
+}
+
 TEST(ReadRows, SeveralRowSizesShareTheSegment) {
   ScopedSegmentName name;
   auto cache = OpenOrDie(name.options());
