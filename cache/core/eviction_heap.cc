@@ -163,7 +163,7 @@ bool SegmentTables::MakeRoom(std::uint32_t blocks, std::uint64_t incoming_key) {
 void SegmentTables::SweepStale(std::uint64_t now, std::uint32_t count) {
   SegmentHeader& h = header();
   for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint32_t e = static_cast<std::uint32_t>(h.sweep_hand % geo_.num_entries);
+    const std::uint32_t e = static_cast<std::uint32_t>(h.sweep_hand % UsedEntriesBound());
     h.sweep_hand = e + 1;
     const Entry& x = entry(e);
     if (x.state == kEntryReady && IsScheduledKey(x.key) && x.key < now) SetKey(e, kStaleKey);

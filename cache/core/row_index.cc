@@ -60,6 +60,17 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
                                    " datasets)");
 }
 
+namespace {
+
+// A bucket holds entry + 1: zeroed memory is an empty index, and an empty
+// bucket reads as kNone.
+constexpr std::uint32_t kEmptyBucket = 0;
+constexpr std::uint32_t EntryIn(std::uint32_t bucket) { return bucket - 1; }
+constexpr std::uint32_t BucketOf(std::uint32_t e) { return e + 1; }
+static_assert(EntryIn(kEmptyBucket) == kNone);
+
+}  // namespace
+
 std::uint64_t SegmentTables::Bucket(std::uint32_t ds, std::uint64_t row) const {
   return Mix(row * 0x9e3779b97f4a7c15ull + ds) & (geo_.hash_buckets - 1);
 }
@@ -72,7 +83,7 @@ std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {
   const std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(ds, row);
   for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
-    const std::uint32_t e = b[i];
+    const std::uint32_t e = EntryIn(b[i]);
     if (e == kNone) return kNone;
     if (e >= geo_.num_entries) break;
     const Entry& x = entry(e);
@@ -90,7 +101,7 @@ std::uint32_t SegmentTables::FindClaim(std::uint32_t ds, std::uint64_t row,
   const std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(ds, row);
   for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
-    const std::uint32_t e = b[i];
+    const std::uint32_t e = EntryIn(b[i]);
     if (e == kNone) return kNone;
     if (e >= geo_.num_entries) break;
     const Entry& x = entry(e);
@@ -109,8 +120,8 @@ void SegmentTables::IndexInsert(std::uint32_t e) {
   std::uint64_t i = Bucket(entry(e).dataset, entry(e).row);
   // Load factor <= 1/2: a free bucket is near, unless the index is corrupt.
   for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
-    if (b[i] == kNone) {
-      b[i] = e;
+    if (b[i] == kEmptyBucket) {
+      b[i] = BucketOf(e);
       return;
     }
   }
@@ -136,8 +147,8 @@ void SegmentTables::IndexErase(std::uint32_t e) {
   std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(entry(e).dataset, entry(e).row);
   std::uint64_t probes = 0;
-  for (; b[i] != e; i = (i + 1) & mask) {
-    if (b[i] == kNone) return;  // not indexed
+  for (; b[i] != BucketOf(e); i = (i + 1) & mask) {
+    if (b[i] == kEmptyBucket) return;  // not indexed
     if (++probes >= geo_.hash_buckets) {
       MarkCorrupt();
       return;
@@ -147,19 +158,20 @@ void SegmentTables::IndexErase(std::uint32_t e) {
   // when their home bucket does not lie strictly inside (hole, j].
   std::uint64_t hole = i;
   probes = 0;
-  for (std::uint64_t j = (hole + 1) & mask; b[j] != kNone; j = (j + 1) & mask) {
-    if (b[j] >= geo_.num_entries || ++probes >= geo_.hash_buckets) {
+  for (std::uint64_t j = (hole + 1) & mask; b[j] != kEmptyBucket; j = (j + 1) & mask) {
+    const std::uint32_t ej = EntryIn(b[j]);
+    if (ej >= geo_.num_entries || ++probes >= geo_.hash_buckets) {
       MarkCorrupt();
       break;
     }
-    const std::uint64_t home = Bucket(entry(b[j]).dataset, entry(b[j]).row);
+    const std::uint64_t home = Bucket(entry(ej).dataset, entry(ej).row);
     const bool home_in_range = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
     if (!home_in_range) {
       b[hole] = b[j];
       hole = j;
     }
   }
-  b[hole] = kNone;
+  b[hole] = kEmptyBucket;
 }
 
 }  // namespace prescient::cache::detail

@@ -165,14 +165,11 @@ void InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit)
   h->free_block_head = kNone;
   h->free_blocks = 0;
   h->backed_blocks = 0;
-  auto* entries = reinterpret_cast<Entry*>(bytes + plan.off_entries);
-  for (std::uint64_t e = 0; e < plan.num_entries; ++e) {
-    entries[e].state = kEntryFree;
-    entries[e].heap_pos = kNone;
-    entries[e].first_block = e + 1 < plan.num_entries ? static_cast<std::uint32_t>(e + 1) : kNone;
-  }
-  h->free_entry_head = 0;
-  std::memset(bytes + plan.off_buckets, 0xff, plan.hash_buckets * sizeof(std::uint32_t));
+  // Entries and index buckets are valid as zeroed memory (free entries past
+  // fresh_entries, empty buckets): nothing to write, and their pages are
+  // touched only as the cache fills.
+  h->free_entry_head = kNone;
+  h->fresh_entries = 0;
   auto* attach = reinterpret_cast<AttachRecord*>(bytes + plan.off_attach);
   for (std::uint32_t a = 0; a < kMaxAttach; ++a) {
     for (std::uint32_t& pin : attach[a].pin) pin = kNone;

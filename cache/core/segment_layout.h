@@ -21,7 +21,7 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 12;             // 11 had AttachRecord::claims
+inline constexpr std::uint32_t kLayoutVersion = 13;  // 12 initialised every entry and bucket
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -150,6 +150,11 @@ struct alignas(64) SegmentHeader {
   std::uint64_t sweep_hand;
   std::uint32_t keep_after_exit;
   std::uint32_t num_datasets;
+  // Entries [fresh_entries, num_entries) were never handed out: still the
+  // zeroed memory of a new segment, free without being on the free list
+  // (SegmentTables::Claim takes them in order once the list is empty). A new
+  // segment so costs no pass over its entries, and scans stop here.
+  std::uint64_t fresh_entries;
 
   // Lock-free (atomic_ref).
   alignas(64) std::int32_t leader_pid;

@@ -166,7 +166,7 @@ void SegmentTables::Repair(bool verify_backing) {
 
   // 5. One live entry per row: a corrupt index can have let a row be claimed
   // twice; the later entry is revoked.
-  std::memset(buckets(), 0xff, geo_.hash_buckets * sizeof(std::uint32_t));
+  std::memset(buckets(), 0, geo_.hash_buckets * sizeof(std::uint32_t));  // empty
   for (std::uint64_t i = 0; i < n; ++i) {
     const std::uint32_t e = static_cast<std::uint32_t>(i);
     if (entry(e).state != kEntryFree) IndexInsertOrRevoke(e);
@@ -192,8 +192,9 @@ void SegmentTables::Repair(bool verify_backing) {
     h.free_block_head = static_cast<std::uint32_t>(b);
     h.free_blocks++;
   }
-  std::memset(buckets(), 0xff, geo_.hash_buckets * sizeof(std::uint32_t));
+  std::memset(buckets(), 0, geo_.hash_buckets * sizeof(std::uint32_t));  // empty
   h.free_entry_head = kNone;
+  h.fresh_entries = n;  // every free entry goes on the list below
   h.used_entries = 0;
   h.heap_size = 0;
   std::uint64_t bytes = 0, rows = 0;

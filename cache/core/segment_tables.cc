@@ -88,14 +88,27 @@ void SegmentTables::BumpAndWake(std::uint32_t e) {
 
 std::uint32_t SegmentTables::Claim(std::uint32_t ds, std::uint64_t row, std::uint16_t owner) {
   SegmentHeader& h = header();
-  const std::uint32_t e = h.free_entry_head;
-  if (e == kNone) return kNone;
-  if (e >= geo_.num_entries || entry(e).state != kEntryFree) {
-    MarkCorrupt();
-    return kNone;
+  std::uint32_t e = h.free_entry_head;
+  if (e == kNone) {
+    if (h.fresh_entries > geo_.num_entries) {
+      MarkCorrupt();
+      return kNone;
+    }
+    if (h.fresh_entries == geo_.num_entries) return kNone;
+    e = static_cast<std::uint32_t>(h.fresh_entries);  // never used: zeroed, free
+    if (entry(e).state != kEntryFree) {
+      MarkCorrupt();
+      return kNone;
+    }
+    h.fresh_entries++;
+  } else {
+    if (e >= geo_.num_entries || entry(e).state != kEntryFree) {
+      MarkCorrupt();
+      return kNone;
+    }
+    h.free_entry_head = entry(e).first_block;  // checked when it is popped in turn
   }
   Entry& x = entry(e);
-  h.free_entry_head = x.first_block;  // checked when it is popped in turn
   h.used_entries++;
   x.row = row;
   x.dataset = ds;
@@ -168,7 +181,7 @@ std::uint64_t SegmentTables::DropDataset(std::uint32_t ds) {
   SegmentHeader& h = header();
   if (ds >= geo_.max_datasets) return 0;
   std::uint64_t dropped = 0;
-  for (std::uint64_t i = 0; i < geo_.num_entries; ++i) {
+  for (std::uint64_t i = 0; i < UsedEntriesBound(); ++i) {
     const std::uint32_t e = static_cast<std::uint32_t>(i);
     const Entry& x = entry(e);
     if (x.dataset != ds || (x.state != kEntryReady && x.state != kEntryLoading)) continue;
@@ -420,7 +433,7 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
   a.pins_used = 0;
   std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
   // Its claims: a scan, but only when a process leaves or died.
-  for (std::uint64_t i = 0; i < geo_.num_entries; ++i) {
+  for (std::uint64_t i = 0; i < UsedEntriesBound(); ++i) {
     Entry& x = entry(static_cast<std::uint32_t>(i));
     if (x.state == kEntryLoading && x.owner == slot) {
       Release(static_cast<std::uint32_t>(i));

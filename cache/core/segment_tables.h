@@ -14,6 +14,7 @@
 #ifndef PRESCIENT_CACHE_CORE_SEGMENT_TABLES_H_
 #define PRESCIENT_CACHE_CORE_SEGMENT_TABLES_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -244,8 +245,15 @@ class CAPABILITY("segment lock") SegmentTables {
   Entry& entry_unlocked(std::uint32_t i) const {
     return reinterpret_cast<Entry*>(base_ + geo_.off_entries)[i];
   }
+  // The row index: a bucket holds entry + 1, and 0 (zeroed memory) is empty
+  // (row_index.cc).
   std::uint32_t* buckets() const REQUIRES(this) {
     return reinterpret_cast<std::uint32_t*>(base_ + geo_.off_buckets);
+  }
+  // Entries a scan must look at: [0, fresh_entries), at least one (the
+  // stale sweep takes its hand modulo this).
+  std::uint64_t UsedEntriesBound() const REQUIRES(this) {
+    return std::max<std::uint64_t>(1, std::min(header().fresh_entries, geo_.num_entries));
   }
   std::uint32_t* heap() const REQUIRES(this) {
     return reinterpret_cast<std::uint32_t*>(base_ + geo_.off_heap);

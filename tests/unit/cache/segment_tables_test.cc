@@ -99,6 +99,34 @@ TEST_F(TablesTest, DatasetRowSizeMismatchIsRejected) {
   EXPECT_NE(c.status().message().find("1000-byte rows"), std::string::npos);
 }
 
+TEST_F(TablesTest, ANewSegmentHandsOutItsZeroedEntriesInOrderThenReusesFreedOnes) {
+  Build(1 << 20, 4096);
+  SegmentTables& t = *tables_;
+  t.AssumeExclusive();                      // white-box: no other user
+  EXPECT_EQ(t.header().fresh_entries, 0u);  // nothing written at creation
+  EXPECT_EQ(t.header().free_entry_head, kNone);
+  auto ds = t.FindOrAddDataset({1, 1}, 100, 100);
+  ASSERT_TRUE(ds.ok());
+  const std::uint32_t a = t.Claim(ds.value(), 10, slot_);
+  const std::uint32_t b = t.Claim(ds.value(), 11, slot_);
+  const std::uint32_t c = t.Claim(ds.value(), 12, slot_);
+  EXPECT_EQ(a, 0u);
+  EXPECT_EQ(b, 1u);
+  EXPECT_EQ(c, 2u);
+  EXPECT_EQ(t.header().fresh_entries, 3u);
+  EXPECT_EQ(t.Find(ds.value(), 11), b);  // an empty bucket is zero, an entry is found
+  t.Release(b);
+  EXPECT_EQ(t.Find(ds.value(), 11), kNone);
+  EXPECT_EQ(t.Find(ds.value(), 12), c);          // backward-shift delete kept the rest
+  EXPECT_EQ(t.Claim(ds.value(), 13, slot_), b);  // the freed entry first
+  EXPECT_EQ(t.header().fresh_entries, 3u);
+  // Every entry can be handed out, then none.
+  std::uint64_t claimed = 3;
+  while (t.Claim(ds.value(), 100 + claimed, slot_) != kNone) ++claimed;
+  EXPECT_EQ(claimed, t.geometry().num_entries);
+  EXPECT_EQ(t.header().fresh_entries, t.geometry().num_entries);
+}
+
 TEST_F(TablesTest, DatasetTableStopsAtSevenEighthsAndStillFindsEveryKey) {
   Build(1 << 20, 4096);  // a table of 64 records
   SegmentTables& t = *tables_;
