@@ -48,14 +48,18 @@ Prefetcher::Prefetcher(cache::NodeCache& cache, ScheduleFollower& follower,
       follower_(follower),
       progress_(progress),
       io_threads_(std::max(1u, io_threads)),
-      done_until_(progress.local_ranks(), 0) {
-  const ScheduleBinding& binding = follower_.binding();
-  const std::uint64_t sample_bytes = std::max<std::uint64_t>(1, binding.map().bytes_per_sample());
+      done_until_(progress.local_ranks(), 0) {}
+
+void Prefetcher::SizeWindowFromCapacity() {
+  if (capacity_sized_) return;
+  const std::uint64_t sample_bytes = follower_.BytesPerSample();
+  if (sample_bytes == 0) return;  // kMinWindowSteps meanwhile
   const std::uint64_t rows_per_step = std::max<std::uint64_t>(
-      1, std::uint64_t{binding.header().layout.batch_size} * progress.local_ranks());
+      1, std::uint64_t{follower_.binding().header().layout.batch_size} * progress_.local_ranks());
   const std::uint64_t cache_samples = cache_.Stats().capacity_bytes / sample_bytes;
   capacity_steps_ = std::clamp<std::uint64_t>(cache_samples / (2 * rows_per_step), kMinWindowSteps,
                                               kMaxWindowSteps);
+  capacity_sized_ = true;
 }
 
 Prefetcher::~Prefetcher() {
@@ -106,6 +110,7 @@ std::uint64_t Prefetcher::WindowSteps(std::span<const std::uint64_t> progress) {
 }
 
 bool Prefetcher::Round(io::Executor& executor) {
+  SizeWindowFromCapacity();
   const ScheduleBinding& binding = follower_.binding();
   const std::vector<std::uint32_t> ranks = binding.LocalRanks();
   std::array<std::uint64_t, RankProgress::kMaxLocalRanks> progress{};

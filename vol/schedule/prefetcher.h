@@ -72,6 +72,10 @@ class Prefetcher {
   // One round for every local rank behind its window; false if none was.
   bool Round(cache::io::Executor& executor);
   std::uint64_t WindowSteps(std::span<const std::uint64_t> progress);
+  // capacity_steps_ from the bytes of a sample, once they are known (a map
+  // without row sizes learns them as its datasets bind; until then rounds
+  // use the smallest window).
+  void SizeWindowFromCapacity();
   // The dataset of `ref` to prefetch rows of, or null: unknown and not worth
   // preparing (then its small file is warmed, once per round: `warmed`).
   std::shared_ptr<CachedDataset> DatasetToPrefetch(FieldRef ref, std::set<std::uint32_t>& warmed);
@@ -81,6 +85,7 @@ class Prefetcher {
   const RankProgress& progress_;
   unsigned io_threads_;
   std::uint64_t capacity_steps_ = 2;  // what half the cache holds, in steps of every local rank
+  bool capacity_sized_ = false;       // capacity_steps_ comes from known sample bytes
   std::vector<std::uint64_t> done_until_;  // per local rank: steps already prefetched
   // Consumption rate: the slowest rank's step over time.
   std::chrono::steady_clock::time_point rate_since_{};

@@ -127,9 +127,24 @@ void ScheduleFollower::Bind(const std::shared_ptr<CachedDataset>& dataset, Field
   if (!bound_.Set(dataset->slot(), {.field = ref, .grouped = dataset->grouped()})) return;
   cache::MutexLock lock(&mutex_);
   datasets_[FieldKey(ref, binding_->map().fields().size())] = dataset;
+  if (field_row_bytes_.size() < binding_->map().fields().size())
+    field_row_bytes_.resize(binding_->map().fields().size(), 0);
+  if (field_row_bytes_[ref.field] == 0) field_row_bytes_[ref.field] = dataset->row_bytes();
   Runtime::Get().Log(LogLevel::kInfo, "schedule bound to " + dataset->description() + " (file " +
                                           std::to_string(ref.file) + ", field " +
                                           binding_->map().fields()[ref.field].dataset + ")");
+}
+
+std::uint64_t ScheduleFollower::BytesPerSample() const {
+  if (const std::uint64_t mapped = binding_->map().bytes_per_sample(); mapped != 0) return mapped;
+  cache::MutexLock lock(&mutex_);
+  if (field_row_bytes_.size() < binding_->map().fields().size()) return 0;
+  std::uint64_t bytes = 0;
+  for (std::uint64_t b : field_row_bytes_) {
+    if (b == 0) return 0;
+    bytes += b;
+  }
+  return bytes;
 }
 
 std::optional<std::uint32_t> ScheduleFollower::FieldOf(const CachedDataset& dataset) const {

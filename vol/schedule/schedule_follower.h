@@ -88,6 +88,10 @@ class ScheduleFollower {
   // or (with `resolve`, where HDF5 is thread-safe) one prepared now. Null if
   // neither. Called by the prefetch leader.
   std::shared_ptr<CachedDataset> DatasetFor(FieldRef ref, bool resolve);
+  // Bytes of one sample over every field: the map's, or (a map without row
+  // sizes: a followed sampler's) those of the datasets bound so far; 0 while
+  // a field has none bound.
+  std::uint64_t BytesPerSample() const;
 
   // fork(): no thread of the parent may be inside the schedule reader.
   void LockForFork() const NO_THREAD_SAFETY_ANALYSIS { binding_->LockForFork(); }
@@ -124,9 +128,11 @@ class ScheduleFollower {
   bool open_ended_ = false;
   std::uint64_t oracle_failures_reported_ = 0;
 
-  cache::Mutex mutex_;
+  mutable cache::Mutex mutex_;
   // (file * fields + field) -> dataset, for the prefetch leader.
   std::map<std::uint64_t, std::shared_ptr<CachedDataset>> datasets_ GUARDED_BY(mutex_);
+  // Row bytes of each field, from the first dataset bound to it (0: none yet).
+  std::vector<std::uint64_t> field_row_bytes_ GUARDED_BY(mutex_);
   // Why a field could not be resolved.
   std::map<std::uint64_t, std::string> unresolvable_ GUARDED_BY(mutex_);
   // Datasets this process registered that the schedule does not describe.

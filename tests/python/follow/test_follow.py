@@ -110,7 +110,12 @@ def test_loader_followed_without_a_schedule(shape, start, data, tmp_path):
         matched = t.get("schedule_matches", 0)
         missed = t.get("schedule_mismatches", 0)
         assert matched > 0 and matched >= 0.99 * (matched + missed), (epoch, t)
-    assert sum(totals[e].get("rows_prefetched", 0) for e in range(1, EPOCHS)) > 0, totals
+    # The cache holds half the rows: each later epoch reads the rest ahead, round after round
+    # (a window sized from the cache; a followed map has no row sizes until its datasets bind,
+    # and one window once claimed everything that fit and stopped: about 1,900 rows an epoch).
+    prefetched = sum(totals[e].get("rows_prefetched", 0) for e in range(1, EPOCHS))
+    samples = sum(totals[e].get("schedule_matches", 0) for e in range(1, EPOCHS))
+    assert prefetched >= 0.3 * samples, totals
     # Nothing is left in the private directory but the job's own files.
     job_files = glob.glob(str(shm / "prescient-follow-u*" / "*" / "*" / "*"))
     assert any(os.path.basename(p) == "schedule" for p in job_files)
