@@ -3,7 +3,8 @@
 The connector's policies map onto the simulator's: with a schedule it evicts
 the row whose next use is furthest and does not admit a row that would be
 evicted before its next use (the simulator's `belady`, Belady's MIN with
-bypass); without a schedule it evicts the least recently used row (`lru`).
+bypass); without a schedule it evicts the least recently used row, admitting one miss in eight once
+full (`lru`).
 """
 
 import json

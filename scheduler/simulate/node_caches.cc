@@ -4,12 +4,13 @@
 
 namespace prescient::scheduler::simulate {
 
-LruCache::LruCache(std::uint64_t capacity, std::uint64_t num_samples)
+LruCache::LruCache(std::uint64_t capacity, std::uint64_t num_samples, std::uint32_t admit_every)
     : capacity_(std::min(capacity, num_samples)),
       index_(std::min(capacity, num_samples), num_samples),
       sample_(capacity_),
       prev_(capacity_),
-      next_(capacity_) {}
+      next_(capacity_),
+      admit_every_(std::max<std::uint32_t>(1, admit_every)) {}
 
 void LruCache::Unlink(std::uint32_t e) {
   (prev_[e] == kNil ? head_ : next_[prev_[e]]) = next_[e];
@@ -36,6 +37,7 @@ bool LruCache::Read(SampleId s) {
   if (used_ < capacity_) {
     e = used_++;
   } else {
+    if (full_misses_++ % admit_every_ != 0) return false;
     e = tail_;
     Unlink(e);
     index_.Erase(sample_[e]);

@@ -1,7 +1,9 @@
 // The two dynamic node caches of the simulator, each O(1) per read:
 //
 //   LruCache     a doubly linked recency list over a pool of `capacity`
-//                entries, plus a SampleSlots from sample to entry.
+//                entries, plus a SampleSlots from sample to entry; once full,
+//                one miss in `admit_every` is admitted (the runtime's rule
+//                without a schedule, cache/core/read_rows.cc: 8).
 //   BeladyCache  a SampleSlots from sample to its next use (global step) and one
 //                bucket of samples per step; the sample to evict is found by
 //                walking down from the highest non-empty bucket. Every sample
@@ -21,10 +23,10 @@ namespace prescient::scheduler::simulate {
 
 class LruCache {
  public:
-  LruCache(std::uint64_t capacity, std::uint64_t num_samples);
+  LruCache(std::uint64_t capacity, std::uint64_t num_samples, std::uint32_t admit_every = 1);
 
-  // Reads `s`: true on a hit. A miss is admitted, evicting the least recently
-  // read sample when full.
+  // Reads `s`: true on a hit. A miss is admitted while there is room; once
+  // full, one miss in admit_every is, evicting the least recently read sample.
   bool Read(SampleId s);
 
  private:
@@ -38,6 +40,8 @@ class LruCache {
   std::vector<std::uint32_t> prev_, next_;
   std::uint32_t head_ = kNil, tail_ = kNil;  // most / least recent
   std::uint32_t used_ = 0;
+  std::uint32_t admit_every_;
+  std::uint64_t full_misses_ = 0;
 };
 
 class BeladyCache {

@@ -16,12 +16,15 @@ class NoCache final : public PolicyModel {
   }
 };
 
+// What the runtime does without a schedule: LRU, admitting one miss in
+// kAdmitWhenFullEvery once full (cache/core/read_rows.cc; the two must agree).
 class Lru final : public PolicyModel {
  public:
+  static constexpr std::uint32_t kAdmitWhenFullEvery = 8;
   Lru(const plan::ScheduleView& view, std::uint64_t capacity) {
     caches_.reserve(view.layout.nodes());
     for (std::uint32_t n = 0; n < view.layout.nodes(); ++n) {
-      caches_.emplace_back(capacity, view.num_samples);
+      caches_.emplace_back(capacity, view.num_samples, kAdmitWhenFullEvery);
     }
   }
 
