@@ -54,7 +54,10 @@ constexpr std::uint64_t kCopyInUnderLockBytes = 4 * 1024;
 // new order, so a row just read is not needed sooner than the one it would
 // push out: evicting for it buys no hits and costs the copy into the segment,
 // and with a cyclic order (no shuffle) LRU would evict every row just before
-// its next use. Admitting some keeps the cache following a changed working set.
+// its next use. Admitting some keeps the cache following a changed working set,
+// and a row declined again soon after (another reader close behind, within
+// half a cache's worth of declined misses: SegmentTables::DeclinedBefore) is
+// admitted at its second miss, so readers that trail each other still share.
 constexpr std::uint64_t kAdmitWhenFullEvery = 8;
 constexpr std::uint32_t kSweepBase = 4;
 constexpr std::uint32_t kSweepPerRow = 2;
@@ -242,7 +245,7 @@ class NodeCache::ReadCall {
       Wanted& w = sc_.wanted[u];
       const std::uint32_t e = t_.Find(ds_, w.row);
       if (e == kNone) {
-        if (oracle_ == nullptr && MustEvict(h) &&
+        if (oracle_ == nullptr && MustEvict(h) && !t_.DeclinedBefore(ds_, w.row) &&
             c_.full_cache_misses_.fetch_add(1, std::memory_order_relaxed) % kAdmitWhenFullEvery !=
                 0) {
           sc_.uncached.push_back(u);  // loaded for this read only

@@ -1,4 +1,6 @@
-// The dataset table and the (dataset, row) -> entry index of SegmentTables.
+// The dataset table, the (dataset, row) -> entry index of SegmentTables, and
+// the ghosts of misses a full cache declined.
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -172,6 +174,19 @@ void SegmentTables::IndexErase(std::uint32_t e) {
     }
   }
   b[hole] = kEmptyBucket;
+}
+
+bool SegmentTables::DeclinedBefore(std::uint32_t ds, std::uint64_t row) {
+  SegmentHeader& h = header();
+  const std::uint64_t hash = Mix(row * 0x9e3779b97f4a7c15ull + ds + 1);
+  const std::uint64_t tag = (hash >> 32) | 1;  // never 0: 0 is an empty record
+  std::uint64_t& ghost = ghosts()[hash & (geo_.ghost_slots - 1)];
+  const auto tick = static_cast<std::uint32_t>(++h.ghost_tick);
+  const std::uint64_t window = std::max<std::uint64_t>(1, Load(h.counters.rows_resident) / 2);
+  const bool again = (ghost >> 32) == tag &&
+                     static_cast<std::uint32_t>(tick - static_cast<std::uint32_t>(ghost)) <= window;
+  ghost = again ? 0 : (tag << 32 | tick);
+  return again;
 }
 
 }  // namespace prescient::cache::detail

@@ -1,5 +1,6 @@
 #include "cache/core/segment_layout.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
@@ -42,7 +43,10 @@ void Place(LayoutPlan* p, std::uint64_t num_blocks, std::uint64_t max_rows) {
   p->off_block_next = at;
   at = AlignUp(at + num_blocks * sizeof(std::uint32_t), 64);
   p->off_bitmap = at;
-  at = AlignUp(at + (num_blocks + 63) / 64 * 8, kPage);
+  at = AlignUp(at + (num_blocks + 63) / 64 * 8, 64);
+  p->ghost_slots = std::max<std::uint64_t>(1024, NextPowerOfTwo(p->num_entries / 16));
+  p->off_ghosts = at;
+  at = AlignUp(at + p->ghost_slots * sizeof(std::uint64_t), kPage);
   p->off_data = at;
   p->segment_bytes = at + num_blocks * p->block_bytes;
 }
@@ -105,6 +109,7 @@ Result<LayoutPlan> CheckedGeometry(const SegmentHeader& h, std::uint64_t file_si
   plan.max_datasets = h.max_datasets;
   Place(&plan, h.num_blocks, h.num_entries);
   const bool same = plan.segment_bytes == h.segment_bytes && plan.hash_buckets == h.hash_buckets &&
+                    plan.ghost_slots == h.ghost_slots && plan.off_ghosts == h.off_ghosts &&
                     plan.off_datasets == h.off_datasets && plan.off_attach == h.off_attach &&
                     plan.off_participants == h.off_participants &&
                     plan.off_entries == h.off_entries && plan.off_buckets == h.off_buckets &&
@@ -125,6 +130,8 @@ LayoutPlan GeometryOf(const SegmentHeader& h) {
   plan.num_blocks = h.num_blocks;
   plan.num_entries = h.num_entries;
   plan.hash_buckets = h.hash_buckets;
+  plan.ghost_slots = h.ghost_slots;
+  plan.off_ghosts = h.off_ghosts;
   plan.off_datasets = h.off_datasets;
   plan.off_attach = h.off_attach;
   plan.off_participants = h.off_participants;
@@ -148,6 +155,8 @@ void InitializeSegment(void* base, const LayoutPlan& plan, bool keep_after_exit)
   h->num_blocks = plan.num_blocks;
   h->num_entries = plan.num_entries;
   h->hash_buckets = plan.hash_buckets;
+  h->ghost_slots = plan.ghost_slots;
+  h->off_ghosts = plan.off_ghosts;
   h->off_datasets = plan.off_datasets;
   h->off_attach = plan.off_attach;
   h->off_participants = plan.off_participants;

@@ -2,7 +2,8 @@
 //
 //   [SegmentHeader | DatasetRecord x max_datasets | AttachRecord x kMaxAttach |
 //    ParticipantRecord x kMaxParticipants | Entry x num_entries | bucket x hash_buckets | heap slot
-//    x num_entries | block_next x num_blocks | repair bitmap | (page-aligned) data blocks]
+//    x num_entries | block_next x num_blocks | repair bitmap | ghost x ghost_slots |
+//    (page-aligned) data blocks]
 //
 // Everything is position independent (indices, never pointers), so every
 // process may map the segment at a different address. All fields are guarded
@@ -132,8 +133,9 @@ struct alignas(64) SegmentHeader {
   std::uint64_t num_blocks;
   std::uint64_t num_entries;
   std::uint64_t hash_buckets;  // power of two
+  std::uint64_t ghost_slots;   // power of two
   std::uint64_t off_datasets, off_attach, off_participants, off_entries, off_buckets, off_heap,
-      off_block_next, off_bitmap, off_data;
+      off_block_next, off_bitmap, off_ghosts, off_data;
 
   alignas(64) SharedLock lock;  // shm_sync.h
   // Guarded by lock.
@@ -155,6 +157,9 @@ struct alignas(64) SegmentHeader {
   // (SegmentTables::Claim takes them in order once the list is empty). A new
   // segment so costs no pass over its entries, and scans stop here.
   std::uint64_t fresh_entries;
+  // Misses a full cache without a next-use order declined so far (the clock
+  // of the ghost records: SegmentTables::DeclinedBefore).
+  std::uint64_t ghost_tick;
 
   // Lock-free (atomic_ref).
   alignas(64) std::int32_t leader_pid;
@@ -174,8 +179,10 @@ struct LayoutPlan {
   std::uint64_t num_blocks = 0;
   std::uint64_t num_entries = 0;
   std::uint64_t hash_buckets = 0;
+  std::uint64_t ghost_slots = 0;
   std::uint64_t off_datasets = 0, off_attach = 0, off_participants = 0, off_entries = 0,
-                off_buckets = 0, off_heap = 0, off_block_next = 0, off_bitmap = 0, off_data = 0;
+                off_buckets = 0, off_heap = 0, off_block_next = 0, off_bitmap = 0, off_ghosts = 0,
+                off_data = 0;
 };
 
 // Fits metadata and as many blocks as possible into segment_bytes. max_rows 0

@@ -195,6 +195,12 @@ class CAPABILITY("segment lock") SegmentTables {
   // Looks at `count` entries round-robin; scheduled rows whose predicted use
   // lies before `now` get kStaleKey. Amortised cleanup, O(count).
   void SweepStale(std::uint64_t now, std::uint32_t count) REQUIRES(this);
+  // A miss of (ds, row) that a full cache without a next-use order would
+  // decline: true when the same row was declined within the last half a
+  // cache's worth of such misses (another reader is close behind: admit it);
+  // otherwise the miss is remembered in a ghost record and false. Ghosts are
+  // hints: a stale or corrupt one costs at most one admission.
+  bool DeclinedBefore(std::uint32_t ds, std::uint64_t row) REQUIRES(this);
 
   // --- pins ---
   // Pins `e` for `slot` (it is not evicted or rewritten until unpinned);
@@ -264,6 +270,10 @@ class CAPABILITY("segment lock") SegmentTables {
   }
   std::uint64_t* bitmap() const REQUIRES(this) {
     return reinterpret_cast<std::uint64_t*>(base_ + geo_.off_bitmap);
+  }
+  // Ghosts of declined misses: row tag << 32 | ghost tick, 0 = none.
+  std::uint64_t* ghosts() const REQUIRES(this) {
+    return reinterpret_cast<std::uint64_t*>(base_ + geo_.off_ghosts);
   }
   std::uint64_t Bucket(std::uint32_t ds, std::uint64_t row) const;
   // The record of dataset `ds` if it exists and is self-consistent, else

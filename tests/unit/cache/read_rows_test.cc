@@ -84,6 +84,35 @@ TEST(ReadRows, WithoutANextUseOrderAFullCacheKeepsOneMissInEight) {
   EXPECT_GT(second.hits, resident / 2);
 }
 
+TEST(ReadRows, AReaderCloseBehindAnotherGetsTheRowsAdmittedAtTheirSecondMiss) {
+  // The cache is full of rows 0..255's survivors; readers A, B and C then read rows 300..339 in
+  // the same order, one after the other. A's misses are mostly declined; B misses them again
+  // soon after, so they are admitted; C finds them.
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  constexpr std::uint64_t kBytes = 64 << 10, kRows = 512;
+  const DatasetSlot ds = cache->RegisterDataset({5, 5}, kBytes, kRows).value();
+  PatternLoader loader{5, kBytes, nullptr};
+  std::vector<std::byte> out(kBytes);
+  auto read_range = [&](std::uint64_t from, std::uint64_t to, ReadRowsStats* st) {
+    for (std::uint64_t r = from; r < to; ++r) {
+      const std::vector<std::uint64_t> one = {r};
+      ASSERT_TRUE(cache->ReadRows(ds, one, out.data(), loader, nullptr, st).ok());
+      ASSERT_EQ(FirstBadByte(5, one, out.data(), kBytes), -1) << r;
+    }
+  };
+  ReadRowsStats fill, a, b, c;
+  read_range(0, 256, &fill);
+  ASSERT_GT(fill.not_admitted, 0u);  // full
+  read_range(300, 340, &a);
+  read_range(300, 340, &b);
+  read_range(300, 340, &c);
+  EXPECT_GT(a.not_admitted, 30u);
+  EXPECT_LT(b.not_admitted, 5u);  // declined again within the window: admitted
+  EXPECT_GE(c.hits, 35u);
+}
+
 TEST(ReadRows, SeveralRowSizesShareTheSegment) {
   ScopedSegmentName name;
   auto cache = OpenOrDie(name.options());
