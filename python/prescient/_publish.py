@@ -138,6 +138,21 @@ class Publisher:
         self.learned = LearnedMap()
         self.published = 0  # schedule versions this process wrote
         self.covered = set()  # (rank, epoch) parts the last version described
+        # path -> (size, mtime_ns) as first seen: a map of a million files is not
+        # stat'ed again at every publish (a file changed since is found by the
+        # connector, which compares both before binding it).
+        self._stats: Dict[str, Tuple[int, int]] = {}
+
+    def _stat(self, path: str) -> Tuple[int, int]:
+        known = self._stats.get(path)
+        if known is None:
+            try:
+                st = os.stat(path)
+                known = (st.st_size, st.st_mtime_ns)
+            except OSError:  # gone since it was listed: the connector leaves it unbound
+                known = (0, 0)
+            self._stats[path] = known
+        return known
 
     def publish(self) -> bool:
         """Writes the schedule; False when nothing can be scheduled yet (no
@@ -200,11 +215,7 @@ class Publisher:
                     parts[(e, r)] = (samples, padded)
             files = []
             for f in sample_map.files:
-                try:
-                    st = os.stat(f.path)
-                    size, mtime_ns = st.st_size, st.st_mtime_ns
-                except OSError:  # gone since it was listed: the connector leaves it unbound
-                    size, mtime_ns = 0, 0
+                size, mtime_ns = self._stat(f.path)
                 files.append(WriterFile(path=f.path, rows=f.rows, size=size, mtime_ns=mtime_ns))
             write_schedule(
                 self._schedule_path, parts=parts, ranks=ranks, ranks_per_node=ranks,
