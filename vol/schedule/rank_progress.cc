@@ -35,6 +35,11 @@ std::uint64_t RankProgress::Of(std::uint32_t rank) const {
   return reached.value_or(cache_.NodeStep()) + 1;
 }
 
+std::uint64_t RankProgress::PlacementOf(std::uint32_t rank) const {
+  const std::optional<std::uint64_t> reached = cache_.ParticipantStep(rank);
+  return reached ? *reached + 1 : 0;
+}
+
 std::optional<std::uint64_t> RankProgress::Front(std::uint32_t rank) const {
   const std::optional<std::uint64_t> reached = cache_.ParticipantStep(rank);
   if (!reached) return std::nullopt;

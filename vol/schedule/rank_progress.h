@@ -43,6 +43,11 @@ class RankProgress {
   // The first step `rank` has not finished reading: where its slowest
   // process is (conservatively: every read before it is done).
   std::uint64_t Of(std::uint32_t rank) const;
+  // Where a process of `rank` that has not read yet starts looking for its
+  // place: the rank's own progress, or its first step while it has reported
+  // none (a rank reports from its first few steps on; the node's step, which
+  // Of falls back to, may be another rank's, an epoch ahead of this one).
+  std::uint64_t PlacementOf(std::uint32_t rank) const;
   // The furthest step any process of `rank` has begun to read: the prefetch
   // leader reads ahead of this, not of Of(), which trails it by the spread
   // of the rank's workers.

@@ -217,7 +217,7 @@ void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std:
   for (std::size_t i = 0; i < rows.size(); ++i)
     samples[i] = binding_->SampleOf(entry->field.file, rows[i]);
   const PositionTracker::Observation o =
-      tracker_.ObserveRead(samples, progress_.Of(binding_->rank()));
+      tracker_.ObserveRead(samples, progress_.PlacementOf(binding_->rank()));
   record->schedule_matches += o.matched;
   record->schedule_mismatches += o.mismatched;
   Runtime& runtime = Runtime::Get();

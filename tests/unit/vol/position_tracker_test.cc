@@ -183,6 +183,33 @@ TEST_F(PositionTrackerTest, SlicesOverSeveralStepsMatch) {
   }
 }
 
+TEST_F(PositionTrackerTest, ARankThatHasNotReportedIsPlacedFromItsOwnStart) {
+  // Another rank of the node has moved the node's step into epoch 1 while this
+  // rank has reported nothing: its first worker is still in epoch 0, and is
+  // placed there (the node's step would have put it an epoch ahead whenever
+  // its first sample is also one of the rank's epoch-1 samples).
+  cache::CacheOptions options;
+  options.capacity_bytes = 4 << 20;
+  options.name_prefix = "prescient-placement-test-" + std::to_string(::getpid());
+  auto opened = cache::NodeCache::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  cache::NodeCache& node = *opened.value();
+  RankProgress progress(node, *binding_);
+  ASSERT_TRUE(node.ReportProgress(/*participant=*/1, binding_->GlobalStep(1, 5), ::getpid()).ok());
+  ASSERT_GE(progress.Of(0), binding_->GlobalStep(1, 0));  // the node's step: epoch 1
+  EXPECT_EQ(progress.PlacementOf(0), 0u);                 // the rank's own start
+
+  // Every first read of the rank's epoch-0 workers lands in epoch 0.
+  for (std::uint32_t w = 0; w < kWorkers; ++w) {
+    PositionTracker tracker(binding_);
+    const std::vector<std::uint64_t> reads = WorkerReads(0, w);
+    const PositionTracker::Observation o =
+        tracker.ObserveRead({&reads[0], 1}, progress.PlacementOf(0));
+    ASSERT_EQ(o.matched, 1u);
+    EXPECT_EQ(o.epoch, 0u) << "worker " << w;
+  }
+}
+
 TEST_F(PositionTrackerTest, OracleAnswersFromTheNodeIndex) {
   cache::CacheOptions options;
   options.capacity_bytes = 4 << 20;
