@@ -19,6 +19,19 @@ std::unique_ptr<NodeCache> OpenOrDie(const CacheOptions& options) {
   return cache.ok() ? std::move(cache.value()) : nullptr;
 }
 
+// Reads rows [from, to) of `ds` one at a time, as h5py's dset[i] does, and
+// checks every row's bytes (PatternLoader with `salt`).
+void ReadOneByOne(NodeCache& cache, DatasetSlot ds, std::uint64_t row_bytes, std::uint64_t salt,
+                  std::uint64_t from, std::uint64_t to, ReadRowsStats* stats) {
+  PatternLoader loader{salt, row_bytes, nullptr};
+  std::vector<std::byte> out(row_bytes);
+  for (std::uint64_t r = from; r < to; ++r) {
+    const std::vector<std::uint64_t> one = {r};
+    ASSERT_TRUE(cache.ReadRows(ds, one, out.data(), loader, nullptr, stats).ok());
+    ASSERT_EQ(FirstBadByte(salt, one, out.data(), row_bytes), -1) << r;
+  }
+}
+
 TEST(ReadRows, MissThenHitWithDuplicatesAndAnyOrder) {
   ScopedSegmentName name;
   auto cache = OpenOrDie(name.options());
@@ -62,17 +75,9 @@ TEST(ReadRows, WithoutANextUseOrderAFullCacheKeepsOneMissInEight) {
   ASSERT_NE(cache, nullptr);
   constexpr std::uint64_t kBytes = 64 << 10, kRows = 256;
   const DatasetSlot ds = cache->RegisterDataset({4, 4}, kBytes, kRows).value();
-  PatternLoader loader{4, kBytes, nullptr};
-  std::vector<std::byte> out(kBytes);
   ReadRowsStats first, second;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (std::uint64_t r = 0; r < kRows; ++r) {
-      const std::vector<std::uint64_t> one = {r};
-      ASSERT_TRUE(
-          cache->ReadRows(ds, one, out.data(), loader, nullptr, pass == 0 ? &first : &second).ok());
-      ASSERT_EQ(FirstBadByte(4, one, out.data(), kBytes), -1) << r;
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(ReadOneByOne(*cache, ds, kBytes, 4, 0, kRows, &first));
+  ASSERT_NO_FATAL_FAILURE(ReadOneByOne(*cache, ds, kBytes, 4, 0, kRows, &second));
   const std::uint64_t resident = cache->Stats().rows_resident;
   EXPECT_GT(resident, 64u);
   EXPECT_LT(resident, kRows / 2);
@@ -93,21 +98,12 @@ TEST(ReadRows, AReaderCloseBehindAnotherGetsTheRowsAdmittedAtTheirSecondMiss) {
   ASSERT_NE(cache, nullptr);
   constexpr std::uint64_t kBytes = 64 << 10, kRows = 512;
   const DatasetSlot ds = cache->RegisterDataset({5, 5}, kBytes, kRows).value();
-  PatternLoader loader{5, kBytes, nullptr};
-  std::vector<std::byte> out(kBytes);
-  auto read_range = [&](std::uint64_t from, std::uint64_t to, ReadRowsStats* st) {
-    for (std::uint64_t r = from; r < to; ++r) {
-      const std::vector<std::uint64_t> one = {r};
-      ASSERT_TRUE(cache->ReadRows(ds, one, out.data(), loader, nullptr, st).ok());
-      ASSERT_EQ(FirstBadByte(5, one, out.data(), kBytes), -1) << r;
-    }
-  };
   ReadRowsStats fill, a, b, c;
-  read_range(0, 256, &fill);
+  ASSERT_NO_FATAL_FAILURE(ReadOneByOne(*cache, ds, kBytes, 5, 0, 256, &fill));
   ASSERT_GT(fill.not_admitted, 0u);  // full
-  read_range(300, 340, &a);
-  read_range(300, 340, &b);
-  read_range(300, 340, &c);
+  ASSERT_NO_FATAL_FAILURE(ReadOneByOne(*cache, ds, kBytes, 5, 300, 340, &a));
+  ASSERT_NO_FATAL_FAILURE(ReadOneByOne(*cache, ds, kBytes, 5, 300, 340, &b));
+  ASSERT_NO_FATAL_FAILURE(ReadOneByOne(*cache, ds, kBytes, 5, 300, 340, &c));
   EXPECT_GT(a.not_admitted, 30u);
   EXPECT_LT(b.not_admitted, 5u);  // declined again within the window: admitted
   EXPECT_GE(c.hits, 35u);
