@@ -146,6 +146,12 @@ std::string SegmentPath(const CacheOptions& options) {
   return dir + UserDirectoryName() + "/" + SegmentBaseName(options);
 }
 
+std::uint32_t DatasetTableFor(const CacheOptions& options) {
+  if (options.max_datasets != 0) return options.max_datasets;
+  return DatasetTableSize(options.capacity_bytes != 0 ? options.capacity_bytes
+                                                      : DefaultCapacityBytes(options.shm_dir));
+}
+
 std::uint32_t DatasetTableSize(std::uint64_t capacity) {
   constexpr std::uint64_t kBytesPerRecord = 2048;
   return static_cast<std::uint32_t>(

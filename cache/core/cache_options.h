@@ -94,6 +94,9 @@ std::uint64_t DefaultCapacityBytes(const std::string& shm_dir);
 // per 2 KiB of capacity (about 2.3% of it as metadata), at least 4,096 and at
 // most 262,144 (12 MiB).
 std::uint32_t DatasetTableSize(std::uint64_t capacity);
+// The dataset table a segment opened with `options` gets: max_datasets, or
+// DatasetTableSize of its capacity (capacity_bytes, or the default size).
+std::uint32_t DatasetTableFor(const CacheOptions& options);
 
 // The node identity used when CacheOptions::node_id is empty: the host name.
 std::string DefaultNodeId();

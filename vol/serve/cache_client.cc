@@ -153,13 +153,8 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   if (binding) {
     const std::uint64_t mapped =
         binding->map().files().size() * binding->map().fields().size() + kDatasetHeadroom;
-    const std::uint64_t capacity = cache_options.capacity_bytes != 0
-                                       ? cache_options.capacity_bytes
-                                       : cache::DefaultCapacityBytes(cache_options.shm_dir);
-    const std::uint64_t table = cache_options.max_datasets != 0 ? cache_options.max_datasets
-                                                                : cache::DatasetTableSize(capacity);
-    cache_options.max_datasets =
-        static_cast<std::uint32_t>(std::clamp<std::uint64_t>(mapped, table, kMaxDatasets));
+    cache_options.max_datasets = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(mapped, cache::DatasetTableFor(cache_options), kMaxDatasets));
   }
   cache::Result<std::unique_ptr<cache::NodeCache>> opened = cache::NodeCache::Open(cache_options);
   if (!opened.ok()) {
