@@ -47,8 +47,6 @@ constexpr std::uint64_t kLockHoldCopyBudget = 256 * 1024;
 // write, which must not stall every other process of the node waiting for
 // the lock. Larger rows are copied outside it, still Loading to others.
 constexpr std::uint64_t kCopyInUnderLockBytes = 4 * 1024;
-// Stale-prediction sweep per lock round: a full pass over the entries every
-// ~num_entries / 2 rows read on the node (eviction_heap.cc).
 // Without a next-use order (LRU), a miss that would have to evict is kept
 // only one time in this many. A training epoch reads every sample once in a
 // new order, so a row just read is not needed sooner than the one it would
@@ -59,6 +57,8 @@ constexpr std::uint64_t kCopyInUnderLockBytes = 4 * 1024;
 // half a cache's worth of declined misses: SegmentTables::DeclinedBefore) is
 // admitted at its second miss, so readers that trail each other still share.
 constexpr std::uint64_t kAdmitWhenFullEvery = 8;
+// Stale-prediction sweep per lock round: a full pass over the entries every
+// ~num_entries / 2 rows read on the node (eviction_heap.cc).
 constexpr std::uint32_t kSweepBase = 4;
 constexpr std::uint32_t kSweepPerRow = 2;
 
