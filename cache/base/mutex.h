@@ -12,6 +12,7 @@
 #ifndef PRESCIENT_CACHE_BASE_MUTEX_H_
 #define PRESCIENT_CACHE_BASE_MUTEX_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -60,6 +61,13 @@ class CondVar {
     std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();  // still held, by the caller
+  }
+  // Wait, for at most `timeout`.
+  template <typename Rep, typename Period>
+  void WaitFor(Mutex* mu, std::chrono::duration<Rep, Period> timeout) REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    cv_.wait_for(lock, timeout);
+    lock.release();
   }
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }

@@ -351,6 +351,21 @@ bool NodeCache::TryBecomeLeader() noexcept {
   return take;
 }
 
+bool NodeCache::TakeLeadership() noexcept {
+  auto attached = EnsureAttached();
+  if (!attached.ok()) return false;
+  const ProcessIdentity self{CurrentPid(), self_start_time_.load()};
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return false;
+  SegmentHeader& h = tables_.header();
+  std::atomic_ref<std::int32_t> leader_pid(h.leader_pid);
+  leader_pid.store(0);  // never show a half-written identity as ours
+  std::atomic_ref<std::uint32_t>(h.leader_slot).store(attached.value());
+  std::atomic_ref<std::uint64_t>(h.leader_start_time).store(self.start_time);
+  leader_pid.store(self.pid);
+  return true;
+}
+
 bool NodeCache::IsLeader() const noexcept {
   SegmentHeader& h = tables_.raw_header();
   const auto pid = CurrentPid();
@@ -369,6 +384,10 @@ void NodeCache::ResignLeader() noexcept {
   if (lock.ok() && IsLeader()) {
     std::atomic_ref<std::int32_t>(tables_.header().leader_pid).store(0);
   }
+}
+
+bool NodeCache::OthersAttached() const noexcept {
+  return tables_.AnyAttachedAliveUnlocked(CurrentPid());
 }
 
 CacheStats NodeCache::Stats() const noexcept {

@@ -183,6 +183,11 @@ class NodeCache {
   // succeeds: callers retry every few hundred ms. IsLeader() counts as the
   // leader's heartbeat: a leader calls it every round.
   bool TryBecomeLeader() noexcept;
+  // Takes leadership whoever holds it: the node agent (vol/agent), which does
+  // the node's prefetching while it runs. The previous leader's next IsLeader()
+  // is false, and its TryBecomeLeader fails while the taker lives and beats.
+  // False only when this process cannot attach.
+  bool TakeLeadership() noexcept;
   bool IsLeader() const noexcept;
   void ResignLeader() noexcept;
 
@@ -225,6 +230,10 @@ class NodeCache {
   // no longer consulted).
   void AdvanceNodeStep(std::uint64_t step) noexcept;
   std::uint64_t NodeStep() const noexcept;
+
+  // Whether any live process other than this one is attached (the node
+  // agent's test that its node's job is still there). Lock-free.
+  bool OthersAttached() const noexcept;
 
   CacheStats Stats() const noexcept;
   std::uint64_t RowBytes(DatasetSlot ds) const noexcept;  // 0 if not registered

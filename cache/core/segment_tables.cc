@@ -446,12 +446,13 @@ void SegmentTables::ReleaseAttachment(std::uint16_t slot, bool died) {
   a.start_time = 0;
 }
 
-bool SegmentTables::AnyAttachedAliveUnlocked() const {
+bool SegmentTables::AnyAttachedAliveUnlocked(std::int32_t except) const {
   const auto* records = reinterpret_cast<AttachRecord*>(base_ + geo_.off_attach);
   for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
     AttachRecord& a = const_cast<AttachRecord&>(records[s]);
     const std::int32_t pid = std::atomic_ref<std::int32_t>(a.pid).load(std::memory_order_acquire);
-    if (pid != 0 && IsAlive({pid, std::atomic_ref<std::uint64_t>(a.start_time).load()})) {
+    if (pid != 0 && pid != except &&
+        IsAlive({pid, std::atomic_ref<std::uint64_t>(a.start_time).load()})) {
       return true;
     }
   }

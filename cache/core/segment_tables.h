@@ -224,8 +224,8 @@ class CAPABILITY("segment lock") SegmentTables {
   // Returns how many live processes remain attached.
   std::uint32_t ReapDead() REQUIRES(this);
   // Lock-free and racy (for a segment whose lock may itself be broken): is
-  // any process recorded as attached still alive?
-  bool AnyAttachedAliveUnlocked() const;
+  // any process recorded as attached still alive (other than `except`)?
+  bool AnyAttachedAliveUnlocked(std::int32_t except = 0) const;
   ProcessIdentity AttachedIdentity(std::uint16_t slot) const REQUIRES(this) {
     if (slot >= kMaxAttach) {
       MarkCorrupt();

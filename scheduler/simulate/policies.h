@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "scheduler/plan/ownership.h"
 #include "scheduler/plan/placement.h"
 #include "scheduler/plan/schedule_view.h"
 #include "scheduler/simulate/simulator.h"
@@ -25,10 +26,12 @@ class PolicyModel {
   virtual void EndStep(std::uint32_t /*now*/) {}
 };
 
-// `placement` is used (and must outlive the model) by kNopfs only.
+// `placement` is used by kNopfs only and `owners` by kPrescient only; each
+// must outlive the model.
 std::unique_ptr<PolicyModel> MakePolicyModel(Policy policy, const plan::ScheduleView& view,
                                              std::uint64_t cache_samples,
-                                             const plan::StaticPlacement* placement);
+                                             const plan::StaticPlacement* placement,
+                                             const plan::SampleOwners* owners);
 
 }  // namespace prescient::scheduler::simulate
 

@@ -79,7 +79,13 @@ void PrintTable(const SimulationResult& r, std::ostream& out) {
   }
   out << "lower bounds: compulsory per node " << Grouped(r.bounds.compulsory_node)
       << ", compulsory overall " << Grouped(r.bounds.compulsory_global)
-      << ", Belady optimum (node caches) " << Grouped(r.bounds.belady) << "\n\n";
+      << ", Belady optimum (node caches) " << Grouped(r.bounds.belady) << "\n";
+  if (r.ownership) {
+    out << "prescient owners: " << Grouped(r.ownership->owned) << " samples owned (at most "
+        << Grouped(r.ownership->budget) << " per node), " << Grouped(r.ownership->unowned)
+        << " read samples without owner\n";
+  }
+  out << "\n";
 
   const bool rows = r.fields.size() > 1;
   out << std::left << std::setw(10) << "policy" << std::right << std::setw(15) << "storage reads";
@@ -168,7 +174,13 @@ void WriteJson(const SimulationResult& r, const std::string& path) {
   out << "],\n  \"model\": \"" << r.model_name
       << "\",\n  \"bounds\": {\"compulsory_node\": " << r.bounds.compulsory_node
       << ", \"compulsory_global\": " << r.bounds.compulsory_global
-      << ", \"belady\": " << r.bounds.belady << "},\n  \"policies\": [";
+      << ", \"belady\": " << r.bounds.belady << "},\n";
+  if (r.ownership) {
+    out << "  \"ownership\": {\"budget\": " << r.ownership->budget
+        << ", \"owned\": " << r.ownership->owned << ", \"unowned\": " << r.ownership->unowned
+        << "},\n";
+  }
+  out << "  \"policies\": [";
   const auto counts = [&](const Counts& c) {
     out << "\"reads\": " << c.reads << ", \"storage\": " << c.storage << ", \"hits\": " << c.hits
         << ", \"remote\": " << c.remote;

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "scheduler/plan/ownership.h"
 #include "scheduler/plan/placement.h"
 #include "scheduler/simulate/next_use.h"
 #include "scheduler/simulate/policies.h"
@@ -94,23 +95,24 @@ class Accumulator {
   PolicyResult result_;
 };
 
-// Replays the whole schedule under one policy. With `local_twin`, the same
-// pass also yields the policy's node-local twin, which counts remote hits as
-// storage reads: prescient's local caches decide exactly as belady's (peer
-// lookups never change what a node admits or evicts), so one pass gives both.
-std::vector<PolicyResult> Replay(Policy policy, bool local_twin, const plan::ScheduleView& view,
-                                 const std::vector<std::uint64_t>& first_steps,
-                                 const NextUseTable& next_use, const SimulateOptions& options,
-                                 const plan::StaticPlacement* placement,
-                                 std::atomic<std::uint64_t>& steps_done) {
+// What the policy models need besides the schedule, each built only when a
+// policy that uses it is simulated.
+struct PolicyInputs {
+  const plan::StaticPlacement* placement = nullptr;  // nopfs
+  const plan::SampleOwners* owners = nullptr;        // prescient
+};
+
+// Replays the whole schedule under one policy.
+PolicyResult Replay(Policy policy, const plan::ScheduleView& view,
+                    const std::vector<std::uint64_t>& first_steps, const NextUseTable& next_use,
+                    const SimulateOptions& options, const PolicyInputs& inputs,
+                    std::atomic<std::uint64_t>& steps_done) {
   const WorldLayout& layout = view.layout;
   const std::unique_ptr<PolicyModel> model =
-      MakePolicyModel(policy, view, options.cache_samples, placement);
-  Accumulator main(policy, view, first_steps.back(), options);
-  std::optional<Accumulator> twin;
-  if (local_twin) twin.emplace(Policy::kBelady, view, first_steps.back(), options);
+      MakePolicyModel(policy, view, options.cache_samples, inputs.placement, inputs.owners);
+  Accumulator result(policy, view, first_steps.back(), options);
   std::vector<plan::PartView> parts(layout.ranks);
-  std::vector<Counts> step_counts(layout.ranks), twin_counts;
+  std::vector<Counts> step_counts(layout.ranks);
   for (std::uint32_t e = 0; e < view.epochs; ++e) {
     for (std::uint32_t r = 0; r < layout.ranks; ++r) parts[r] = view.part(r, e);
     const std::size_t steps = first_steps[e + 1] - first_steps[e];
@@ -139,22 +141,11 @@ std::vector<PolicyResult> Replay(Policy policy, bool local_twin, const plan::Sch
         c.reads = c.storage + c.hits + c.remote;
       }
       model->EndStep(now);
-      main.Step(e, s, step_counts);
-      if (twin) {
-        twin_counts = step_counts;
-        for (Counts& c : twin_counts) {
-          c.storage += c.remote;
-          c.remote = 0;
-        }
-        twin->Step(e, s, twin_counts);
-      }
-      steps_done.fetch_add(twin ? 2 : 1, std::memory_order_relaxed);
+      result.Step(e, s, step_counts);
+      steps_done.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  std::vector<PolicyResult> out;
-  out.push_back(main.Finish());
-  if (twin) out.push_back(twin->Finish());
-  return out;
+  return result.Finish();
 }
 
 }  // namespace
@@ -217,32 +208,33 @@ SimulationResult Simulate(const plan::ScheduleView& view, const SimulateOptions&
   std::vector<Policy> runs = options.policies;
   const bool belady_asked = std::find(runs.begin(), runs.end(), Policy::kBelady) != runs.end();
   if (!belady_asked) runs.push_back(Policy::kBelady);
-  std::optional<plan::StaticPlacement> placement;
-  if (std::find(runs.begin(), runs.end(), Policy::kNopfs) != runs.end()) {
-    placement = plan::PlaceByFrequency(view, options.cache_samples);
-  }
-
-  // One pass per policy, except that prescient's pass also yields belady.
-  struct Run {
-    Policy policy;
-    bool twin;
+  const auto simulated = [&](Policy p) {
+    return std::find(runs.begin(), runs.end(), p) != runs.end();
   };
-  std::vector<Run> passes;
-  const bool with_prescient = std::find(runs.begin(), runs.end(), Policy::kPrescient) != runs.end();
-  for (const Policy p : runs) {
-    if (p == Policy::kBelady && with_prescient) continue;
-    passes.push_back({p, p == Policy::kPrescient});
+  std::optional<plan::StaticPlacement> placement;
+  if (simulated(Policy::kNopfs)) placement = plan::PlaceByFrequency(view, options.cache_samples);
+  std::optional<plan::SampleOwners> owners;
+  if (simulated(Policy::kPrescient)) {
+    owners = plan::AssignOwners(view, options.cache_samples);
+    result.ownership =
+        OwnershipStats{.budget = owners->budget(), .owned = 0, .unowned = owners->unowned()};
+    for (std::uint32_t n = 0; n < owners->nodes(); ++n) {
+      result.ownership->owned += owners->OwnedBy(n);
+    }
   }
-  // The heaviest passes first, so the threads finish together.
+  const PolicyInputs inputs{.placement = placement ? &*placement : nullptr,
+                            .owners = owners ? &*owners : nullptr};
+
+  // One pass per policy, the heaviest first so the threads finish together.
+  std::vector<Policy> passes = runs;
   const auto weight = [](Policy p) {
-    return p == Policy::kPrescient                     ? 0
-           : p == Policy::kLru || p == Policy::kBelady ? 1
-           : p == Policy::kNopfs                       ? 2
-                                                       : 3;
+    return p == Policy::kPrescient || p == Policy::kBelady || p == Policy::kLru ? 0
+           : p == Policy::kNopfs                                                ? 1
+                                                                                : 2;
   };
   std::stable_sort(passes.begin(), passes.end(),
-                   [&](const Run& a, const Run& b) { return weight(a.policy) < weight(b.policy); });
-  std::vector<std::vector<PolicyResult>> outputs(passes.size());
+                   [&](Policy a, Policy b) { return weight(a) < weight(b); });
+  std::vector<PolicyResult> outputs(passes.size());
   std::atomic<std::size_t> next_pass{0};
   std::atomic<std::uint64_t> steps_done{0};
   std::exception_ptr failure;
@@ -250,8 +242,7 @@ SimulationResult Simulate(const plan::ScheduleView& view, const SimulateOptions&
   const auto worker = [&] {
     for (std::size_t i; (i = next_pass.fetch_add(1)) < passes.size();) {
       try {
-        outputs[i] = Replay(passes[i].policy, passes[i].twin, view, first_steps, next_use, options,
-                            placement ? &*placement : nullptr, steps_done);
+        outputs[i] = Replay(passes[i], view, first_steps, next_use, options, inputs, steps_done);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(failure_mutex);
         failure = std::current_exception();
@@ -262,7 +253,7 @@ SimulationResult Simulate(const plan::ScheduleView& view, const SimulateOptions&
       std::clamp<unsigned>(options.threads, 1, static_cast<unsigned>(passes.size()));
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  const std::uint64_t total = first_steps.back() * runs.size();
+  const std::uint64_t total = first_steps.back() * passes.size();
   while (options.progress && next_pass.load() < passes.size() + threads) {
     options.progress(
         total == 0 ? 1 : static_cast<double>(steps_done.load()) / static_cast<double>(total));
@@ -275,10 +266,8 @@ SimulationResult Simulate(const plan::ScheduleView& view, const SimulateOptions&
 
   std::vector<PolicyResult> results;  // in the order asked for
   for (const Policy p : runs) {
-    for (auto& output : outputs) {
-      for (PolicyResult& r : output) {
-        if (r.policy == p) results.push_back(std::move(r));
-      }
+    for (PolicyResult& r : outputs) {
+      if (r.policy == p) results.push_back(std::move(r));
     }
   }
   for (const PolicyResult& r : results) {

@@ -9,7 +9,8 @@
 //
 // Policies (see scheduler/simulate/README.md):
 //   none       no cache: every read goes to storage
-//   lru        node cache, least recently used evicted, every miss admitted
+//   lru        node cache, least recently used evicted; every miss admitted
+//              until it is full, then one in eight (the runtime without a schedule)
 //   belady     node cache, clairvoyant: evicts the sample whose next read on
 //              this node is furthest away and does not admit a sample needed
 //              later than everything cached (Belady's MIN: the fewest storage
@@ -17,11 +18,13 @@
 //   nopfs      NoPFS static placement (plan/placement.h): each node caches its
 //              most frequently read samples (filled by their first read, never
 //              evicted); a miss cached on another node is a remote hit
-//   prescient  Prescient's runtime on a planned schedule: belady on every node
-//              plus peer lookups, so a miss that another node caches is a
-//              remote hit. Run it on a schedule planned with remap=on to get
-//              the full effect (the remap already moved reads to the node that
-//              caches them).
+//   prescient  the policy of Prescient's node agent (prescient-node,
+//              vol/agent): every sample read gets at most one owner node
+//              (plan/ownership.h), which reads it from storage once, at its
+//              first use anywhere, holds it to the end and serves the other
+//              nodes (remote hits); the rest of each cache is a belady cache
+//              of samples the node does not own. With owners for every sample
+//              the job reads each sample from storage once.
 //
 // Lower bounds: compulsory misses per node (distinct samples a node reads:
 // no node-local policy can do better), compulsory misses overall (distinct
@@ -105,6 +108,13 @@ struct LowerBounds {
   std::uint64_t belady = 0;             // storage reads of Belady's MIN per node
 };
 
+// How the prescient policy split the samples between the nodes.
+struct OwnershipStats {
+  std::uint64_t budget = 0;   // samples a node may own (plan::HeldBudget)
+  std::uint64_t owned = 0;    // samples read that have an owner
+  std::uint64_t unowned = 0;  // samples read that have none (aggregate budget too small)
+};
+
 struct SimulationResult {
   std::uint64_t num_samples = 0;
   WorldLayout layout;
@@ -117,7 +127,8 @@ struct SimulationResult {
   // Storage rows per sample read from storage: one per field.
   std::uint64_t rows_per_sample() const { return fields.empty() ? 1 : fields.size(); }
   LowerBounds bounds;
-  std::vector<PolicyResult> policies;  // in the order asked for
+  std::optional<OwnershipStats> ownership;  // set when prescient was simulated
+  std::vector<PolicyResult> policies;       // in the order asked for
 };
 
 SimulationResult Simulate(const plan::ScheduleView& view, const SimulateOptions& options);

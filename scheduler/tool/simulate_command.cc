@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "scheduler/core/schedule_file.h"
+#include "scheduler/plan/schedule_file_view.h"
 #include "scheduler/simulate/report.h"
 #include "scheduler/simulate/simulator.h"
 #include "scheduler/tool/flags.h"
@@ -49,7 +50,10 @@ Options:
 
 Policies: none (no cache), lru, belady (clairvoyant eviction: the optimum for a
 node-local cache), nopfs (static placement by access frequency + remote hits),
-prescient (belady + remote hits from peer caches; use on a planned schedule).
+prescient (the node agent prescient-node's policy: each sample read gets at most
+one owner node, plan/ownership.h, which reads it from storage once and serves
+the other nodes; the rest of each cache is belady over samples the node does
+not own).
 See scheduler/simulate/README.md.
 )";
 
@@ -77,23 +81,6 @@ std::uint64_t ParseCache(const std::string& text, std::uint64_t num_samples,
     }
   }
   return ParseUnsigned(text, "--cache");
-}
-
-// A view over the schedule file: each part is the reader's own view, kept alive
-// by the PartView.
-plan::ScheduleView ViewOfFile(std::shared_ptr<const ScheduleReader> reader,
-                              std::uint32_t ranks_per_node) {
-  plan::ScheduleView view;
-  const ScheduleHeader& header = reader->header();
-  view.num_samples = header.num_samples;
-  view.layout = header.layout;
-  if (ranks_per_node) view.layout.ranks_per_node = ranks_per_node;
-  view.epochs = header.epochs;
-  view.part = [reader](std::uint32_t rank, std::uint32_t epoch) {
-    auto part = std::make_shared<RankEpochView>(reader->Part(rank, epoch));
-    return plan::PartView{part->samples(), part->step_begin(), part};
-  };
-  return view;
 }
 
 }  // namespace
@@ -148,7 +135,7 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   options.threads = flags.U32("threads", 2);
   const std::uint32_t rpn = flags.U32("ranks-per-node", 0);
   if (flags.Has("ranks-per-node") && rpn == 0) throw UsageError("--ranks-per-node must be >= 1");
-  const plan::ScheduleView view = ViewOfFile(reader, rpn);
+  const plan::ScheduleView view = plan::ViewOfFile(reader, rpn);
 
   simulate::SimulationResult result;
   {

@@ -28,6 +28,8 @@ constexpr const char* kTopLevelNames[] = {
     "rows_prefetched",
     "rows_read_around",
     "files_warmed",
+    "rows_remote",
+    "rows_served",
     "storage_reads",
     "storage_bytes",
     "stall_ns",
@@ -41,10 +43,12 @@ constexpr const char* kTopLevelNames[] = {
     "fallback_oracle_failed",
     "fallback_index_rebuilt",
     "fallback_written",
+    "fallback_peer_failed",
 };
 constexpr std::size_t kTopLevel = sizeof(kTopLevelNames) / sizeof(kTopLevelNames[0]);
-constexpr const char* kFieldNames[] = {"rows_hit", "rows_loaded", "rows_waited", "rows_prefetched",
-                                       "rows_read_around"};
+constexpr const char* kFieldNames[] = {"rows_hit",        "rows_loaded",      "rows_waited",
+                                       "rows_prefetched", "rows_read_around", "rows_remote",
+                                       "rows_served"};
 static_assert(std::size(kFieldNames) == static_cast<std::size_t>(FieldCounter::kCount));
 
 std::string JsonString(const std::string& text) {

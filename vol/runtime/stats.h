@@ -43,6 +43,8 @@ enum class Counter : std::size_t {
   kRowsPrefetched,          // rows the prefetch threads read ahead of need
   kRowsReadAround,          // rows read beside a miss on the reader's thread (rest of a chunk)
   kFilesWarmed,             // small files the prefetch thread read into the page cache
+  kRowsRemote,              // node agent: rows fetched from other nodes' agents
+  kRowsServed,              // node agent: rows sent to other nodes' agents
   kStorageReads,            // read requests to storage (coalesced)
   kStorageBytes,            // bytes read from storage, gaps included
   kStallNs,                 // time read callbacks waited for rows: the two below
@@ -57,6 +59,7 @@ enum class Counter : std::size_t {
   kFallbackOracleFailed,    // next-use queries that failed (the row got "never")
   kFallbackIndexRebuilt,    // next-use index files found unusable and rebuilt in memory
   kFallbackWritten,         // reads of a dataset written through this process, forwarded
+  kFallbackPeerFailed,      // node agent: rows a peer did not deliver in time, read from storage
   kSelectionNone,           // one counter per SelectionKind, in its order
   kSelectionAll,
   kSelectionRegular,
@@ -74,6 +77,8 @@ enum class FieldCounter : std::size_t {
   kRowsWaited,
   kRowsPrefetched,
   kRowsReadAround,
+  kRowsRemote,  // node agent only, as the top-level counters of that name
+  kRowsServed,
   kCount,
 };
 

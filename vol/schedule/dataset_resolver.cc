@@ -24,8 +24,9 @@ bool DatasetResolver::Available() {
 }
 
 io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::string& path,
-                                                                    const std::string& dataset) {
-  if (!Available()) return io::Status::Unsupported("HDF5 is not thread-safe");
+                                                                    const std::string& dataset,
+                                                                    bool only_hdf5_thread) {
+  if (!only_hdf5_thread && !Available()) return io::Status::Unsupported("HDF5 is not thread-safe");
   std::shared_ptr<FileState> file = FileState::Make(path.c_str(), /*writable=*/false,
                                                     /*posix_driver=*/true);
   if (!file->identity.valid) return io::Status::IoError("cannot stat " + path);

@@ -33,8 +33,12 @@ class DatasetResolver {
   static bool Available();
 
   // The prepared (not registered) dataset `dataset` of `path`, or why not.
+  // `only_hdf5_thread`: the caller is the only thread of the process that
+  // uses HDF5 (the node agent's main thread), so a library that is not
+  // thread-safe is fine.
   static cache::io::Result<std::shared_ptr<CachedDataset>> Resolve(const std::string& path,
-                                                                   const std::string& dataset);
+                                                                   const std::string& dataset,
+                                                                   bool only_hdf5_thread = false);
 };
 
 }  // namespace prescient::vol

@@ -18,9 +18,16 @@ namespace io = cache::io;
 
 struct PrefetchRound::DatasetWork {
   const CachedDataset* dataset = nullptr;
-  std::vector<io::RowNeed> needs;  // normalized: by row, earliest step
-  std::vector<std::uint64_t> claimed;
+  std::vector<io::RowNeed> needs;      // normalized: by row, earliest step
+  std::vector<std::uint64_t> claimed;  // to read from storage, ascending
   io::ReadPlan plan;
+  std::unique_ptr<RemoteRows::Fetch> remote;  // rows asked of other nodes
+};
+
+struct PrefetchRound::Pending {
+  DatasetWork* work;
+  const io::ReadTask* task;
+  std::uint64_t first_need;
 };
 
 namespace {
@@ -40,8 +47,14 @@ std::uint64_t FirstNeed(const io::ReadTask& task, std::span<const io::RowNeed> n
 }  // namespace
 
 PrefetchRound::PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle* oracle,
-                             io::Executor& executor, FieldOf field_of)
-    : cache_(cache), oracle_(oracle), executor_(executor), field_of_(std::move(field_of)) {}
+                             io::Executor& executor, FieldOf field_of, KeyOf key_of,
+                             RemoteRows* remote)
+    : cache_(cache),
+      oracle_(oracle),
+      executor_(executor),
+      field_of_(std::move(field_of)),
+      key_of_(std::move(key_of)),
+      remote_(remote) {}
 
 void PrefetchRound::PlanDataset(DatasetWork& work) {
   const CachedDataset& dataset = *work.dataset;
@@ -68,7 +81,7 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
     rows[i] = {
         .row = need.row,
         .next_use = need.step != io::RowNeed::kNotNeeded
-                        ? need.step
+                        ? (key_of_ ? key_of_(dataset, need.row, need.step) : need.step)
                         : (oracle_ != nullptr ? oracle_->NextUse(dataset.slot(), need.row, now)
                                               : cache::NextUseOracle::kNever)};
   }
@@ -80,6 +93,12 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
   if (!claimed.ok() || claimed.value().empty()) return;
   work.claimed = std::move(claimed.value());
   std::sort(work.claimed.begin(), work.claimed.end());  // the planner wants them ascending
+  if (remote_ != nullptr) work.remote = remote_->Start(dataset, work.claimed);
+}
+
+void PrefetchRound::PlanClaimed(DatasetWork& work, std::vector<Pending>& pending) {
+  if (work.claimed.empty()) return;
+  const CachedDataset& dataset = *work.dataset;
   io::Result<io::ReadPlan> plan =
       io::PlanReads(*dataset.raw_layout(), work.claimed, dataset.coalescing());
   if (!plan.ok()) {
@@ -88,6 +107,8 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
     return;
   }
   work.plan = std::move(plan.value());
+  for (const io::ReadTask& task : work.plan.tasks)
+    pending.push_back({&work, &task, FirstNeed(task, work.needs)});
 }
 
 void PrefetchRound::RunSmallDataset(DatasetWork& work, RoundTally& tally) {
@@ -153,12 +174,8 @@ RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
     works.back().needs.push_back({.row = w.row, .step = w.step});
   }
 
-  // Every dataset's tasks, most urgent first across datasets.
-  struct Pending {
-    DatasetWork* work;
-    const io::ReadTask* task;
-    std::uint64_t first_need;
-  };
+  // Every dataset's tasks, most urgent first across datasets; the replies
+  // of other nodes are taken in while they run.
   std::vector<Pending> pending;
   for (DatasetWork& work : works) {
     if (work.dataset->grouped()) {
@@ -166,12 +183,29 @@ RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
       continue;
     }
     PlanDataset(work);
-    for (const io::ReadTask& task : work.plan.tasks)
-      pending.push_back({&work, &task, FirstNeed(task, work.needs)});
+    PlanClaimed(work, pending);
   }
+  std::vector<DatasetWork*> undelivered;
+  RunTasks(pending, tally, [&] {
+    for (DatasetWork& work : works) {
+      if (!work.remote) continue;
+      work.claimed = work.remote->Finish();
+      if (!work.claimed.empty()) undelivered.push_back(&work);
+    }
+  });
+  // Rows other nodes did not deliver: from storage after all.
+  if (!undelivered.empty()) {
+    pending.clear();
+    for (DatasetWork* work : undelivered) PlanClaimed(*work, pending);
+    RunTasks(pending, tally, {});
+  }
+  return tally;
+}
+
+void PrefetchRound::RunTasks(std::vector<Pending>& pending, RoundTally& tally,
+                             const std::function<void()>& meanwhile) {
   std::stable_sort(pending.begin(), pending.end(),
                    [](const Pending& a, const Pending& b) { return a.first_need < b.first_need; });
-
   cache::Mutex tally_mutex;
   TaskGroup group(executor_);
   for (const Pending& p : pending) {
@@ -211,6 +245,7 @@ RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
       }
     });
   }
+  if (meanwhile) meanwhile();
   group.Wait();
   if (group.failures() > 0) {
     // A task that threw left its rows claimed: release them (rows it did
@@ -220,7 +255,6 @@ RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
     }
     tally.failed_tasks += group.failures();
   }
-  return tally;
 }
 
 }  // namespace prescient::vol

@@ -9,17 +9,21 @@
 // (by the earliest step any of a task's rows is needed), then publishes each
 // task's rows. pread and decode only: no HDF5 call (datasets without a raw
 // layout are left to the read path). Claimed rows are always published or
-// abandoned, also when a task fails or throws.
+// abandoned, also when a task fails or throws. On the node agent, rows other
+// nodes own are fetched from them instead (RemoteRows), while the storage
+// reads run, and those that do not arrive are read from storage after all.
 #ifndef PRESCIENT_VOL_SCHEDULE_PREFETCH_ROUND_H_
 #define PRESCIENT_VOL_SCHEDULE_PREFETCH_ROUND_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "cache/core/node_cache.h"
 #include "cache/io/executor.h"
+#include "vol/schedule/remote_rows.h"
 #include "vol/serve/cached_dataset.h"
 
 namespace prescient::vol {
@@ -45,9 +49,15 @@ class PrefetchRound {
  public:
   // `field_of(dataset)` names the statistics field of a dataset (or nullopt).
   using FieldOf = std::function<std::optional<std::uint32_t>(const CachedDataset&)>;
+  // The eviction key of a row needed at global step `step` (the step itself
+  // unless a node agent's ownership says otherwise: ScheduleFollower::KeyOf).
+  using KeyOf =
+      std::function<std::uint64_t(const CachedDataset&, std::uint64_t row, std::uint64_t step)>;
 
+  // `remote` (the node agent's peers) may be null: everything from storage.
   PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle* oracle,
-                cache::io::Executor& executor, FieldOf field_of);
+                cache::io::Executor& executor, FieldOf field_of, KeyOf key_of,
+                RemoteRows* remote = nullptr);
 
   // Claims, reads and publishes `wanted` (any order, repeats allowed). Returns
   // when every task has ended. Chunked datasets have the other rows of every
@@ -56,13 +66,25 @@ class PrefetchRound {
 
  private:
   struct DatasetWork;
+  struct Pending;
+  // Claims the dataset's wanted rows, sends for those other nodes own, and
+  // plans the rest.
   void PlanDataset(DatasetWork& work);
+  // Plans the claimed rows of `work` into coalesced reads (abandoning them if
+  // that fails) and adds its tasks to `pending`.
+  void PlanClaimed(DatasetWork& work, std::vector<Pending>& pending);
   void RunSmallDataset(DatasetWork& work, RoundTally& tally);
+  // Runs `pending` on the executor, most urgent first; `meanwhile` runs on
+  // this thread while they do.
+  void RunTasks(std::vector<Pending>& pending, RoundTally& tally,
+                const std::function<void()>& meanwhile);
 
   cache::NodeCache& cache_;
   const cache::NextUseOracle* oracle_;
   cache::io::Executor& executor_;
   FieldOf field_of_;
+  KeyOf key_of_;
+  RemoteRows* remote_;
 };
 
 }  // namespace prescient::vol

@@ -56,7 +56,8 @@ void Prefetcher::SizeWindowFromCapacity() {
   if (sample_bytes == 0) return;  // kMinWindowSteps meanwhile
   const std::uint64_t rows_per_step = std::max<std::uint64_t>(
       1, std::uint64_t{follower_.binding().header().layout.batch_size} * progress_.local_ranks());
-  const std::uint64_t cache_samples = cache_.Stats().capacity_bytes / sample_bytes;
+  const std::uint64_t all_samples = cache_.Stats().capacity_bytes / sample_bytes;
+  const std::uint64_t cache_samples = all_samples - std::min(held_samples_, all_samples);
   capacity_steps_ = std::clamp<std::uint64_t>(cache_samples / (2 * rows_per_step), kMinWindowSteps,
                                               kMaxWindowSteps);
   capacity_sized_ = true;
@@ -154,8 +155,13 @@ bool Prefetcher::Round(io::Executor& executor) {
   if (!warmed.empty())
     Runtime::Get().stats().AddInEpoch(first_epoch, Counter::kFilesWarmed, warmed.size());
   if (wanted.empty()) return !warmed.empty();
-  PrefetchRound round(cache_, follower_.oracle(), executor,
-                      [this](const CachedDataset& d) { return follower_.FieldOf(d); });
+  PrefetchRound round(
+      cache_, follower_.oracle(), executor,
+      [this](const CachedDataset& d) { return follower_.FieldOf(d); },
+      [this](const CachedDataset& d, std::uint64_t row, std::uint64_t step) {
+        return follower_.KeyOf(d, row, step);
+      },
+      remote_);
   const RoundTally tally = round.Run(std::move(wanted));
   Stats& stats = Runtime::Get().stats();
   stats.AddInEpoch(first_epoch, Counter::kStorageReads, tally.storage_reads);
@@ -185,7 +191,8 @@ void Prefetcher::Run() noexcept {
     io::ThreadPool pool(io::ThreadPoolOptions{io_threads_});
     milliseconds idle_poll = kIdlePollMin;
     while (!stop_.load()) {
-      if (!cache_.IsLeader() && !cache_.TryBecomeLeader()) {
+      if (!cache_.IsLeader() &&
+          !(take_leadership_ ? cache_.TakeLeadership() : cache_.TryBecomeLeader())) {
         for (int i = 0; i < 25 && !stop_.load(); ++i) std::this_thread::sleep_for(milliseconds(10));
         continue;
       }

@@ -59,6 +59,15 @@ class Prefetcher {
   // Starts this process's leadership thread if it has none (a forked child
   // calls this again: threads do not survive fork).
   void EnsureRunning();
+  // Before EnsureRunning, on the node agent: take the leadership rather than
+  // wait for it, fetch rows other nodes own through `remote`, and size the
+  // window from the cache less the `held_samples` this node owns (its rows
+  // are never displaced by others: the window must fit in what is left).
+  void ServeAsNodeAgent(RemoteRows* remote, std::uint64_t held_samples) {
+    take_leadership_ = true;
+    remote_ = remote;
+    held_samples_ = held_samples;
+  }
   void Stop();
   // Asks the thread to stop without waiting for it (a caller inside an HDF5
   // callback must not join a thread that may be waiting for HDF5's lock).
@@ -84,6 +93,9 @@ class Prefetcher {
   ScheduleFollower& follower_;
   const RankProgress& progress_;
   unsigned io_threads_;
+  bool take_leadership_ = false;
+  RemoteRows* remote_ = nullptr;
+  std::uint64_t held_samples_ = 0;
   std::uint64_t capacity_steps_ = 2;  // what half the cache holds, in steps of every local rank
   bool capacity_sized_ = false;       // capacity_steps_ comes from known sample bytes
   std::vector<std::uint64_t> done_until_;  // per local rank: steps already prefetched

@@ -65,7 +65,9 @@ ScheduleFollower::ScheduleFollower(std::shared_ptr<ScheduleBinding> binding,
       cache_(cache),
       adopt_(std::move(adopt)),
       progress_(cache, *binding_),
-      oracle_(*binding_, bound_, progress_, oracle_failures_),
+      ownership_(NodeOwnership::PathFor(cache.path()), binding_->node(),
+                 binding_->header().num_samples),
+      oracle_(*binding_, bound_, progress_, oracle_failures_, &ownership_),
       local_rank_(binding_->LocalIndex(binding_->rank()).value_or(0)),
       owner_pid_(Runtime::Get().rank_owner_pid()),
       tracker_(binding_),
@@ -91,6 +93,23 @@ ScheduleFollower::ScheduleFollower(std::shared_ptr<ScheduleBinding> binding,
 }
 
 ScheduleFollower::~ScheduleFollower() { Stop(); }
+
+void ScheduleFollower::RunAsNodeAgent(RemoteRows* remote, std::uint64_t held_samples) {
+  if (!prefetcher_) {
+    prefetcher_ =
+        std::make_unique<Prefetcher>(cache_, *this, progress_, Runtime::Get().options().io_threads);
+  }
+  prefetcher_->ServeAsNodeAgent(remote, held_samples);
+  prefetcher_->EnsureRunning();
+}
+
+std::uint64_t ScheduleFollower::KeyOf(const CachedDataset& dataset, std::uint64_t row,
+                                      std::uint64_t step) const {
+  const std::optional<BoundFields::Entry> entry = bound_.Get(dataset.slot());
+  if (!entry || entry->grouped) return step;
+  const std::optional<bool> owned = ownership_.Owned(binding_->SampleOf(entry->field.file, row));
+  return owned ? HeldKey(step, *owned) : step;
+}
 
 void ScheduleFollower::Stop() {
   if (prefetcher_) prefetcher_->Stop();
@@ -151,6 +170,12 @@ std::optional<std::uint32_t> ScheduleFollower::FieldOf(const CachedDataset& data
   const std::optional<BoundFields::Entry> entry = bound_.Get(dataset.slot());
   if (!entry) return std::nullopt;
   return entry->field.field;
+}
+
+std::optional<FieldRef> ScheduleFollower::FieldRefOf(const CachedDataset& dataset) const {
+  const std::optional<BoundFields::Entry> entry = bound_.Get(dataset.slot());
+  if (!entry) return std::nullopt;
+  return entry->field;
 }
 
 std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool resolve) {
@@ -229,7 +254,7 @@ void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std:
       progress_.Finish(binding_->rank());
     }
     runtime.stats().SetCurrentEpoch(o.epoch);
-    keys->oracle.emplace(*binding_, bound_, progress_, oracle_failures_, local_rank_,
+    keys->oracle.emplace(*binding_, bound_, progress_, oracle_failures_, &ownership_, local_rank_,
                          o.global_step);
   }
   if (tracker_.abandoned() && !abandoned_warned_) {

@@ -36,8 +36,10 @@
 #include "vol/runtime/options.h"
 #include "vol/runtime/stats.h"
 #include "vol/schedule/bound_fields.h"
+#include "vol/schedule/node_ownership.h"
 #include "vol/schedule/position_tracker.h"
 #include "vol/schedule/rank_progress.h"
+#include "vol/schedule/remote_rows.h"
 #include "vol/schedule/schedule_binding.h"
 #include "vol/schedule/schedule_oracle.h"
 #include "vol/serve/cached_dataset.h"
@@ -80,10 +82,15 @@ class ScheduleFollower {
 
   // The oracle for rows not tied to a read (read-around, prefetch).
   const cache::NextUseOracle* oracle() const { return &oracle_; }
+  // The eviction key of `row` of `dataset` needed at global step `step`: the
+  // step, or under a live node agent its HeldKey (node_ownership.h).
+  std::uint64_t KeyOf(const CachedDataset& dataset, std::uint64_t row, std::uint64_t step) const;
   const ScheduleBinding& binding() const { return *binding_; }
 
   // The field a dataset counts its rows in (statistics), if bound.
   std::optional<std::uint32_t> FieldOf(const CachedDataset& dataset) const;
+  // The (file, field) of the map a dataset is bound to, if it is.
+  std::optional<FieldRef> FieldRefOf(const CachedDataset& dataset) const;
   // The dataset of field `field` in file `file`: one this process registered,
   // or (with `resolve`, where HDF5 is thread-safe) one prepared now. Null if
   // neither. Called by the prefetch leader.
@@ -96,6 +103,12 @@ class ScheduleFollower {
   // fork(): no thread of the parent may be inside the schedule reader.
   void LockForFork() const NO_THREAD_SAFETY_ANALYSIS { binding_->LockForFork(); }
   void UnlockAfterFork() const NO_THREAD_SAFETY_ANALYSIS { binding_->UnlockAfterFork(); }
+
+  // The node agent (vol/agent): prefetches for every local rank from now on,
+  // taking the leadership from whoever holds it, fetching rows other nodes
+  // own through `remote`, and sizing its window from the cache less the
+  // `held_samples` this node owns.
+  void RunAsNodeAgent(RemoteRows* remote, std::uint64_t held_samples);
 
   // Stops the prefetch leader (connector shutdown).
   void Stop();
@@ -117,6 +130,7 @@ class ScheduleFollower {
   BoundFields bound_;
   RankProgress progress_;
   std::atomic<std::uint64_t> oracle_failures_{0};
+  NodeOwnership ownership_;  // the node agent's, when one runs
   ScheduleOracle oracle_;
   std::uint32_t local_rank_;
   long owner_pid_;  // the rank's long-lived process (a DataLoader worker reports for its parent)

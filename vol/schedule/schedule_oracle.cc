@@ -24,9 +24,13 @@ std::uint64_t ScheduleOracle::Ask(
     if (consumed && consumed->first < n) {
       progress[consumed->first] = std::max(progress[consumed->first], consumed->second + 1);
     }
-    const std::uint64_t next =
-        binding_.NextUse(binding_.SampleOf(entry->field.file, row), std::span(progress.data(), n));
-    return next == scheduler::NextUseIndex::kNever ? kNever : next;
+    const std::uint64_t sample = binding_.SampleOf(entry->field.file, row);
+    std::uint64_t next = binding_.NextUse(sample, std::span(progress.data(), n));
+    if (next == scheduler::NextUseIndex::kNever) next = kNever;
+    if (ownership_ != nullptr) {
+      if (const std::optional<bool> owned = ownership_->Owned(sample)) return HeldKey(next, *owned);
+    }
+    return next;
   } catch (...) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return kNever;

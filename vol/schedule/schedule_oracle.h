@@ -8,6 +8,8 @@
 // consumed are not kept as if urgent for it. Datasets of small rows cached
 // several to an entry (CachedDataset::grouped) are small by construction and
 // kept as needed right away. Unbound datasets are "never" (evicted first).
+// While the node's agent runs, keys also say whether this node owns the
+// sample (node_ownership.h: HeldKey), so owned rows are evicted last.
 #ifndef PRESCIENT_VOL_SCHEDULE_SCHEDULE_ORACLE_H_
 #define PRESCIENT_VOL_SCHEDULE_SCHEDULE_ORACLE_H_
 
@@ -17,6 +19,7 @@
 
 #include "cache/core/next_use_oracle.h"
 #include "vol/schedule/bound_fields.h"
+#include "vol/schedule/node_ownership.h"
 #include "vol/schedule/rank_progress.h"
 #include "vol/schedule/schedule_binding.h"
 
@@ -25,10 +28,15 @@ namespace prescient::vol {
 class ScheduleOracle : public cache::NextUseOracle {
  public:
   // `failures` counts next-use queries that threw (answered "never"): a
-  // fallback its owner reports.
+  // fallback its owner reports. `ownership` may be null (no agent possible).
   ScheduleOracle(const ScheduleBinding& binding, const BoundFields& bound,
-                 const RankProgress& progress, std::atomic<std::uint64_t>& failures)
-      : binding_(binding), bound_(bound), progress_(progress), failures_(failures) {}
+                 const RankProgress& progress, std::atomic<std::uint64_t>& failures,
+                 const NodeOwnership* ownership)
+      : binding_(binding),
+        bound_(bound),
+        progress_(progress),
+        failures_(failures),
+        ownership_(ownership) {}
   std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,
                         std::uint64_t now) const noexcept override;
 
@@ -42,6 +50,7 @@ class ScheduleOracle : public cache::NextUseOracle {
   const BoundFields& bound_;
   const RankProgress& progress_;
   std::atomic<std::uint64_t>& failures_;
+  const NodeOwnership* ownership_;
 };
 
 // The oracle for the rows of one read at global step `read_step` by local
@@ -50,9 +59,9 @@ class ScheduleOracle : public cache::NextUseOracle {
 class ReadOracle final : public ScheduleOracle {
  public:
   ReadOracle(const ScheduleBinding& binding, const BoundFields& bound, const RankProgress& progress,
-             std::atomic<std::uint64_t>& failures, std::uint32_t local_rank,
-             std::uint64_t read_step)
-      : ScheduleOracle(binding, bound, progress, failures),
+             std::atomic<std::uint64_t>& failures, const NodeOwnership* ownership,
+             std::uint32_t local_rank, std::uint64_t read_step)
+      : ScheduleOracle(binding, bound, progress, failures, ownership),
         local_rank_(local_rank),
         read_step_(read_step) {}
   std::uint64_t NextUse(cache::DatasetSlot ds, std::uint64_t row,

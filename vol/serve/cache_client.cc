@@ -131,6 +131,18 @@ void CacheClient::Shutdown() noexcept {
   cache_.reset();
 }
 
+cache::CacheOptions CacheClient::SegmentOptions(const Options& options,
+                                                const ScheduleBinding* binding) {
+  cache::CacheOptions cache_options = options.cache;
+  if (binding != nullptr) {
+    const std::uint64_t mapped =
+        binding->map().files().size() * binding->map().fields().size() + kDatasetHeadroom;
+    cache_options.max_datasets = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(mapped, cache::DatasetTableFor(cache_options), kMaxDatasets));
+  }
+  return cache_options;
+}
+
 cache::NodeCache* CacheClient::OpenCacheLocked() {
   if (cache_ || open_attempted_) return cache_.get();
   open_attempted_ = true;
@@ -147,15 +159,9 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
     watch_ = std::make_unique<ScheduleWatch>(options.schedule_path);
     if (watch_->Changed()) binding = ScheduleFollower::OpenBinding(options);
   }
-  cache::CacheOptions cache_options = options.cache;
+  cache::CacheOptions cache_options = SegmentOptions(options, binding.get());
   cache_options.anchor = ProcessAnchor();
   cache_options.keeper_executable = KeeperExecutable();
-  if (binding) {
-    const std::uint64_t mapped =
-        binding->map().files().size() * binding->map().fields().size() + kDatasetHeadroom;
-    cache_options.max_datasets = static_cast<std::uint32_t>(
-        std::clamp<std::uint64_t>(mapped, cache::DatasetTableFor(cache_options), kMaxDatasets));
-  }
   cache::Result<std::unique_ptr<cache::NodeCache>> opened = cache::NodeCache::Open(cache_options);
   if (!opened.ok()) {
     runtime.Log(LogLevel::kWarn, "the node cache is unavailable (" + opened.status().message() +

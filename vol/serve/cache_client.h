@@ -58,6 +58,11 @@ class CacheClient {
   // node unlinks it unless PRESCIENT_KEEP_CACHE is set.
   void Shutdown() noexcept;
 
+  // The node segment's options for `options` and the schedule (may be null):
+  // its dataset table holds every field of every file the sample map names.
+  // Every process of the node, and its agent, opens the segment with these.
+  static cache::CacheOptions SegmentOptions(const Options& options, const ScheduleBinding* binding);
+
  private:
   using Identity = std::pair<std::uint64_t, std::uint64_t>;
 

@@ -220,7 +220,7 @@ TEST_F(PositionTrackerTest, OracleAnswersFromTheNodeIndex) {
   BoundFields bound;
   RankProgress progress(node, *binding_);
   std::atomic<std::uint64_t> failures{0};
-  ScheduleOracle oracle(*binding_, bound, progress, failures);
+  ScheduleOracle oracle(*binding_, bound, progress, failures, nullptr);
   ASSERT_TRUE(bound.Set(3, {.field = {0, 0}, .grouped = false}));
   ASSERT_TRUE(bound.Set(5, {.field = {0, 0}, .grouped = true}));
 
@@ -234,7 +234,7 @@ TEST_F(PositionTrackerTest, OracleAnswersFromTheNodeIndex) {
   EXPECT_EQ(oracle.NextUse(5, 7, 100), 101u);  // small rows: needed right away
   // A read at its step keys the row by its use after that read.
   const std::uint64_t read_step = binding_->GlobalStep(1, 0);
-  ReadOracle read(*binding_, bound, progress, failures, 0, read_step);
+  ReadOracle read(*binding_, bound, progress, failures, nullptr, 0, read_step);
   EXPECT_GT(read.NextUse(3, sample, 0), read_step);
   EXPECT_EQ(failures.load(), 0u);
 }

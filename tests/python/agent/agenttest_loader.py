@@ -1,0 +1,74 @@
+"""One rank of the emulated multi-node job of test_agent.py: an unmodified torch + h5py loop.
+
+    RANK=r WORLD_SIZE=R python3 agenttest_loader.py CONFIG.json RESULT.json
+
+Every sample s of the dataset is images[s] = (arange(row) + 7 s) % 256 and labels[s] = s, over
+files of `rows_per_file` samples in sorted path order. The loop reads every field of every sample
+its DistributedSampler gives it, through a DataLoader with `workers` workers, and checks every
+byte; the result file says how many samples were read, how many were wrong, and how long each
+epoch and each batch took.
+"""
+
+import glob
+import json
+import os
+import sys
+import time
+
+import h5py
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+
+class Samples(Dataset):
+    def __init__(self, files, rows_per_file):
+        self.files, self.rows_per_file = files, rows_per_file
+        self.handles = {}
+
+    def __len__(self):
+        return len(self.files) * self.rows_per_file
+
+    def __getitem__(self, s):
+        f, row = divmod(s, self.rows_per_file)
+        if f not in self.handles:
+            h = h5py.File(self.files[f], "r")
+            self.handles[f] = (h, h["images"], h["labels"])
+        _, images, labels = self.handles[f]
+        return s, torch.from_numpy(images[row]), int(labels[row])
+
+
+def expected(s, width):
+    return ((np.arange(width, dtype=np.int64) + 7 * s) % 256).astype(np.uint8)
+
+
+def main():
+    config = json.load(open(sys.argv[1]))
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    files = sorted(glob.glob(config["glob"]))
+    dataset = Samples(files, config["rows_per_file"])
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True,
+                                 seed=config["seed"])
+    loader = DataLoader(dataset, batch_size=config["batch"], sampler=sampler,
+                        num_workers=config["workers"])
+    result = {"rank": rank, "read": 0, "wrong": 0, "epoch_seconds": [], "max_batch_seconds": []}
+    for epoch in range(config["epochs"]):
+        sampler.set_epoch(epoch)
+        start = time.perf_counter()
+        slowest = 0.0
+        waited = time.perf_counter()
+        for ids, images, labels in loader:
+            slowest = max(slowest, time.perf_counter() - waited)
+            for s, image, label in zip(ids.tolist(), images.numpy(), labels.tolist()):
+                result["read"] += 1
+                if label != s or not np.array_equal(image, expected(s, image.shape[0])):
+                    result["wrong"] += 1
+            time.sleep(config.get("compute_seconds", 0))
+            waited = time.perf_counter()
+        result["epoch_seconds"].append(time.perf_counter() - start)
+        result["max_batch_seconds"].append(slowest)
+    json.dump(result, open(sys.argv[2], "w"))
+
+
+if __name__ == "__main__":
+    main()

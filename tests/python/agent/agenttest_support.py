@@ -1,0 +1,195 @@
+"""Helpers of test_agent.py: a dataset of many files, its schedule, and an emulated multi-node job
+(node agents under mpirun, each training rank a separate process with its node's PRESCIENT_NODE_ID).
+A uniquely named module: every test directory's conftest.py is importable as "conftest"."""
+
+import glob
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOADER = os.path.join(HERE, "agenttest_loader.py")
+_ids = itertools.count()
+
+
+def clean_env():
+    inherited = ("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH", "PRESCIENT_", "LD_PRELOAD", "OMPI_",
+                 "PMIX_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(inherited)}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["OMP_NUM_THREADS"] = "1"
+    # One machine: shared memory between the agents, no TCP; mpirun as root (CI) needs consent.
+    env["OMPI_MCA_btl"] = "self,sm"
+    if os.geteuid() == 0:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return env
+
+
+def make_dataset(directory, files, rows_per_file, width):
+    """files x rows_per_file samples: images[s] = (arange(width) + 7 s) % 256, labels[s] = s."""
+    os.makedirs(directory, exist_ok=True)
+    for f in range(files):
+        first = f * rows_per_file
+        s = np.arange(first, first + rows_per_file, dtype=np.int64)
+        images = ((np.arange(width, dtype=np.int64)[None, :] + 7 * s[:, None]) % 256).astype(np.uint8)
+        with h5py.File(os.path.join(directory, f"part{f:03d}.h5"), "w") as h:
+            h["images"] = images
+            h["labels"] = s
+    return os.path.join(directory, "part*.h5")
+
+
+def make_schedule(tool, path, *, pattern, samples, rows_per_file, width, epochs, ranks,
+                  ranks_per_node, workers, batch, seed):
+    cmd = [tool, "generate", "--source", "torch-distributed", "--samples", str(samples),
+           "--epochs", str(epochs), "--ranks", str(ranks), "--ranks-per-node", str(ranks_per_node),
+           "--workers", str(workers), "--batch-size", str(batch), "--seed", str(seed),
+           "--dataset", f"{pattern}:images", "--dataset", f"{pattern}:labels",
+           "--row-bytes", str(width), "--row-bytes", "8", "--rows-per-file", str(rows_per_file),
+           "--output", path, "--quiet"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return path
+
+
+def node_id(tag, node):
+    return f"atest-{os.getpid()}-{tag}-n{node}"[:60]
+
+
+def remove_segments(tag, nodes):
+    uid = os.geteuid()
+    for n in range(nodes):
+        for path in glob.glob(f"/dev/shm/prescient-u{uid}*/prescient-cache-v*-u{uid}-{node_id(tag, n)}*"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+class Job:
+    """An emulated job: `nodes` nodes of `ranks_per_node` ranks, optionally a node agent per node."""
+
+    def __init__(self, *, workdir, plugin_dir, agent, config, nodes, ranks_per_node, cache_size,
+                 schedule, tag=None):
+        self.workdir, self.plugin_dir, self.agent = workdir, plugin_dir, agent
+        self.config, self.nodes, self.rpn = config, nodes, ranks_per_node
+        self.cache_size, self.schedule = cache_size, schedule
+        self.tag = tag or f"j{next(_ids)}"
+        self.stats_dir = os.path.join(workdir, f"stats-{self.tag}")
+        os.makedirs(self.stats_dir, exist_ok=True)
+        self.agents = None
+        self.ranks = []
+
+    def env(self, node):
+        env = clean_env()
+        env.update({"HDF5_PLUGIN_PATH": self.plugin_dir, "HDF5_VOL_CONNECTOR": "prescient",
+                    "PRESCIENT_CACHE_SIZE": self.cache_size, "PRESCIENT_SCHEDULE": self.schedule,
+                    "PRESCIENT_NODE_ID": node_id(self.tag, node),
+                    "PRESCIENT_STATS": os.path.join(self.stats_dir, "%p.json")})
+        return env
+
+    def start_agents(self, extra_args=()):
+        """mpirun -n NODES, each agent taking its emulated node's id from its MPI rank. (The
+        one-context-per-node form, `mpirun -n 1 -x PRESCIENT_NODE_ID=a prescient-node : -n 1 -x
+        ...`, is what a user would write; this machine's mpirun crashes on any ':' context list.)"""
+        prefix = node_id(self.tag, 0)[:-1]
+        args = " ".join(map(str, extra_args))
+        cmd = ["mpirun", "--oversubscribe", "-n", str(self.nodes), "sh", "-c",
+               f'PRESCIENT_NODE_ID="{prefix}$OMPI_COMM_WORLD_RANK" exec "{self.agent}" {args}']
+        env = self.env(0)
+        del env["PRESCIENT_NODE_ID"]
+        self.agent_log = open(os.path.join(self.workdir, f"agents-{self.tag}.log"), "w")
+        self.agents = subprocess.Popen(cmd, env=env, stdout=self.agent_log,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_ranks(self):
+        config_path = os.path.join(self.workdir, f"config-{self.tag}.json")
+        json.dump(self.config, open(config_path, "w"))
+        world = self.nodes * self.rpn
+        for r in range(world):
+            env = self.env(r // self.rpn)
+            env.update({"RANK": str(r), "WORLD_SIZE": str(world), "LOCAL_RANK": str(r % self.rpn)})
+            out = os.path.join(self.workdir, f"result-{self.tag}-{r}.json")
+            log = open(os.path.join(self.workdir, f"rank-{self.tag}-{r}.log"), "w")
+            p = subprocess.Popen([sys.executable, LOADER, config_path, out], env=env, stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+            self.ranks.append((p, out, log))
+
+    def wait_ranks(self, timeout):
+        deadline = time.monotonic() + timeout
+        results = []
+        for p, out, log in self.ranks:
+            try:
+                p.wait(timeout=max(1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise AssertionError(f"a rank did not finish within {timeout} s; logs in {self.workdir}")
+            log.close()
+            assert p.returncode == 0, f"rank exited {p.returncode}: {open(log.name).read()[-3000:]}"
+            results.append(json.load(open(out)))
+        return results
+
+    def wait_agents(self, timeout):
+        if self.agents is None:
+            return None
+        try:
+            self.agents.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"the agents did not exit within {timeout} s of the job's end:\n"
+                                 f"{self.agent_output()}")
+        self.agent_log.close()
+        return self.agents.returncode
+
+    def agent_output(self):
+        return open(os.path.join(self.workdir, f"agents-{self.tag}.log")).read()[-4000:]
+
+    def agent_pids(self):
+        """pids of the prescient-node processes of this job's mpirun."""
+        out = subprocess.run(["pgrep", "-f", self.agent], capture_output=True, text=True).stdout
+        pids = []
+        for pid in map(int, out.split()):
+            try:
+                env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            for item in env:
+                if item.startswith(b"PRESCIENT_NODE_ID=") and self.tag.encode() in item:
+                    pids.append((pid, item.split(b"=", 1)[1].decode()))
+        return pids
+
+    def kill(self):
+        for p, _, _ in self.ranks:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        if self.agents is not None and self.agents.poll() is None:
+            os.killpg(self.agents.pid, signal.SIGKILL)
+
+    def stats(self):
+        docs = []
+        for path in glob.glob(os.path.join(self.stats_dir, "*.json")):
+            try:
+                docs.append(json.load(open(path)))
+            except (OSError, ValueError):
+                pass
+        return docs
+
+
+def field_counter(docs, field, name):
+    total = 0
+    for d in docs:
+        for f in d.get("fields", []):
+            if f.get("field") == field:
+                total += f.get(name, 0)
+    return total
+
+
+def storage_rows(docs, field="images"):
+    """Rows of `field` read from storage by every process of the job (agents included)."""
+    return sum(field_counter(docs, field, k) for k in ("rows_loaded", "rows_prefetched", "rows_read_around"))
