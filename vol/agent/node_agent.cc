@@ -20,6 +20,10 @@ using std::chrono::milliseconds;
 constexpr auto kJobCheckPeriod = milliseconds(250);
 // Nobody but the agent attached this long (after the job was seen): it ended.
 constexpr auto kJobGoneAfter = std::chrono::seconds(5);
+// Between polls that found nothing: short while replies are awaited (a peer
+// answers within a few hundred microseconds), longer when idle (a peer's
+// first request then waits up to this; requests of our own wake us at once).
+constexpr auto kAwaitingPollMax = std::chrono::microseconds(100);
 constexpr auto kIdlePollMax = std::chrono::microseconds(2000);
 
 std::uint64_t RoundUp(std::uint64_t value, std::uint64_t unit) {
@@ -34,6 +38,9 @@ NodeAgent::NodeAgent(MPI_Comm comm, const AgentFlags& flags)
 NodeAgent::~NodeAgent() {
   // The prefetch thread uses the link and the peer rows: it goes first.
   if (follower_) follower_->Stop();
+  if (cache_ && published_) {
+    NodeOwnership::Withdraw(NodeOwnership::PathFor(cache_->path()), cache::SelfIdentity());
+  }
   follower_.reset();
   peer_rows_.reset();
   link_.reset();
@@ -179,6 +186,7 @@ std::string NodeAgent::PlaceSamples() {
       NodeOwnership::Publish(NodeOwnership::PathFor(cache_->path()), node_, owners_.num_samples(),
                              bits, cache::SelfIdentity());
   if (!published.ok()) return "node agent: " + published.message();
+  published_ = true;
   runtime.Log(LogLevel::kInfo, "node agent: node " + std::to_string(node_) + " owns " +
                                    std::to_string(owners_.OwnedBy(node_)) + " of " +
                                    std::to_string(owners_.num_samples()) + " samples (at most " +
@@ -277,15 +285,15 @@ bool NodeAgent::JobOver() {
 }
 
 void NodeAgent::Run(const std::atomic<bool>& stop) {
-  auto idle = std::chrono::microseconds(50);
+  auto idle = std::chrono::microseconds(20);
   auto next_check = std::chrono::steady_clock::now();
   bool over = false;
   while (!stop.load() && !over) {
     if (link_->Poll()) {
-      idle = std::chrono::microseconds(50);
+      idle = std::chrono::microseconds(20);
     } else {
-      std::this_thread::sleep_for(idle);
-      idle = std::min(idle * 2, kIdlePollMax);
+      link_->WaitForWork(idle);
+      idle = std::min(idle * 2, link_->AwaitingReplies() ? kAwaitingPollMax : kIdlePollMax);
     }
     if (std::chrono::steady_clock::now() >= next_check) {
       next_check = std::chrono::steady_clock::now() + kJobCheckPeriod;

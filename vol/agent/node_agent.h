@@ -91,6 +91,7 @@ class NodeAgent {
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point last_attached_;
   bool saw_job_ = false;
+  bool published_ = false;  // the ownership file is ours to remove
   bool warned_foreign_ = false;
 };
 

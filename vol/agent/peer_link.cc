@@ -34,7 +34,13 @@ bool PeerLink::Send(int peer, std::uint64_t id, std::vector<std::byte> request, 
   if (!PeerUsable(peer)) return false;
   cache::MutexLock lock(&mutex_);
   queued_.push_back({peer, id, std::move(request), std::move(done)});
+  work_.Signal();
   return true;
+}
+
+void PeerLink::WaitForWork(std::chrono::microseconds limit) {
+  cache::MutexLock lock(&mutex_);
+  if (queued_.empty()) work_.WaitFor(&mutex_, limit);
 }
 
 void PeerLink::Isend(int peer, int tag, std::vector<std::byte> bytes) {

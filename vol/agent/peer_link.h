@@ -72,6 +72,11 @@ class PeerLink {
   // delivers replies, expires requests past their deadline. True if anything
   // happened (the caller may then poll again at once).
   bool Poll() EXCLUDES(mutex_);
+  // The polling thread, between polls: sleeps for at most `limit`, waking as
+  // soon as another thread queues a request.
+  void WaitForWork(std::chrono::microseconds limit) EXCLUDES(mutex_);
+  // The polling thread: replies are awaited (poll often: a peer answers soon).
+  bool AwaitingReplies() const { return !waiting_.empty(); }
   // The polling thread: tells every peer this node's job is over.
   void SayGoodbye();
   // Every other agent said goodbye or is suspect.
@@ -110,6 +115,7 @@ class PeerLink {
   int rank_ = 0;
   int size_ = 1;
   cache::Mutex mutex_;
+  cache::CondVar work_;  // signalled when a request is queued
   std::deque<Outgoing> queued_ GUARDED_BY(mutex_);
   // Polling thread only:
   std::map<std::uint64_t, Waiting> waiting_;

@@ -85,6 +85,17 @@ cache::Status NodeOwnership::Publish(const std::string& path, std::uint32_t node
   return cache::Status::Ok();
 }
 
+void NodeOwnership::Withdraw(const std::string& path, const cache::ProcessIdentity& agent) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;
+  FileHeader header{};
+  const bool ours = ::pread(fd, &header, sizeof header, 0) == sizeof header &&
+                    header.magic == kMagic && header.agent_pid == agent.pid &&
+                    header.agent_start_time == agent.start_time;
+  ::close(fd);
+  if (ours) ::unlink(path.c_str());
+}
+
 NodeOwnership::~NodeOwnership() {
   while (newest_ != nullptr) {
     const Mapping* m = newest_;

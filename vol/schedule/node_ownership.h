@@ -50,6 +50,9 @@ class NodeOwnership {
                                std::uint64_t num_samples, std::span<const std::uint64_t> owned,
                                const cache::ProcessIdentity& agent);
 
+  // Removes the file at `path` if `agent` wrote it (not a newer agent's).
+  static void Withdraw(const std::string& path, const cache::ProcessIdentity& agent);
+
   // Watches the file at `path` for a process of node `node` whose schedule
   // has `num_samples` samples.
   NodeOwnership(std::string path, std::uint32_t node, std::uint64_t num_samples)

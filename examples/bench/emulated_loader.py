@@ -1,6 +1,6 @@
-"""One rank of the emulated multi-node job of test_agent.py: an unmodified torch + h5py loop.
+"""One rank of an emulated multi-node job (emulated_nodes.py): an unmodified torch + h5py loop.
 
-    RANK=r WORLD_SIZE=R python3 agenttest_loader.py CONFIG.json RESULT.json
+    RANK=r WORLD_SIZE=R python3 emulated_loader.py CONFIG.json RESULT.json
 
 Every sample s of the dataset is images[s] = (arange(row) + 7 s) % 256 and labels[s] = s, over
 files of `rows_per_file` samples in sorted path order. The loop reads every field of every sample

@@ -1,11 +1,15 @@
-"""Helpers of test_agent.py: a dataset of many files, its schedule, and an emulated multi-node job
-(node agents under mpirun, each training rank a separate process with its node's PRESCIENT_NODE_ID).
-A uniquely named module: every test directory's conftest.py is importable as "conftest"."""
+"""Several nodes emulated on one machine, with or without Prescient's node agents: a dataset of many
+files (images and labels), its schedule, and a job of NODES x RANKS_PER_NODE training ranks, each a
+separate process (a DataLoader with workers, emulated_loader.py) given its node's PRESCIENT_NODE_ID
+(one cache segment per emulated node), plus one prescient-node per node under mpirun.
+
+Used by the agents benchmark (agents.py) and by tests/python/agent."""
 
 import glob
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +19,7 @@ import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LOADER = os.path.join(HERE, "agenttest_loader.py")
+LOADER = os.path.join(HERE, "emulated_loader.py")
 _ids = itertools.count()
 
 
@@ -59,7 +63,7 @@ def make_schedule(tool, path, *, pattern, samples, rows_per_file, width, epochs,
 
 
 def node_id(tag, node):
-    return f"atest-{os.getpid()}-{tag}-n{node}"[:60]
+    return f"emu-{os.getpid()}-{tag}-n{node}"[:60]
 
 
 def remove_segments(tag, nodes):
@@ -76,11 +80,12 @@ class Job:
     """An emulated job: `nodes` nodes of `ranks_per_node` ranks, optionally a node agent per node."""
 
     def __init__(self, *, workdir, plugin_dir, agent, config, nodes, ranks_per_node, cache_size,
-                 schedule, tag=None):
+                 schedule, tag=None, agent_log_level="info"):
         self.workdir, self.plugin_dir, self.agent = workdir, plugin_dir, agent
         self.config, self.nodes, self.rpn = config, nodes, ranks_per_node
         self.cache_size, self.schedule = cache_size, schedule
         self.tag = tag or f"j{next(_ids)}"
+        self.agent_log_level = agent_log_level
         self.stats_dir = os.path.join(workdir, f"stats-{self.tag}")
         os.makedirs(self.stats_dir, exist_ok=True)
         self.agents = None
@@ -104,6 +109,7 @@ class Job:
                f'PRESCIENT_NODE_ID="{prefix}$OMPI_COMM_WORLD_RANK" exec "{self.agent}" {args}']
         env = self.env(0)
         del env["PRESCIENT_NODE_ID"]
+        env["PRESCIENT_LOG"] = self.agent_log_level
         self.agent_log = open(os.path.join(self.workdir, f"agents-{self.tag}.log"), "w")
         self.agents = subprocess.Popen(cmd, env=env, stdout=self.agent_log,
                                        stderr=subprocess.STDOUT, start_new_session=True)
@@ -147,8 +153,32 @@ class Job:
         self.agent_log.close()
         return self.agents.returncode
 
-    def agent_output(self):
-        return open(os.path.join(self.workdir, f"agents-{self.tag}.log")).read()[-4000:]
+    def wait_agents_ready(self, timeout=60):
+        """Waits until every agent has published its node's ownership file (it then leads its
+        node's prefetching); False on timeout or if the agents exited."""
+        uid = os.geteuid()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.agents.poll() is not None:
+                return False
+            ready = sum(bool(glob.glob(f"/dev/shm/prescient-u{uid}*/*-{node_id(self.tag, n)}.owners"))
+                        for n in range(self.nodes))
+            if ready == self.nodes:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def cache_samples(self):
+        """The cache, in samples, the agents placed by (from their log), or None."""
+        for line in self.agent_output(full=True).splitlines():
+            m = re.search(r"at most \d+ per node of (\d+);", line)
+            if m:
+                return int(m.group(1))
+        return None
+
+    def agent_output(self, full=False):
+        text = open(os.path.join(self.workdir, f"agents-{self.tag}.log")).read()
+        return text if full else text[-4000:]
 
     def agent_pids(self):
         """pids of the prescient-node processes of this job's mpirun."""
@@ -190,6 +220,22 @@ def field_counter(docs, field, name):
     return total
 
 
+STORAGE_COUNTERS = ("rows_loaded", "rows_prefetched", "rows_read_around")
+
+
 def storage_rows(docs, field="images"):
     """Rows of `field` read from storage by every process of the job (agents included)."""
-    return sum(field_counter(docs, field, k) for k in ("rows_loaded", "rows_prefetched", "rows_read_around"))
+    return sum(field_counter(docs, field, k) for k in STORAGE_COUNTERS)
+
+
+def storage_rows_per_epoch(docs, epochs):
+    """Rows of every field read from storage, per epoch (the statistics count fields together there)."""
+    out = [0] * epochs
+    for d in docs:
+        for e, values in enumerate(d.get("epochs", [])[:epochs]):
+            out[e] += sum(values.get(k, 0) for k in STORAGE_COUNTERS)
+    return out
+
+
+def total(docs, name):
+    return sum(d.get(name, 0) for d in docs)
