@@ -374,8 +374,20 @@ class NodeCache::ReadCall {
       }
       return Status::Ok();
     }
-    const auto quiet = watch_.Observe(awaited.owner, t_.Heartbeat(awaited.owner_slot), status, now);
-    if (quiet >= c_.options_.stall_timeout) return TakeOver(/*any_owner=*/false, awaited);
+    const std::uint64_t beat = t_.Heartbeat(awaited.owner_slot);
+    const std::uint64_t pid_beat =
+        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(awaited.owner.pid)) << 32) |
+        (beat & 0xffffffffu);
+    if (c_.stuck_pid_beat_.load(std::memory_order_relaxed) == pid_beat &&
+        c_.stuck_cpu_.load(std::memory_order_relaxed) == status.cpu_ticks) {
+      return TakeOver(/*any_owner=*/false, awaited);  // found stuck before, no progress since
+    }
+    const auto quiet = watch_.Observe(awaited.owner, beat, status, now);
+    if (quiet >= c_.options_.stall_timeout) {
+      c_.stuck_cpu_.store(status.cpu_ticks, std::memory_order_relaxed);
+      c_.stuck_pid_beat_.store(pid_beat, std::memory_order_relaxed);
+      return TakeOver(/*any_owner=*/false, awaited);
+    }
     return Status::Ok();
   }
 

@@ -80,12 +80,13 @@ class Job:
     """An emulated job: `nodes` nodes of `ranks_per_node` ranks, optionally a node agent per node."""
 
     def __init__(self, *, workdir, plugin_dir, agent, config, nodes, ranks_per_node, cache_size,
-                 schedule, tag=None, agent_log_level="info"):
+                 schedule, tag=None, agent_log_level="info", extra_env=None):
         self.workdir, self.plugin_dir, self.agent = workdir, plugin_dir, agent
         self.config, self.nodes, self.rpn = config, nodes, ranks_per_node
         self.cache_size, self.schedule = cache_size, schedule
         self.tag = tag or f"j{next(_ids)}"
         self.agent_log_level = agent_log_level
+        self.extra_env = extra_env or {}
         self.stats_dir = os.path.join(workdir, f"stats-{self.tag}")
         os.makedirs(self.stats_dir, exist_ok=True)
         self.agents = None
@@ -97,6 +98,7 @@ class Job:
                     "PRESCIENT_CACHE_SIZE": self.cache_size, "PRESCIENT_SCHEDULE": self.schedule,
                     "PRESCIENT_NODE_ID": node_id(self.tag, node),
                     "PRESCIENT_STATS": os.path.join(self.stats_dir, "%p.json")})
+        env.update(self.extra_env)
         return env
 
     def start_agents(self, extra_args=()):

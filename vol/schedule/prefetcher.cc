@@ -191,10 +191,12 @@ void Prefetcher::Run() noexcept {
     io::ThreadPool pool(io::ThreadPoolOptions{io_threads_});
     milliseconds idle_poll = kIdlePollMin;
     while (!stop_.load()) {
-      if (!cache_.IsLeader() &&
-          !(take_leadership_ ? cache_.TakeLeadership() : cache_.TryBecomeLeader())) {
-        for (int i = 0; i < 25 && !stop_.load(); ++i) std::this_thread::sleep_for(milliseconds(10));
-        continue;
+      if (!cache_.IsLeader()) {
+        if (!(take_leadership_ ? cache_.TakeLeadership() : cache_.TryBecomeLeader())) {
+          for (int i = 0; i < 25 && !stop_.load(); ++i) std::this_thread::sleep_for(milliseconds(10));
+          continue;
+        }
+        Runtime::Get().Log(LogLevel::kInfo, "this process leads the node's prefetching");
       }
       // Idle (caught up with every rank's window): poll again soon, backing off
       // to kIdlePollMax while nothing comes. A round allocates, and an idle

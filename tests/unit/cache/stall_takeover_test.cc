@@ -143,6 +143,39 @@ TEST_F(StallTest, StoppedPrefetchLeaderLosesItsClaimsAndItsLeadership) {
   EXPECT_EQ(st.bytes_resident, 10 * kRow);
 }
 
+TEST_F(StallTest, AReaderPaysTheStallOncePerStoppedLoaderNotOncePerRow) {
+  // A prefetcher (the node agent) stopped with many rows claimed: a reader
+  // that needs them one read at a time watches it for stall_timeout once;
+  // its later reads take the stopped loader's rows over at once.
+  auto* state = SharedObject<std::atomic<int>>();
+  const pid_t prefetcher = ForkChild([&] {
+    auto own = NodeCache::Open(name_.options());
+    if (!own.ok()) return 1;
+    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
+    std::vector<RowWithKey> want;
+    for (std::uint64_t r = 200; r < 210; ++r) want.push_back({r, r});
+    auto claimed = own.value()->ClaimForPrefetch(ds, want);
+    if (!claimed.ok() || claimed.value().size() != 10) return 2;
+    state->store(1);
+    while (state->load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  ASSERT_EQ(kill(prefetcher, SIGSTOP), 0);
+  const auto t0 = Clock::now();
+  EXPECT_EQ(ReadChecked({200}).taken_over, 1u);
+  const auto first = Clock::now() - t0;
+  EXPECT_GE(first, std::chrono::milliseconds(400));  // watched for stall_timeout
+  const auto t1 = Clock::now();
+  for (std::uint64_t r = 201; r < 210; ++r) EXPECT_EQ(ReadChecked({r}).taken_over, 1u);
+  // Nine more stalls would take 3.6 s; known stuck, they take none.
+  EXPECT_LT(Clock::now() - t1, std::chrono::milliseconds(1000));
+  state->store(2);
+  ASSERT_EQ(kill(prefetcher, SIGCONT), 0);
+  EXPECT_EQ(WaitExitCode(prefetcher), 0);
+  EXPECT_EQ(cache_->Stats().stall_takeovers, 10u);
+}
+
 TEST_F(StallTest, BusyLoaderIsWaitedForNotOvertaken) {
   auto* state = SharedObject<std::atomic<int>>();
   // A loader that takes 1.2 s of CPU (decoding, say): longer than

@@ -1,0 +1,141 @@
+"""The node agent, prescient-node, across 4 emulated nodes of 2 ranks each (every rank a DataLoader
+with 2 workers), on a dataset 2.5 times one node's cache (aggregate 160%): exact bytes, each sample
+read from storage about once with the agents (several times without), and faults: an agent killed
+with SIGKILL or stopped with SIGSTOP mid-epoch costs at most its peers' 2 s timeout per batch, never
+a wrong byte or a hang. The numbers of the same job at full size are the benchmark's
+(examples/bench/agents.py, RESULTS.md)."""
+
+import glob
+import os
+import signal
+import time
+
+import pytest
+
+import emulated_nodes as emu
+
+NODES, RANKS_PER_NODE, WORKERS = 4, 2, 2
+FILES, ROWS_PER_FILE, WIDTH = 8, 500, 16384
+SAMPLES = FILES * ROWS_PER_FILE
+EPOCHS, BATCH, SEED = 3, 16, 1
+CACHE_BYTES = int(0.4 * SAMPLES * (WIDTH + 8))
+# The peers' timeout is 2 s per batch of requests; a batch of the loader may also wait for its
+# own node's processes to take the prefetch over (1.5 s) on a busy 2-core machine.
+WORST_BATCH_SECONDS = 6.0
+
+
+@pytest.fixture(scope="module")
+def dataset(build, tmp_path_factory):
+    root = tmp_path_factory.mktemp("agent")
+    pattern = emu.make_dataset(str(root / "data"), FILES, ROWS_PER_FILE, WIDTH)
+    schedule = emu.make_schedule(build.tool, str(root / "job.sched"), pattern=pattern,
+                                 samples=SAMPLES, rows_per_file=ROWS_PER_FILE, width=WIDTH,
+                                 epochs=EPOCHS, ranks=NODES * RANKS_PER_NODE,
+                                 ranks_per_node=RANKS_PER_NODE, workers=WORKERS, batch=BATCH,
+                                 seed=SEED)
+    return root, pattern, schedule
+
+
+def new_job(build, dataset, compute_seconds=0.02):
+    root, pattern, schedule = dataset
+    config = {"glob": pattern, "rows_per_file": ROWS_PER_FILE, "seed": SEED, "batch": BATCH,
+              "workers": WORKERS, "epochs": EPOCHS, "compute_seconds": compute_seconds}
+    return emu.Job(workdir=str(root), plugin_dir=build.plugin_dir, agent=build.agent,
+                   config=config, nodes=NODES, ranks_per_node=RANKS_PER_NODE,
+                   cache_size=str(CACHE_BYTES), schedule=schedule)
+
+
+def check_bytes(results):
+    assert sum(r["wrong"] for r in results) == 0, "wrong bytes"
+    assert sum(r["read"] for r in results) == EPOCHS * SAMPLES
+
+
+def run_to_end(job, with_agents):
+    try:
+        if with_agents:
+            job.start_agents()
+            assert job.wait_agents_ready(), job.agent_output()
+        job.start_ranks()
+        results = job.wait_ranks(timeout=600)
+        if with_agents:
+            assert job.wait_agents(timeout=60) == 0, job.agent_output()
+        return results, job.stats()
+    finally:
+        job.kill()
+        emu.remove_segments(job.tag, NODES)
+
+
+def wait_for_reads(job, share, timeout=120):
+    """Until the ranks have read `share` of the job's samples (their live statistics say)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        docs = job.stats()
+        if emu.total(docs, "rows_hit") + emu.total(docs, "rows_loaded") >= share * EPOCHS * SAMPLES:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the job made no progress")
+
+
+def test_agents_read_each_sample_from_storage_about_once(build, dataset):
+    job = new_job(build, dataset)
+    results, docs = run_to_end(job, with_agents=True)
+    check_bytes(results)
+    uid = os.geteuid()
+    left = [p for n in range(NODES)
+            for p in glob.glob(f"/dev/shm/prescient-u{uid}*/*-{emu.node_id(job.tag, n)}.owners")]
+    assert not left, f"the agents left their ownership files: {left}"
+    with_agents = emu.storage_rows(docs)
+    assert emu.total(docs, "rows_remote") > 0, "no row came from a peer"
+    # Every row fetched was served by a peer (a reply that came after its request's deadline is
+    # served but not taken).
+    assert emu.total(docs, "rows_remote") <= emu.total(docs, "rows_served")
+    # One read per sample is the bound; the benchmark measures 1.02-1.03 (a loader that runs
+    # ahead of its agent reads a few rows itself). A loaded CI machine gets some slack.
+    assert with_agents <= 1.10 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+
+    results, docs = run_to_end(new_job(build, dataset), with_agents=False)
+    check_bytes(results)
+    alone = emu.storage_rows(docs)
+    assert alone >= 1.5 * SAMPLES, f"without agents only {alone} storage rows"
+    assert emu.total(docs, "rows_remote") == 0
+
+
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
+def test_an_agent_lost_mid_epoch_costs_a_timeout_not_a_byte(build, dataset, fault):
+    job = new_job(build, dataset, compute_seconds=0.02)
+    stopped = None
+    try:
+        job.start_agents()
+        assert job.wait_agents_ready(), job.agent_output()
+        job.start_ranks()
+        wait_for_reads(job, 0.4)
+        victims = [pid for pid, node in job.agent_pids() if node.endswith("-n1")]
+        assert victims, "no agent of node 1 found"
+        os.kill(victims[0], getattr(signal, fault))
+        if fault == "SIGSTOP":
+            stopped = victims[0]
+        results = job.wait_ranks(timeout=600)
+        check_bytes(results)
+        worst = max(max(r["max_batch_seconds"]) for r in results)
+        assert worst <= WORST_BATCH_SECONDS, f"a batch waited {worst:.1f} s"
+        docs = job.stats()
+        if fault == "SIGKILL":
+            # Node 1's own processes took their node's prefetching back. (A stopped agent is
+            # overtaken once one process has seen it make no progress for 1.5 s: longer than
+            # a DataLoader worker of this short job lives. Its node's ranks read their misses
+            # themselves meanwhile.)
+            training = [d for d in docs if d.get("rows_served", 0) == 0]
+            assert emu.total(training, "rows_prefetched") > 0, "nobody took the leadership back"
+        else:
+            assert emu.total(docs, "fallback_peer_failed") > 0, "no request to the stopped peer failed"
+            os.kill(stopped, signal.SIGCONT)
+            stopped = None
+            assert job.wait_agents(timeout=90) is not None
+    finally:
+        if stopped:
+            try:
+                os.kill(stopped, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        job.kill()
+        emu.remove_segments(job.tag, NODES)
