@@ -145,6 +145,8 @@ def main():
         print(f"{name:<10} {rows:>20} {rows / samples:>8.3f} {rows / predicted:>12.3f} "
               f"{r['rows_remote']:>11} {str(r['storage_rows_per_epoch_all_fields']):>26} "
               f"{' '.join(f'{t:.2f}' for t in r['epoch_seconds']):>18} {r['wrong']:>6}")
+    print(f"predicted   {predicted:>20} {predicted / samples:>8.3f} {1:>12.3f} "
+          f"{policies['prescient']['remote']:>11}")
     print(f"report: {os.path.join(out, 'agents-bench.json')}")
     return 0 if agents["wrong"] == 0 and alone["wrong"] == 0 else 1
 

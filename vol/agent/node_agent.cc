@@ -114,7 +114,7 @@ std::string NodeAgent::Setup() {
   cache_ = std::move(opened.value());
   for (const std::string& notice : cache_->notices()) runtime.Log(LogLevel::kWarn, notice);
   follower_ = ScheduleFollower::Create(std::move(binding), options, *cache_,
-                                       [this](std::shared_ptr<CachedDataset> prepared) {
+                                       [](std::shared_ptr<CachedDataset> prepared) {
                                          return prepared;  // PrepareDatasets registers them
                                        });
   return PrepareDatasets();
