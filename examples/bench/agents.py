@@ -86,6 +86,8 @@ def run(a, workdir, schedule, pattern, with_agents, tag):
         if with_agents and job.wait_agents(timeout=120) != 0:
             raise SystemExit("the agents failed:\n" + job.agent_output())
         docs = job.stats()
+        agent_docs = [d for d in docs if d.get("rows_served", 0) or d.get("rows_remote", 0)]
+        training = [d for d in docs if d not in agent_docs]
         return {
             "wall_seconds": wall,
             "wrong": sum(r["wrong"] for r in results),
@@ -94,6 +96,11 @@ def run(a, workdir, schedule, pattern, with_agents, tag):
             "max_batch_seconds": max(max(r["max_batch_seconds"]) for r in results),
             "storage_rows_images": emu.storage_rows(docs),
             "storage_rows_labels": emu.storage_rows(docs, "labels"),
+            # Who read the images: the agents, the training processes' misses, their prefetch
+            # (a training process leads its node's prefetching when no agent does).
+            "images_by_agents": emu.storage_rows(agent_docs),
+            "images_missed_by_training": emu.field_counter(training, "images", "rows_loaded"),
+            "images_prefetched_by_training": emu.field_counter(training, "images", "rows_prefetched"),
             "storage_rows_per_epoch_all_fields": emu.storage_rows_per_epoch(docs, a.epochs),
             "rows_remote": emu.total(docs, "rows_remote"),
             "rows_served": emu.total(docs, "rows_served"),
@@ -145,6 +152,9 @@ def main():
         print(f"{name:<10} {rows:>20} {rows / samples:>8.3f} {rows / predicted:>12.3f} "
               f"{r['rows_remote']:>11} {str(r['storage_rows_per_epoch_all_fields']):>26} "
               f"{' '.join(f'{t:.2f}' for t in r['epoch_seconds']):>18} {r['wrong']:>6}")
+    print(f"with agents, images read by the agents {agents['images_by_agents']}, missed by the "
+          f"training processes {agents['images_missed_by_training']}, prefetched by them "
+          f"{agents['images_prefetched_by_training']}")
     print(f"predicted   {predicted:>20} {predicted / samples:>8.3f} {1:>12.3f} "
           f"{policies['prescient']['remote']:>11}")
     print(f"report: {os.path.join(out, 'agents-bench.json')}")

@@ -89,14 +89,16 @@ def test_agents_read_each_sample_from_storage_about_once(build, dataset):
     # Every row fetched was served by a peer (a reply that came after its request's deadline is
     # served but not taken).
     assert emu.total(docs, "rows_remote") <= emu.total(docs, "rows_served")
-    # One read per sample is the bound; the benchmark measures 1.02-1.03 (a loader that runs
-    # ahead of its agent reads a few rows itself). A loaded CI machine gets some slack.
-    assert with_agents <= 1.10 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+    # One read per sample is the bound. The agents read each about once; a loader that runs
+    # ahead of its agent reads the rows it misses itself, which on this 2-core machine (29
+    # processes) costs 1-26% more depending on the load (examples/bench/RESULTS.md); without
+    # agents the same job reads 2.3 times the bound.
+    assert with_agents <= 1.3 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
 
     results, docs = run_to_end(new_job(build, dataset), with_agents=False)
     check_bytes(results)
     alone = emu.storage_rows(docs)
-    assert alone >= 1.5 * SAMPLES, f"without agents only {alone} storage rows"
+    assert alone >= 1.8 * SAMPLES, f"without agents only {alone} storage rows"
     assert emu.total(docs, "rows_remote") == 0
 
 
