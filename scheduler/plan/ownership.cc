@@ -44,14 +44,9 @@ SampleOwners AssignOwners(const ScheduleView& view, std::uint64_t cache_samples)
   std::vector<std::uint32_t> best_node(view.num_samples, SampleOwners::kNoOwner);
   for (std::uint32_t node = 0; node < nodes; ++node) {
     std::fill(count.begin(), count.end(), 0);
-    const std::uint32_t rank_begin = node * layout.ranks_per_node;
-    const std::uint32_t rank_end = std::min(rank_begin + layout.ranks_per_node, layout.ranks);
-    for (std::uint32_t e = 0; e < view.epochs; ++e) {
-      for (std::uint32_t r = rank_begin; r < rank_end; ++r) {
-        const PartView part = view.part(r, e);
-        for (const SampleId sample : part.samples) ++count[sample];
-      }
-    }
+    ForEachPartOfNode(view, node, [&](std::uint32_t, const PartView& part) {
+      for (const SampleId sample : part.samples) ++count[sample];
+    });
     for (SampleId s = 0; s < view.num_samples; ++s) {
       if (count[s] == 0) continue;
       if (count[s] > best_count[s] ||

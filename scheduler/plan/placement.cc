@@ -35,20 +35,15 @@ StaticPlacement PlaceByFrequency(const ScheduleView& view, std::uint64_t capacit
   std::vector<SampleId> candidates;
   for (std::uint32_t node = 0; node < nodes; ++node) {
     std::fill(count.begin(), count.end(), 0);
-    const std::uint32_t rank_begin = node * layout.ranks_per_node;
-    const std::uint32_t rank_end = std::min(rank_begin + layout.ranks_per_node, layout.ranks);
-    for (std::uint32_t e = 0; e < view.epochs; ++e) {
-      for (std::uint32_t r = rank_begin; r < rank_end; ++r) {
-        const PartView part = view.part(r, e);
-        for (std::size_t s = 0; s < part.steps(); ++s) {
-          for (const SampleId sample : part.Step(s)) {
-            if (count[sample]++ == 0) first[sample] = first_step[e] + s;
-            // A rank read earlier in the same step may have set it later.
-            first[sample] = std::min(first[sample], first_step[e] + s);
-          }
+    ForEachPartOfNode(view, node, [&](std::uint32_t e, const PartView& part) {
+      for (std::size_t s = 0; s < part.steps(); ++s) {
+        for (const SampleId sample : part.Step(s)) {
+          if (count[sample]++ == 0) first[sample] = first_step[e] + s;
+          // A rank read earlier in the same step may have set it later.
+          first[sample] = std::min(first[sample], first_step[e] + s);
         }
       }
-    }
+    });
     candidates.clear();
     for (SampleId s = 0; s < view.num_samples; ++s) {
       if (count[s] > 0) candidates.push_back(s);

@@ -4,6 +4,7 @@
 #ifndef PRESCIENT_SCHEDULER_PLAN_SCHEDULE_VIEW_H_
 #define PRESCIENT_SCHEDULER_PLAN_SCHEDULE_VIEW_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,6 +40,19 @@ struct ScheduleView {
     return first;
   }
 };
+
+// Calls fn(epoch, step, part) for every (rank, epoch) part of the ranks of
+// `node`, epoch by epoch: the per-node passes of NoPFS's placement and of
+// sample ownership.
+template <typename Fn>
+void ForEachPartOfNode(const ScheduleView& view, std::uint32_t node, Fn&& fn) {
+  const WorldLayout& layout = view.layout;
+  const std::uint32_t rank_begin = node * layout.ranks_per_node;
+  const std::uint32_t rank_end = std::min(rank_begin + layout.ranks_per_node, layout.ranks);
+  for (std::uint32_t e = 0; e < view.epochs; ++e) {
+    for (std::uint32_t r = rank_begin; r < rank_end; ++r) fn(e, view.part(r, e));
+  }
+}
 
 // A view of `schedule`, which must outlive it.
 inline ScheduleView ViewOf(const AccessSchedule& schedule) {
