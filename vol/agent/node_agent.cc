@@ -202,7 +202,19 @@ std::string NodeAgent::PlaceSamples() {
   return "";
 }
 
-std::vector<std::byte> NodeAgent::Serve(int /*peer*/, std::span<const std::byte> message) {
+std::vector<std::byte> NodeAgent::Serve(int peer, std::span<const std::byte> message) {
+  try {
+    return ServeRequest(message);
+  } catch (const std::exception& e) {
+    // Out of memory for a reply, say: the requester times out and reads
+    // the rows from storage; this agent goes on serving.
+    Runtime::Get().Log(LogLevel::kWarn, "node agent: a request of agent " + std::to_string(peer) +
+                                            " was not answered: " + e.what());
+    return {};
+  }
+}
+
+std::vector<std::byte> NodeAgent::ServeRequest(std::span<const std::byte> message) {
   const std::optional<RowRequest> request = DecodeRequest(message);
   if (!request) return {};  // not ours to answer: the requester times out
   const ScheduleBinding& binding = follower_->binding();

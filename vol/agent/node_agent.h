@@ -74,7 +74,9 @@ class NodeAgent {
   // Prepares and registers every field of every file of the map.
   std::string PrepareDatasets();
   std::string PlaceSamples();
+  // Answers a peer's request (never throws: a failure is no answer).
   std::vector<std::byte> Serve(int peer, std::span<const std::byte> message);
+  std::vector<std::byte> ServeRequest(std::span<const std::byte> message);
   // True once this node's job is over (see the header).
   bool JobOver();
 

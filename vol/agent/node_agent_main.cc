@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <variant>
 
@@ -58,7 +59,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "prescient-node: %s\n", error.c_str());
       status = 1;
     } else {
-      agent->Run(g_stop);
+      try {
+        agent->Run(g_stop);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "prescient-node: stopped: %s\n", e.what());
+        status = 1;
+      }
       finalize = agent->Drained();
     }
   }
