@@ -193,7 +193,8 @@ void Prefetcher::Run() noexcept {
     while (!stop_.load()) {
       if (!cache_.IsLeader()) {
         if (!(take_leadership_ ? cache_.TakeLeadership() : cache_.TryBecomeLeader())) {
-          for (int i = 0; i < 25 && !stop_.load(); ++i) std::this_thread::sleep_for(milliseconds(10));
+          for (int i = 0; i < 25 && !stop_.load(); ++i)
+            std::this_thread::sleep_for(milliseconds(10));
           continue;
         }
         Runtime::Get().Log(LogLevel::kInfo, "this process leads the node's prefetching");
