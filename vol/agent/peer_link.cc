@@ -74,7 +74,7 @@ bool PeerLink::ReceiveOne() {
       if (it == waiting_.end() || it->second.peer != peer) break;  // late: already timed out
       DoneFn done = std::move(it->second.done);
       waiting_.erase(it);
-      done(std::move(message));
+      done(std::optional<std::vector<std::byte>>(std::move(message)));
       break;
     }
     case kTagBye:

@@ -45,8 +45,10 @@ class PeerLink {
   using Clock = std::chrono::steady_clock;
   // Answers a request of `peer` with the reply's bytes (on the polling thread).
   using ServeFn = std::function<std::vector<std::byte>(int peer, std::span<const std::byte>)>;
-  // The reply to a request, or nullopt (timed out, peer gone).
-  using DoneFn = std::function<void(std::optional<std::vector<std::byte>>)>;
+  // The reply to a request, or nullopt (timed out, peer gone). Taken by
+  // rvalue reference: no optional is made or destroyed inside std::function's
+  // invoker (where GCC 16 reports a spurious maybe-uninitialized).
+  using DoneFn = std::function<void(std::optional<std::vector<std::byte>>&&)>;
 
   struct Options {
     std::chrono::milliseconds timeout{2000};

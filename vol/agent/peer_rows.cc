@@ -153,14 +153,15 @@ std::unique_ptr<RemoteRows::Fetch> PeerRows::Start(const CachedDataset& dataset,
         ++shared->outstanding;
       }
       std::vector<std::byte> bytes = EncodeRequest(request);
-      const bool queued = link_.Send(static_cast<int>(owner), request.id, std::move(bytes),
-                                     [shared, index](std::optional<std::vector<std::byte>> reply) {
-                                       cache::MutexLock lock(&shared->mutex);
-                                       if (index < shared->batches.size())
-                                         shared->batches[index].reply = std::move(reply);
-                                       if (shared->outstanding > 0) --shared->outstanding;
-                                       shared->answered.SignalAll();
-                                     });
+      const bool queued =
+          link_.Send(static_cast<int>(owner), request.id, std::move(bytes),
+                     [shared, index](std::optional<std::vector<std::byte>>&& reply) {
+                       cache::MutexLock lock(&shared->mutex);
+                       if (index < shared->batches.size())
+                         shared->batches[index].reply = std::move(reply);
+                       if (shared->outstanding > 0) --shared->outstanding;
+                       shared->answered.SignalAll();
+                     });
       if (!queued) {
         cache::MutexLock lock(&shared->mutex);
         --shared->outstanding;
