@@ -58,8 +58,8 @@ void Prefetcher::SizeWindowFromCapacity() {
       1, std::uint64_t{follower_.binding().header().layout.batch_size} * progress_.local_ranks());
   const std::uint64_t all_samples = cache_.Stats().capacity_bytes / sample_bytes;
   const std::uint64_t cache_samples = all_samples - std::min(held_samples_, all_samples);
-  capacity_steps_ = std::clamp<std::uint64_t>(cache_samples / (2 * rows_per_step), kMinWindowSteps,
-                                              kMaxWindowSteps);
+  capacity_steps_ = std::clamp<std::uint64_t>(
+      cache_samples * window_quarters_ / (4 * rows_per_step), kMinWindowSteps, kMaxWindowSteps);
   capacity_sized_ = true;
 }
 

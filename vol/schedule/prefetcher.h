@@ -19,7 +19,8 @@
 // application's own open and read find it there ("files_warmed").
 //
 // The window is sized from the cache's capacity (the rows of a window must
-// fit in half of it, so a round never displaces what the next one needs) and
+// fit in half of it, so a round never displaces what the next one needs; on
+// the node agent, three quarters of the room beside its owned rows) and
 // from the node's consumption rate (about kWindowSeconds of reading ahead,
 // once the rate is known): a fast loader gets a long window, a slow one does
 // not tie up the cache with rows it will read minutes later.
@@ -63,10 +64,15 @@ class Prefetcher {
   // wait for it, fetch rows other nodes own through `remote`, and size the
   // window from the cache less the `held_samples` this node owns (its rows
   // are never displaced by others: the window must fit in what is left).
+  // Its window may take three quarters of that room, not half: the room
+  // holds only rows other nodes own, which a peer serves again cheaply if
+  // the window displaces them, while a loader that overtakes the window
+  // reads from storage.
   void ServeAsNodeAgent(RemoteRows* remote, std::uint64_t held_samples) {
     take_leadership_ = true;
     remote_ = remote;
     held_samples_ = held_samples;
+    window_quarters_ = 3;
   }
   void Stop();
   // Asks the thread to stop without waiting for it (a caller inside an HDF5
@@ -96,8 +102,9 @@ class Prefetcher {
   bool take_leadership_ = false;
   RemoteRows* remote_ = nullptr;
   std::uint64_t held_samples_ = 0;
-  std::uint64_t capacity_steps_ = 2;  // what half the cache holds, in steps of every local rank
-  bool capacity_sized_ = false;       // capacity_steps_ comes from known sample bytes
+  std::uint64_t window_quarters_ = 2;  // of the cache's room a window may take
+  std::uint64_t capacity_steps_ = 2;   // what half the cache holds, in steps of every local rank
+  bool capacity_sized_ = false;        // capacity_steps_ comes from known sample bytes
   std::vector<std::uint64_t> done_until_;  // per local rank: steps already prefetched
   // Consumption rate: the slowest rank's step over time.
   std::chrono::steady_clock::time_point rate_since_{};

@@ -91,7 +91,7 @@ def test_agents_read_each_sample_from_storage_about_once(build, dataset):
     assert emu.total(docs, "rows_remote") <= emu.total(docs, "rows_served")
     # One read per sample is the bound. The agents read each about once; a loader that runs
     # ahead of its agent reads the rows it misses itself, which on this 2-core machine (29
-    # processes) costs 1-26% more depending on the load (examples/bench/RESULTS.md); without
+    # processes) costs 0-9% more depending on the load (examples/bench/RESULTS.md); without
     # agents the same job reads 2.3 times the bound.
     assert with_agents <= 1.3 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
 
