@@ -34,6 +34,12 @@ struct Job {
   std::atomic<pid_t> workers[2];
 };
 
+// SIGKILL to a worker of the job: never to pid 0 or -1 (the whole group).
+void KillWorker(pid_t pid) {
+  ASSERT_GT(pid, 0);
+  kill(pid, SIGKILL);
+}
+
 // Exited (a zombie still waiting for its reaper counts: it holds nothing).
 bool Gone(pid_t pid) { return IdentityOf(pid).pid == 0; }
 
@@ -69,6 +75,10 @@ pid_t StartJob(const CacheOptions& options, Job* job) {
                  .ok()) {
           return 1;
         }
+        // Its own pid first: the parent's store of ForkChild's result may come
+        // after `ready`, and kill(0, SIGKILL) would kill the test's whole
+        // process group (ctest and the CI script with it).
+        job->workers[w].store(::getpid());
         job->ready.fetch_add(1);
         while (job->release.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
         _exit(0);  // os._exit: no destructor, no detach
@@ -109,8 +119,8 @@ TEST(Reclaim, EveryProcessSigkilled) {
   const pid_t main = StartJob(name.options(), job);
   ASSERT_TRUE(WaitFor(job->ready, 2, std::chrono::seconds(10)));
   // Workers first, then the main process: all SIGKILL.
-  kill(job->workers[0], SIGKILL);
-  kill(job->workers[1], SIGKILL);
+  KillWorker(job->workers[0]);
+  KillWorker(job->workers[1]);
   ASSERT_EQ(kill(main, SIGKILL), 0);
   ASSERT_EQ(WaitExitCode(main), 128 + SIGKILL);
   ASSERT_TRUE(WaitUntil([&] { return Gone(job->workers[0]) && Gone(job->workers[1]); },
@@ -133,8 +143,8 @@ TEST(Reclaim, KeptSegmentStaysForTheNextJobEvenWhenKilled) {
   auto* job = SharedObject<Job>();
   const pid_t main = StartJob(name.options(), job);
   ASSERT_TRUE(WaitFor(job->ready, 2, std::chrono::seconds(10)));
-  kill(job->workers[0], SIGKILL);
-  kill(job->workers[1], SIGKILL);
+  KillWorker(job->workers[0]);
+  KillWorker(job->workers[1]);
   kill(main, SIGKILL);
   ASSERT_EQ(WaitExitCode(main), 128 + SIGKILL);
   ASSERT_TRUE(WaitUntil([&] { return Gone(job->workers[0]) && Gone(job->workers[1]); },
