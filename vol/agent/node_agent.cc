@@ -87,8 +87,9 @@ std::string NodeAgent::Setup() {
     return "PRESCIENT_FOLLOW is set: the agent needs a schedule file written before the job "
            "(prescient-schedule, or prescient.schedule_for), not one followed at run time";
   }
-  const scheduler::ScheduleReader reader = scheduler::ScheduleReader::Open(options.schedule_path);
-  const scheduler::WorldLayout layout = reader.header().layout;
+  schedule_ = std::make_shared<const scheduler::ScheduleReader>(
+      scheduler::ScheduleReader::Open(options.schedule_path));
+  const scheduler::WorldLayout layout = schedule_->header().layout;
   int agents = 1;
   int agent_rank = 0;
   MPI_Comm_size(comm_, &agents);
@@ -173,9 +174,7 @@ std::string NodeAgent::PlaceSamples() {
   // Every agent must place the same way: the smallest cache decides.
   unsigned long long smallest = 0;
   MPI_Allreduce(&cache_samples, &smallest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm_);
-  const auto reader = std::make_shared<const scheduler::ScheduleReader>(
-      scheduler::ScheduleReader::Open(runtime.options().schedule_path));
-  owners_ = scheduler::plan::AssignOwners(scheduler::plan::ViewOfFile(reader), smallest);
+  owners_ = scheduler::plan::AssignOwners(scheduler::plan::ViewOfFile(schedule_), smallest);
 
   std::vector<std::uint64_t> bits((owners_.num_samples() + 63) / 64, 0);
   for (std::uint64_t s = 0; s < owners_.num_samples(); ++s) {

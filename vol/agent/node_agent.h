@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "cache/core/node_cache.h"
+#include "scheduler/core/schedule_file.h"
 #include "scheduler/plan/ownership.h"
 #include "vol/agent/agent_flags.h"
 #include "vol/agent/peer_link.h"
@@ -83,6 +84,8 @@ class NodeAgent {
   MPI_Comm comm_;
   AgentFlags flags_;
   std::uint32_t node_ = 0;
+  // The schedule file, read for its layout at start and for the placement.
+  std::shared_ptr<const scheduler::ScheduleReader> schedule_;
   std::unique_ptr<cache::NodeCache> cache_;
   std::unique_ptr<ScheduleFollower> follower_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<CachedDataset>> datasets_;
