@@ -1,4 +1,6 @@
 // The eviction heap of SegmentTables and the admission rule built on it.
+#include <algorithm>
+
 #include "cache/core/eviction_keys.h"
 #include "cache/core/segment_tables.h"
 
@@ -8,42 +10,46 @@ namespace prescient::cache::detail {
 // geometry (a corrupt heap stops a sift, marks the tables corrupt, and is
 // rebuilt by Repair before the lock is released).
 void SegmentTables::HeapPlace(std::uint64_t pos, std::uint32_t e) {
-  heap()[pos] = e;
+  heap_at(pos) = e;
   entry(e).heap_pos = static_cast<std::uint32_t>(pos);
 }
 
 void SegmentTables::SiftUp(std::uint64_t pos) {
-  std::uint32_t* h = heap();
-  const std::uint32_t e = h[pos];
+  const std::uint32_t e = heap_at(pos);
   const std::uint64_t key = entry(e).heap_key;
-  while (pos > 0) {
+  while (pos > 0 && !corrupt()) {
     const std::uint64_t parent = (pos - 1) / 2;
-    if (h[parent] >= geo_.num_entries) {
+    const std::uint32_t above = heap_at(parent);
+    if (above >= geo_.num_entries) {
       MarkCorrupt();
       break;
     }
-    if (entry(h[parent]).heap_key >= key) break;
-    HeapPlace(pos, h[parent]);
+    if (entry(above).heap_key >= key) break;
+    HeapPlace(pos, above);
     pos = parent;
   }
   HeapPlace(pos, e);
 }
 
 void SegmentTables::SiftDown(std::uint64_t pos) {
-  std::uint32_t* h = heap();
-  const std::uint64_t size = header().heap_size;
-  const std::uint32_t e = h[pos];
+  const std::uint64_t size = std::min(header().heap_size, geo_.num_entries);
+  const std::uint32_t e = heap_at(pos);
   const std::uint64_t key = entry(e).heap_key;
-  for (;;) {
+  while (!corrupt()) {
     std::uint64_t child = 2 * pos + 1;
     if (child >= size) break;
-    if (h[child] >= geo_.num_entries || (child + 1 < size && h[child + 1] >= geo_.num_entries)) {
+    std::uint32_t below = heap_at(child);
+    const std::uint32_t right = child + 1 < size ? heap_at(child + 1) : kNone;
+    if (below >= geo_.num_entries || (child + 1 < size && right >= geo_.num_entries)) {
       MarkCorrupt();
       break;
     }
-    if (child + 1 < size && entry(h[child + 1]).heap_key > entry(h[child]).heap_key) ++child;
-    if (entry(h[child]).heap_key <= key) break;
-    HeapPlace(pos, h[child]);
+    if (child + 1 < size && entry(right).heap_key > entry(below).heap_key) {
+      ++child;
+      below = right;
+    }
+    if (entry(below).heap_key <= key) break;
+    HeapPlace(pos, below);
     pos = child;
   }
   HeapPlace(pos, e);
@@ -56,7 +62,7 @@ void SegmentTables::HeapPush(std::uint32_t e) {
     return;
   }
   entry(e).heap_key = entry(e).key;
-  const std::uint64_t pos = header().heap_size++;
+  const std::uint64_t pos = header().heap_size++;  // checked again by heap_at
   HeapPlace(pos, e);
   SiftUp(pos);
 }
@@ -66,14 +72,15 @@ void SegmentTables::HeapRemove(std::uint32_t e) {
   if (pos == kNone) return;
   entry(e).heap_pos = kNone;
   const std::uint64_t size = header().heap_size;
-  if (size == 0 || size > geo_.num_entries || pos >= size || heap()[pos] != e ||
-      heap()[size - 1] >= geo_.num_entries) {
+  if (size == 0 || size > geo_.num_entries || pos >= size || heap_at(pos) != e ||
+      heap_at(size - 1) >= geo_.num_entries) {
     MarkCorrupt();
     return;
   }
-  const std::uint64_t last = --header().heap_size;
+  const std::uint64_t last = size - 1;
+  header().heap_size = last;
   if (pos == last) return;
-  HeapPlace(pos, heap()[last]);
+  HeapPlace(pos, heap_at(last));
   // The moved element belongs either above or below `pos`; at most one sift moves it.
   SiftUp(pos);
   SiftDown(pos);
@@ -82,14 +89,14 @@ void SegmentTables::HeapRemove(std::uint32_t e) {
 void SegmentTables::SetKey(std::uint32_t e, std::uint64_t key) {
   Entry& x = entry(e);
   x.key = key;
-  if (x.heap_pos != kNone && key > x.heap_key) {
-    if (x.heap_pos >= header().heap_size || header().heap_size > geo_.num_entries ||
-        heap()[x.heap_pos] != e) {
+  const std::uint32_t pos = x.heap_pos;
+  if (pos != kNone && key > x.heap_key) {
+    if (pos >= header().heap_size || header().heap_size > geo_.num_entries || heap_at(pos) != e) {
       MarkCorrupt();
       return;
     }
     x.heap_key = key;
-    SiftUp(x.heap_pos);
+    SiftUp(pos);
   }
 }
 
@@ -101,7 +108,7 @@ std::uint32_t SegmentTables::HeapTop() {
   // Each round either returns or pushes a lowered key down: bounded by the
   // heap size (a key lowered again meanwhile would need a concurrent writer).
   for (std::uint64_t rounds = 0; header().heap_size > 0 && rounds <= geo_.num_entries; ++rounds) {
-    const std::uint32_t e = heap()[0];
+    const std::uint32_t e = heap_at(0);
     if (e >= geo_.num_entries) break;
     Entry& top = entry(e);
     if (top.key == top.heap_key) return e;

@@ -82,10 +82,9 @@ std::uint64_t SegmentTables::Bucket(std::uint32_t ds, std::uint64_t row) const {
 // sends it out of the mapping or into an endless loop.
 std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {
   const std::uint64_t mask = geo_.hash_buckets - 1;
-  const std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(ds, row);
   for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
-    const std::uint32_t e = EntryIn(b[i]);
+    const std::uint32_t e = EntryIn(bucket(i));
     if (e == kNone) return kNone;
     if (e >= geo_.num_entries) break;
     const Entry& x = entry(e);
@@ -100,10 +99,9 @@ std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {
 std::uint32_t SegmentTables::FindClaim(std::uint32_t ds, std::uint64_t row,
                                        std::uint16_t owner) const {
   const std::uint64_t mask = geo_.hash_buckets - 1;
-  const std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(ds, row);
   for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
-    const std::uint32_t e = EntryIn(b[i]);
+    const std::uint32_t e = EntryIn(bucket(i));
     if (e == kNone) return kNone;
     if (e >= geo_.num_entries) break;
     const Entry& x = entry(e);
@@ -118,12 +116,11 @@ std::uint32_t SegmentTables::FindClaim(std::uint32_t ds, std::uint64_t row,
 
 void SegmentTables::IndexInsert(std::uint32_t e) {
   const std::uint64_t mask = geo_.hash_buckets - 1;
-  std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(entry(e).dataset, entry(e).row);
   // Load factor <= 1/2: a free bucket is near, unless the index is corrupt.
   for (std::uint64_t probes = 0; probes < geo_.hash_buckets; ++probes, i = (i + 1) & mask) {
-    if (b[i] == kEmptyBucket) {
-      b[i] = BucketOf(e);
+    if (bucket(i) == kEmptyBucket) {
+      bucket(i) = BucketOf(e);
       return;
     }
   }
@@ -146,11 +143,10 @@ void SegmentTables::IndexInsertOrRevoke(std::uint32_t e) {
 
 void SegmentTables::IndexErase(std::uint32_t e) {
   const std::uint64_t mask = geo_.hash_buckets - 1;
-  std::uint32_t* b = buckets();
   std::uint64_t i = Bucket(entry(e).dataset, entry(e).row);
   std::uint64_t probes = 0;
-  for (; b[i] != BucketOf(e); i = (i + 1) & mask) {
-    if (b[i] == kEmptyBucket) return;  // not indexed
+  for (; bucket(i) != BucketOf(e); i = (i + 1) & mask) {
+    if (bucket(i) == kEmptyBucket) return;  // not indexed
     if (++probes >= geo_.hash_buckets) {
       MarkCorrupt();
       return;
@@ -160,8 +156,8 @@ void SegmentTables::IndexErase(std::uint32_t e) {
   // when their home bucket does not lie strictly inside (hole, j].
   std::uint64_t hole = i;
   probes = 0;
-  for (std::uint64_t j = (hole + 1) & mask; b[j] != kEmptyBucket; j = (j + 1) & mask) {
-    const std::uint32_t ej = EntryIn(b[j]);
+  for (std::uint64_t j = (hole + 1) & mask; bucket(j) != kEmptyBucket; j = (j + 1) & mask) {
+    const std::uint32_t ej = EntryIn(bucket(j));
     if (ej >= geo_.num_entries || ++probes >= geo_.hash_buckets) {
       MarkCorrupt();
       break;
@@ -169,23 +165,24 @@ void SegmentTables::IndexErase(std::uint32_t e) {
     const std::uint64_t home = Bucket(entry(ej).dataset, entry(ej).row);
     const bool home_in_range = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
     if (!home_in_range) {
-      b[hole] = b[j];
+      bucket(hole) = bucket(j);
       hole = j;
     }
   }
-  b[hole] = kEmptyBucket;
+  bucket(hole) = kEmptyBucket;
 }
 
 bool SegmentTables::DeclinedBefore(std::uint32_t ds, std::uint64_t row) {
   SegmentHeader& h = header();
   const std::uint64_t hash = Mix(row * 0x9e3779b97f4a7c15ull + ds + 1);
   const std::uint64_t tag = (hash >> 32) | 1;  // never 0: 0 is an empty record
-  std::uint64_t& ghost = ghosts()[hash & (geo_.ghost_slots - 1)];
+  std::uint64_t& slot = ghost(hash);
   const auto tick = static_cast<std::uint32_t>(++h.ghost_tick);
   const std::uint64_t window = std::max<std::uint64_t>(1, Load(h.counters.rows_resident) / 2);
-  const bool again = (ghost >> 32) == tag &&
-                     static_cast<std::uint32_t>(tick - static_cast<std::uint32_t>(ghost)) <= window;
-  ghost = again ? 0 : (tag << 32 | tick);
+  const std::uint64_t last = slot;
+  const bool again = (last >> 32) == tag &&
+                     static_cast<std::uint32_t>(tick - static_cast<std::uint32_t>(last)) <= window;
+  slot = again ? 0 : (tag << 32 | tick);
   return again;
 }
 

@@ -187,6 +187,9 @@ UniqueFd OpenNamed(const SegmentPlace& place, const char* suffix, Status* error,
 }
 
 Status FileBacking::Back(std::uint64_t offset, std::uint64_t length) const noexcept {
+  if (offset > size_ || length > size_ - offset) {
+    return Status::Corruption("cache: an extent to back lies outside the segment");
+  }
   const int rc = posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(length));
   // Not populated here: this runs under the segment lock, and mapping (and
   // zeroing) the pages would only help this process, whose first write to

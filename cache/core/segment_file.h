@@ -116,16 +116,21 @@ UniqueFd OpenNamed(const SegmentPlace& place, const char* suffix, Status* error,
 // Backs extents of a mapped segment's data area: posix_fallocate on the
 // segment's descriptor, or MADV_POPULATE_WRITE where the filesystem cannot
 // fallocate (or the descriptor was closed under us). Either returns ENOSPC on
-// a full filesystem where a plain write would raise SIGBUS.
+// a full filesystem where a plain write would raise SIGBUS. A range outside
+// the mapping is refused: fallocate would grow the file, and a corrupt extent
+// could otherwise fill the node's memory.
 class FileBacking final : public SegmentBacking {
  public:
   explicit FileBacking(const MappedSegment& segment)
-      : fd_(segment.fd.get()), base_(static_cast<unsigned char*>(segment.base())) {}
+      : fd_(segment.fd.get()),
+        base_(static_cast<unsigned char*>(segment.base())),
+        size_(segment.size()) {}
   Status Back(std::uint64_t offset, std::uint64_t length) const noexcept override;
 
  private:
   int fd_;
   unsigned char* base_;
+  std::uint64_t size_;
 };
 
 }  // namespace prescient::cache::detail

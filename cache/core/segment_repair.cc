@@ -21,19 +21,18 @@
 namespace prescient::cache::detail {
 
 bool SegmentTables::ValidChain(std::uint32_t head, std::uint32_t count) {
-  const std::uint64_t backed = header().backed_blocks;  // clamped by Repair
-  std::uint64_t* bits = bitmap();
+  const std::uint64_t backed = std::min(header().backed_blocks, geo_.num_blocks);
   std::uint32_t b = head;
   std::uint32_t marked = 0;
   bool ok = true;
   if (count > geo_.num_blocks) count = static_cast<std::uint32_t>(geo_.num_blocks);
   for (; marked < count; ++marked) {
-    if (b >= backed || (bits[b / 64] >> (b % 64) & 1) != 0) {
+    if (b >= backed || BlockMarked(b)) {
       ok = false;
       break;
     }
-    bits[b / 64] |= std::uint64_t{1} << (b % 64);
-    b = block_next()[b];
+    MarkBlock(b);
+    b = next_block(b);
   }
   if (ok) return true;
   // Unmark the prefix we claimed: those blocks belong to nobody now.
@@ -42,12 +41,12 @@ bool SegmentTables::ValidChain(std::uint32_t head, std::uint32_t count) {
 }
 
 void SegmentTables::UnmarkChain(std::uint32_t head, std::uint32_t count) {
-  std::uint64_t* bits = bitmap();
+  const std::uint64_t backed = std::min(header().backed_blocks, geo_.num_blocks);
   std::uint32_t b = head;
   if (count > geo_.num_blocks) count = static_cast<std::uint32_t>(geo_.num_blocks);
-  for (std::uint32_t i = 0; i < count && b < header().backed_blocks; ++i) {
-    bits[b / 64] &= ~(std::uint64_t{1} << (b % 64));
-    b = block_next()[b];
+  for (std::uint32_t i = 0; i < count && b < backed; ++i) {
+    UnmarkBlock(b);
+    b = next_block(b);
   }
 }
 
@@ -60,9 +59,11 @@ void SegmentTables::VerifyBacking() {
   if (backing_ == nullptr) return;
   constexpr std::uint64_t kStepBytes = 64 << 20;
   const std::uint64_t step = std::max<std::uint64_t>(1, kStepBytes / geo_.block_bytes);
+  // Read once: the header may change under a writer that ignores the lock.
+  const std::uint64_t recorded = std::min(h.backed_blocks, geo_.num_blocks);
   std::uint64_t good = 0;
-  while (good < h.backed_blocks) {
-    const std::uint64_t n = std::min(step, h.backed_blocks - good);
+  while (good < recorded) {
+    const std::uint64_t n = std::min(step, recorded - good);
     if (!backing_->Back(geo_.off_data + good * geo_.block_bytes, n * geo_.block_bytes).ok()) break;
     good += n;
   }
@@ -185,10 +186,9 @@ void SegmentTables::Repair(bool verify_backing) {
   // 7. Derived structures: free lists, index, heap, resident counts.
   h.free_block_head = kNone;
   h.free_blocks = 0;
-  const std::uint64_t* bits = bitmap();
-  for (std::uint64_t b = h.backed_blocks; b-- > 0;) {
-    if ((bits[b / 64] >> (b % 64) & 1) != 0) continue;
-    block_next()[b] = h.free_block_head;
+  for (std::uint64_t b = std::min(h.backed_blocks, geo_.num_blocks); b-- > 0;) {
+    if (BlockMarked(b)) continue;
+    next_block(b) = h.free_block_head;
     h.free_block_head = static_cast<std::uint32_t>(b);
     h.free_blocks++;
   }

@@ -223,12 +223,13 @@ std::uint64_t MonotonicNs() {
 
 bool SegmentTables::Grow(std::uint64_t blocks) {
   SegmentHeader& h = header();
-  if (h.backed_blocks > geo_.num_blocks || h.free_blocks > h.backed_blocks) {
+  const std::uint64_t first = h.backed_blocks;  // read once: checked, then used
+  if (first > geo_.num_blocks || h.free_blocks > first) {
     MarkCorrupt();
     return false;
   }
   const std::uint64_t block = geo_.block_bytes;
-  const std::uint64_t left = geo_.num_blocks - h.backed_blocks;
+  const std::uint64_t left = geo_.num_blocks - first;
   if (blocks == 0 || left < blocks) return false;
   if (backing_ != nullptr && h.backing_retry_ns != 0 && MonotonicNs() < h.backing_retry_ns) {
     return false;
@@ -240,7 +241,7 @@ bool SegmentTables::Grow(std::uint64_t blocks) {
   };
   std::uint64_t extent = round(std::max(blocks, kExtentBytes / block));
   if (backing_ != nullptr) {
-    const std::uint64_t offset = geo_.off_data + h.backed_blocks * block;
+    const std::uint64_t offset = geo_.off_data + first * block;
     bool backed = backing_->Back(offset, extent * block).ok();
     if (!backed && extent > round(blocks)) {  // nearly full: just what is needed
       extent = round(blocks);
@@ -255,10 +256,8 @@ bool SegmentTables::Grow(std::uint64_t blocks) {
   }
   // Chain the new blocks in address order in front of the free list, so the
   // lowest are handed out first.
-  const std::uint64_t first = h.backed_blocks;
   for (std::uint64_t b = first; b < first + extent; ++b) {
-    block_next()[b] =
-        b + 1 < first + extent ? static_cast<std::uint32_t>(b + 1) : h.free_block_head;
+    next_block(b) = b + 1 < first + extent ? static_cast<std::uint32_t>(b + 1) : h.free_block_head;
   }
   h.free_block_head = static_cast<std::uint32_t>(first);
   h.free_blocks += extent;
@@ -275,7 +274,7 @@ std::uint32_t SegmentTables::ChainEnd(std::uint32_t head, std::uint32_t count) c
       return kNone;
     }
     if (i + 1 >= count) return last;
-    last = block_next()[last];
+    last = next_block(last);
   }
 }
 
@@ -287,8 +286,8 @@ std::uint32_t SegmentTables::AllocChain(std::uint32_t count) {
   const std::uint32_t head = h.free_block_head;
   const std::uint32_t last = ChainEnd(head, count);
   if (last == kNone) return kNone;  // a broken free list: repaired at unlock
-  h.free_block_head = block_next()[last];
-  block_next()[last] = kNone;
+  h.free_block_head = next_block(last);
+  next_block(last) = kNone;
   h.free_blocks -= count;
   return head;
 }
@@ -297,16 +296,15 @@ void SegmentTables::FreeChain(std::uint32_t head, std::uint32_t count) {
   SegmentHeader& h = header();
   const std::uint32_t last = ChainEnd(head, count);
   if (last == kNone) return;  // a broken chain: its blocks come back at repair
-  block_next()[last] = h.free_block_head;
+  next_block(last) = h.free_block_head;
   h.free_block_head = head;
   h.free_blocks += count;
 }
 
 bool SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_t row_bytes) const {
-  const std::uint32_t* next = block_next_unlocked();
   const std::uint64_t block = geo_.block_bytes;
   std::uint64_t left = row_bytes;
-  for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next[b]) {
+  for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next_block_unlocked(b)) {
     if (b >= geo_.num_blocks) {
       MarkCorrupt();
       return false;
@@ -321,10 +319,9 @@ bool SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_
 
 bool SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source,
                                 std::uint64_t row_bytes) const {
-  const std::uint32_t* next = block_next_unlocked();
   const std::uint64_t block = geo_.block_bytes;
   std::uint64_t left = row_bytes;
-  for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next[b]) {
+  for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next_block_unlocked(b)) {
     if (b >= geo_.num_blocks) {
       MarkCorrupt();
       return false;

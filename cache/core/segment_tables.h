@@ -72,14 +72,18 @@ class CAPABILITY("segment lock") SegmentTables {
   SegmentHeader& raw_header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
   // The whole header, guarded fields included.
   SegmentHeader& header() const REQUIRES(this) { return raw_header(); }
+  // Table elements. Every index is checked where it is used, not only where it
+  // was first read: a process that writes the segment without the lock (a
+  // stray pointer, a bug) can change a value between a check and its use, so
+  // an earlier check proves nothing. An index out of range marks the tables
+  // corrupt and yields a scratch element private to the thread: the access
+  // never leaves the mapping.
   DatasetRecord& dataset(std::uint32_t i) const REQUIRES(this) { return dataset_unlocked(i); }
-  AttachRecord& attach(std::uint32_t i) const REQUIRES(this) {
-    return reinterpret_cast<AttachRecord*>(base_ + geo_.off_attach)[i];
-  }
+  AttachRecord& attach(std::uint32_t i) const REQUIRES(this) { return attach_unlocked(i); }
   Entry& entry(std::uint32_t i) const REQUIRES(this) { return entry_unlocked(i); }
   // Lock-free (every field through std::atomic_ref; written under the lock).
   ParticipantRecord& participant(std::uint32_t i) const {
-    return reinterpret_cast<ParticipantRecord*>(base_ + geo_.off_participants)[i];
+    return Element<ParticipantRecord>(geo_.off_participants, i, kMaxParticipants);
   }
   std::byte* block_data(std::uint32_t b) const {
     return reinterpret_cast<std::byte*>(base_ + geo_.off_data +
@@ -242,18 +246,33 @@ class CAPABILITY("segment lock") SegmentTables {
   void Repair(bool verify_backing = false) REQUIRES(this);
 
  private:
+  // Element `i` of the array at `offset` with `count` elements, or (marked
+  // corrupt) a zeroed scratch element of this thread.
+  template <typename T>
+  T& Element(std::uint64_t offset, std::uint64_t i, std::uint64_t count) const {
+    if (i >= count) [[unlikely]] {
+      MarkCorrupt();
+      thread_local T scratch;
+      scratch = T{};
+      return scratch;
+    }
+    return reinterpret_cast<T*>(base_ + offset)[i];
+  }
   AttachRecord& attach_unlocked(std::uint32_t i) const {
-    return reinterpret_cast<AttachRecord*>(base_ + geo_.off_attach)[i];
+    return Element<AttachRecord>(geo_.off_attach, i, kMaxAttach);
   }
   DatasetRecord& dataset_unlocked(std::uint32_t i) const {
-    return reinterpret_cast<DatasetRecord*>(base_ + geo_.off_datasets)[i];
+    return Element<DatasetRecord>(geo_.off_datasets, i, geo_.max_datasets);
   }
   Entry& entry_unlocked(std::uint32_t i) const {
-    return reinterpret_cast<Entry*>(base_ + geo_.off_entries)[i];
+    return Element<Entry>(geo_.off_entries, i, geo_.num_entries);
   }
   // The row index: a bucket holds entry + 1, and 0 (zeroed memory) is empty
   // (row_index.cc).
-  std::uint32_t* buckets() const REQUIRES(this) {
+  std::uint32_t& bucket(std::uint64_t i) const REQUIRES(this) {
+    return Element<std::uint32_t>(geo_.off_buckets, i, geo_.hash_buckets);
+  }
+  std::uint32_t* buckets() const REQUIRES(this) {  // whole-array resets only
     return reinterpret_cast<std::uint32_t*>(base_ + geo_.off_buckets);
   }
   // Entries a scan must look at: [0, fresh_entries), at least one (the
@@ -261,19 +280,34 @@ class CAPABILITY("segment lock") SegmentTables {
   std::uint64_t UsedEntriesBound() const REQUIRES(this) {
     return std::max<std::uint64_t>(1, std::min(header().fresh_entries, geo_.num_entries));
   }
-  std::uint32_t* heap() const REQUIRES(this) {
-    return reinterpret_cast<std::uint32_t*>(base_ + geo_.off_heap);
+  // The eviction heap: entry indices, heap_size of them in use.
+  std::uint32_t& heap_at(std::uint64_t pos) const REQUIRES(this) {
+    return Element<std::uint32_t>(geo_.off_heap, pos, geo_.num_entries);
   }
-  std::uint32_t* block_next() const REQUIRES(this) { return block_next_unlocked(); }
-  std::uint32_t* block_next_unlocked() const {
-    return reinterpret_cast<std::uint32_t*>(base_ + geo_.off_block_next);
+  // The block after `b` in its chain (a row's blocks, or the free list).
+  std::uint32_t& next_block(std::uint64_t b) const REQUIRES(this) { return next_block_unlocked(b); }
+  std::uint32_t& next_block_unlocked(std::uint64_t b) const {
+    return Element<std::uint32_t>(geo_.off_block_next, b, geo_.num_blocks);
   }
-  std::uint64_t* bitmap() const REQUIRES(this) {
+  // Repair's mark of blocks that belong to a row: one bit per block.
+  bool BlockMarked(std::uint64_t b) const REQUIRES(this) {
+    return (BitmapWord(b) >> (b % 64) & 1) != 0;
+  }
+  void MarkBlock(std::uint64_t b) const REQUIRES(this) {
+    BitmapWord(b) |= std::uint64_t{1} << (b % 64);
+  }
+  void UnmarkBlock(std::uint64_t b) const REQUIRES(this) {
+    BitmapWord(b) &= ~(std::uint64_t{1} << (b % 64));
+  }
+  std::uint64_t& BitmapWord(std::uint64_t b) const REQUIRES(this) {
+    return Element<std::uint64_t>(geo_.off_bitmap, b / 64, (geo_.num_blocks + 63) / 64);
+  }
+  std::uint64_t* bitmap() const REQUIRES(this) {  // whole-array resets only
     return reinterpret_cast<std::uint64_t*>(base_ + geo_.off_bitmap);
   }
   // Ghosts of declined misses: row tag << 32 | ghost tick, 0 = none.
-  std::uint64_t* ghosts() const REQUIRES(this) {
-    return reinterpret_cast<std::uint64_t*>(base_ + geo_.off_ghosts);
+  std::uint64_t& ghost(std::uint64_t hash) const REQUIRES(this) {
+    return Element<std::uint64_t>(geo_.off_ghosts, hash & (geo_.ghost_slots - 1), geo_.ghost_slots);
   }
   std::uint64_t Bucket(std::uint32_t ds, std::uint64_t row) const;
   // The record of dataset `ds` if it exists and is self-consistent, else

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <memory>
@@ -79,6 +80,38 @@ TEST(CrashRecovery, KilledWhileHoldingTheLockWithHalfDoneUpdates) {
   t.AssumeExclusive();  // everyone else is idle: a snapshot for the check
   EXPECT_EQ(t.header().free_blocks + 7 * 3, t.header().backed_blocks);
   EXPECT_EQ(t.header().heap_size, 7u);
+}
+
+// A corrupt extent (a backed-block count or an offset rewritten past the
+// segment) must never grow the segment file: fallocate would fill the node's
+// memory before it failed. Found by the live-corruption fuzz test, where the
+// header changed between repair's check and its backing loop.
+TEST(CrashRecovery, BackingNeverGrowsTheSegmentPastItsMapping) {
+  ScopedSegmentName name;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  detail::MappedSegment seg;
+  ASSERT_TRUE(testing::MapSegmentOf(*cache.value(), &seg));
+  const detail::FileBacking backing(seg);
+  EXPECT_TRUE(backing.Back(seg.geometry.off_data, 4096).ok());
+  EXPECT_FALSE(backing.Back(seg.size(), 4096).ok());
+  EXPECT_FALSE(backing.Back(seg.geometry.off_data, std::uint64_t{1} << 40).ok());
+  EXPECT_FALSE(backing.Back(~std::uint64_t{0} - 100, 4096).ok());  // offset + length wraps
+  struct stat st{};
+  ASSERT_EQ(fstat(seg.fd.get(), &st), 0);
+  EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), seg.size());
+
+  // Repair with a recorded extent far past the data area backs at most the data area.
+  detail::SegmentTables t(seg.base(), seg.geometry, &backing);
+  ASSERT_EQ(detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)),
+            detail::LockOutcome::kLocked);
+  t.AssumeExclusive();
+  t.header().backed_blocks = ~std::uint64_t{0} >> 1;
+  t.Repair(/*verify_backing=*/true);
+  EXPECT_LE(t.header().backed_blocks, seg.geometry.num_blocks);
+  detail::ReleaseSharedLock(&t.raw_header().lock);
+  ASSERT_EQ(fstat(seg.fd.get(), &st), 0);
+  EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), seg.size());
 }
 
 TEST(CrashRecovery, KilledWhileLoadingOthersTakeOver) {
