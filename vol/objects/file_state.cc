@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -34,6 +35,9 @@ std::shared_ptr<FileState> FileState::Make(const char* name, bool writable, bool
   state->writable = writable;
   state->posix_driver = posix_driver;
   state->identity = IdentifyFile(state->name);
+  state->identified_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
   return state;
 }
 

@@ -44,6 +44,9 @@ struct FileState {
   // are read through HDF5 only.
   bool posix_driver = false;
   FileIdentity identity;
+  // steady_clock time (ns) at which `identity` was taken: the file was as
+  // `identity` says at least until then.
+  std::int64_t identified_ns = 0;
 };
 
 // Files the application opened through the connector, by device and inode,

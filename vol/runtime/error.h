@@ -52,11 +52,21 @@ auto Barrier(std::string_view where, Body&& body) noexcept -> decltype(body()) {
 // API calls clear the stack on entry, so cleanup after a failed forwarded call
 // (closing a property list, dropping a reference) must run inside one of these
 // or the under connector's error report is lost.
+//
+// An empty stack (cleanup after calls that succeeded: every wrap context HDF5
+// frees, every object closed) is not copied, which costs as much as a small
+// dataset read; it is only emptied again if the cleanup left errors on it.
+// H5Eget_num does not clear the stack.
 class PreservedErrorStack {
  public:
-  PreservedErrorStack() : saved_(H5Eget_current_stack()) {}
+  PreservedErrorStack()
+      : saved_(H5Eget_num(H5E_DEFAULT) > 0 ? H5Eget_current_stack() : H5I_INVALID_HID) {}
   ~PreservedErrorStack() {
-    if (saved_ >= 0) H5Eset_current_stack(saved_);
+    if (saved_ >= 0) {
+      H5Eset_current_stack(saved_);
+    } else if (H5Eget_num(H5E_DEFAULT) > 0) {
+      H5Eclear2(H5E_DEFAULT);
+    }
   }
   PreservedErrorStack(const PreservedErrorStack&) = delete;
   PreservedErrorStack& operator=(const PreservedErrorStack&) = delete;

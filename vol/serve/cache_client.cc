@@ -182,7 +182,12 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
   const DatasetState* state = dataset.dataset.get();
   const Identity key{state->identity().hash[0], state->identity().hash[1]};
   auto it = datasets_.find(key);
-  if (it != datasets_.end()) return it->second;
+  if (it != datasets_.end()) {
+    // The same identity from a fresh open: the file was unchanged when it was opened.
+    if (it->second && dataset.file != nullptr)
+      it->second->FileUnchangedAt(dataset.file->identified_ns);
+    return it->second;
+  }
   std::shared_ptr<CachedDataset> cached;
   try {
     cached = CachedDataset::Prepare(dataset, *state);

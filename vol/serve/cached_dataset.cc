@@ -43,6 +43,7 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& data
   cached->path_ = file->name;
   cached->name_ = state.identity().name;
   cached->file_identity_ = file->identity;
+  cached->FileUnchangedAt(file->identified_ns);
   cached->row_bytes_ = state.row_bytes();
   cached->dims_ = state.dims();
   cached->num_rows_ = state.dims().empty() ? 0 : state.dims()[0];
@@ -179,6 +180,13 @@ cache::Status CachedDataset::ReadRunsThroughHdf5(const VolObject& dataset, hid_t
     i = j;
   }
   return cache::Status::Ok();
+}
+
+void CachedDataset::FileUnchangedAt(std::int64_t checked_ns) const noexcept {
+  const std::int64_t due = checked_ns + std::chrono::nanoseconds(kChangeCheckInterval).count();
+  std::int64_t current = next_check_ns_.load(std::memory_order_relaxed);
+  while (current < due && !next_check_ns_.compare_exchange_weak(current, due)) {
+  }
 }
 
 bool CachedDataset::FileChanged() const noexcept {

@@ -110,6 +110,12 @@ class CachedDataset {
   // H5Pset_sieve_buf_size's default: what a native read of contiguous data reads at least.
   static constexpr std::uint64_t kHdf5DefaultSieveBytes = 64 * 1024;
   bool FileChanged() const noexcept;
+  // The file was found unchanged at `checked_ns` (steady_clock): a dataset of
+  // it opened then, whose identity (which hashes the file's size and times)
+  // is this dataset's. Its next re-check is due kChangeCheckInterval after
+  // that, so a dataset opened, read once and closed (a file per sample) costs
+  // no stat at its read.
+  void FileUnchangedAt(std::int64_t checked_ns) const noexcept;
   // True for the one caller that should drop the dataset's rows from the
   // cache after FileChanged() (later callers get false).
   bool MarkDropped() const noexcept { return !dropped_.exchange(true); }

@@ -110,5 +110,22 @@ TEST(PreservedErrorStack, KeepsErrorsAcrossApiCalls) {
   H5Eclear2(H5E_DEFAULT);
 }
 
+TEST(PreservedErrorStack, AnEmptyStackStaysEmptyWhateverTheCleanupPushes) {
+  H5open();
+  RegisterErrorClass();
+  H5Eclear2(H5E_DEFAULT);
+  H5E_auto2_t func = nullptr;
+  void* data = nullptr;
+  H5Eget_auto2(H5E_DEFAULT, &func, &data);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  {
+    PreservedErrorStack keep;
+    EXPECT_LT(H5Idec_ref(H5I_INVALID_HID), 0);  // a failing cleanup call pushes errors
+    EXPECT_GT(H5Eget_num(H5E_DEFAULT), 0);
+  }
+  EXPECT_EQ(H5Eget_num(H5E_DEFAULT), 0);
+  H5Eset_auto2(H5E_DEFAULT, func, data);
+}
+
 }  // namespace
 }  // namespace prescient::vol
