@@ -2,11 +2,12 @@
 
     env/run python3 examples/bench/agents.py [--build build/bench] [--out DIR] [--nodes 4]
         [--ranks-per-node 2] [--workers 2] [--files 8] [--rows-per-file 500] [--row-bytes 16384]
-        [--epochs 3] [--cache-share 0.4] [--compute-ms 10]
+        [--epochs 3] [--cache-share 0.4] [--compute-ms 10] [--batch-reads]
 
 NODES emulated nodes on this machine (one cache segment each, PRESCIENT_NODE_ID), RANKS_PER_NODE
 training ranks per node, each an unmodified DataLoader loop with WORKERS workers reading images
-and labels from FILES files (emulated_loader.py: every byte checked), with a schedule
+and labels from FILES files (emulated_loader.py: every byte checked; a sample at a time, or with
+--batch-reads a batch at a time, one sorted selection per file and field), with a schedule
 (`prescient-schedule generate --source torch-distributed`) and a node cache of CACHE_SHARE of the
 dataset. The same job runs twice, side by side in one invocation:
 
@@ -54,6 +55,8 @@ def parse_args():
                    help="node cache as a share of the dataset (0.4: the dataset is 2.5 caches)")
     p.add_argument("--compute-ms", type=float, default=10, help="the training step's time per batch")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--batch-reads", action="store_true",
+                   help="workers read a batch at a time (images[sorted rows] per file)")
     return p.parse_args()
 
 
@@ -68,7 +71,8 @@ def simulate(tool, schedule, cache_samples, out):
 def run(a, workdir, schedule, pattern, with_agents, tag):
     samples = a.files * a.rows_per_file
     config = {"glob": pattern, "rows_per_file": a.rows_per_file, "seed": a.seed, "batch": a.batch,
-              "workers": a.workers, "epochs": a.epochs, "compute_seconds": a.compute_ms / 1000}
+              "workers": a.workers, "epochs": a.epochs, "compute_seconds": a.compute_ms / 1000,
+              "batch_reads": a.batch_reads}
     cache_bytes = int(a.cache_share * samples * (a.row_bytes + 8))
     job = emu.Job(workdir=workdir, plugin_dir=os.path.join(a.build, "plugins"),
                   agent=os.path.join(a.build, "scheduler", "tool", "prescient-node"), config=config,
@@ -130,7 +134,8 @@ def main():
                                  ranks_per_node=a.ranks_per_node, workers=a.workers,
                                  batch=a.batch, seed=a.seed)
     print(f"{a.nodes} nodes x {a.ranks_per_node} ranks x {a.workers} workers, {samples} samples of "
-          f"{a.row_bytes} B + a label in {a.files} files, {a.epochs} epochs, node cache "
+          f"{a.row_bytes} B + a label in {a.files} files, {a.epochs} epochs, "
+          f"{'batch' if a.batch_reads else 'sample'} reads, node cache "
           f"{a.cache_share:.0%} of the dataset (aggregate {a.nodes * a.cache_share:.0%})", flush=True)
     agents = run(a, out, schedule, pattern, True, "agents")
     alone = run(a, out, schedule, pattern, False, "alone")

@@ -5,7 +5,9 @@
 Every sample s of the dataset is images[s] = (arange(row) + 7 s) % 256 and labels[s] = s, over
 files of `rows_per_file` samples in sorted path order. The loop reads every field of every sample
 its DistributedSampler gives it, through a DataLoader with `workers` workers, and checks every
-byte; the result file says how many samples were read, how many were wrong, how long each epoch
+byte. With `"batch_reads": true` a worker reads its whole batch at once, one sorted fancy-index
+read per file and field (`images[sorted rows]`, through the Dataset's `__getitems__`), the way
+batch-oriented loaders do; otherwise one sample at a time; the result file says how many samples were read, how many were wrong, how long each epoch
 took, its first batch (which also waits for the workers to start) and its slowest other batch.
 """
 
@@ -38,6 +40,27 @@ class Samples(Dataset):
         return s, torch.from_numpy(images[row]), int(labels[row])
 
 
+class BatchSamples(Samples):
+    """The same samples, a batch per call: the DataLoader's fetcher hands `__getitems__` the
+    batch's indices, and each file's rows are read with one sorted selection per field."""
+
+    def __getitems__(self, indices):
+        by_file = {}
+        for s in indices:
+            by_file.setdefault(s // self.rows_per_file, []).append(s)
+        out = {}
+        for f, members in by_file.items():
+            if f not in self.handles:
+                h = h5py.File(self.files[f], "r")
+                self.handles[f] = (h, h["images"], h["labels"])
+            _, images, labels = self.handles[f]
+            rows = sorted({s % self.rows_per_file for s in members})
+            block, tags = images[rows], labels[rows]
+            for i, row in enumerate(rows):
+                out[f * self.rows_per_file + row] = (torch.from_numpy(block[i]), int(tags[i]))
+        return [(s, *out[s]) for s in indices]
+
+
 def expected(s, width):
     return ((np.arange(width, dtype=np.int64) + 7 * s) % 256).astype(np.uint8)
 
@@ -46,7 +69,7 @@ def main():
     config = json.load(open(sys.argv[1]))
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     files = sorted(glob.glob(config["glob"]))
-    dataset = Samples(files, config["rows_per_file"])
+    dataset = (BatchSamples if config.get("batch_reads") else Samples)(files, config["rows_per_file"])
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True,
                                  seed=config["seed"])
     loader = DataLoader(dataset, batch_size=config["batch"], sampler=sampler,

@@ -54,6 +54,10 @@ class PeerRows::PendingFetch final : public RemoteRows::Fetch {
       const auto end = std::chrono::steady_clock::now() + wait_limit_;
       while (shared_->outstanding > 0 && std::chrono::steady_clock::now() < end) {
         shared_->answered.WaitFor(&shared_->mutex, std::chrono::milliseconds(50));
+        // Waiting on a peer is progress: the node's processes must not take
+        // this agent for stuck (their stall timeout, 1.5 s, is shorter than a
+        // peer's, 2 s) and lead its prefetching from storage meanwhile.
+        cache_.Heartbeat();
       }
       batches = std::move(shared_->batches);
       shared_->batches.clear();
