@@ -7,6 +7,11 @@ and at a quarter of the data, without a schedule and, where this prescient-sched
 workload, with one, and (--follow) with the sampler followed at run time (PRESCIENT_FOLLOW=1, no
 schedule file; not for imglab-rows, which has no DataLoader). The target: native seconds / Prescient seconds >= 1.0 in every epoch.
 
+Native runs bracket the Prescient runs: native, Prescient A, native, Prescient B, native, ... and
+each Prescient epoch is compared with the mean of the same epoch of the native runs just before and
+just after it, so storage and machine drift over the minutes a case takes (up to 40% here) is not
+charged to whichever run came last. (cosmo's second baseline, rdcc, runs once.)
+
 Cases:
   imglab-dl      imglab (images + labels), DataLoader with 2 workers, ds[i]: the issue's shape
   imglab-rows    imglab, per-row reads in one process, no DataLoader
@@ -97,7 +102,16 @@ class Suite:
                              f"1 MiB chunk cache already holds one chunk per open dataset; the second baseline "
                              f"(rdcc_nbytes={rdcc:,}) is the same setting stated explicitly and differs only for "
                              f"chunks over 1 MiB")
-            for key, label, rdcc in baselines:
+            def native(bracket):
+                """The primary baseline's run number `bracket` (0 before the first Prescient run)."""
+                key, label, _ = baselines[0]
+                record = self.runner.run(runner.Run(
+                    key=f"{case}-{key}" + (f"-{bracket}" if bracket else ""), label=label,
+                    tags={"case": case, "role": "baseline", "baseline": key, "bracket": bracket}, **common))
+                self.log(self.one_line(record))
+
+            native(0)
+            for key, label, rdcc in baselines[1:]:
                 record = self.runner.run(runner.Run(key=f"{case}-{key}", label=label, rdcc_nbytes=rdcc,
                                                     tags={"case": case, "role": "baseline", "baseline": key},
                                                     **common))
@@ -111,6 +125,7 @@ class Suite:
             if a.follow and case != "imglab-rows":  # the follower follows a DataLoader
                 variants += [("follow-default", "Prescient, followed sampler, default cache", None, FOLLOW),
                              ("follow-quarter", "Prescient, followed sampler, quarter cache", 0.25, FOLLOW)]
+            bracket = 0
             for key, label, share, schedule in variants:
                 if a.quick and key == "sched-quarter" and case != "imglab-dl":
                     continue
@@ -118,10 +133,13 @@ class Suite:
                 record = self.runner.run(runner.Run(
                     key=f"{case}-{key}", label=label, connector=True, cache_bytes=segment,
                     schedule=None if schedule is FOLLOW else schedule, follow=schedule is FOLLOW,
-                    schedule_note=note if schedule and schedule is not FOLLOW else "", tags={"case": case, "role": "prescient", "share": share,
-                                                                  "baselines": [b[0] for b in baselines]},
+                    schedule_note=note if schedule and schedule is not FOLLOW else "",
+                    tags={"case": case, "role": "prescient", "share": share,
+                          "baselines": [b[0] for b in baselines], "brackets": [bracket, bracket + 1]},
                     **common))
                 self.log(self.one_line(record))
+                bracket += 1
+                native(bracket)
             if not sched and case != "imglab-slices":
                 self.log(f"  (scheduled runs left out: {note})")
                 notes.append(f"{case}: scheduled runs left out ({note})")

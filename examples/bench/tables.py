@@ -103,17 +103,39 @@ def clairvoyance_tables(results):
     return lines
 
 
+def _bracketing_baseline(runs, case, bkey, brackets):
+    """The baseline `bkey` of `case` as a Prescient run sees it: the mean, epoch by epoch, of the
+    native runs numbered `brackets` (just before and just after it), or the single run of that
+    baseline when the results have no brackets (earlier runs of the suite, cosmo's rdcc)."""
+    runs_of = [r for r in runs if r["tags"].get("role") == "baseline" and r["tags"]["case"] == case
+               and r["tags"]["baseline"] == bkey]
+    chosen = [r for r in runs_of if brackets and r["tags"].get("bracket") in brackets]
+    if not chosen:
+        chosen = [r for r in runs_of if not r["tags"].get("bracket")][:1]
+    if not chosen:
+        return None
+    epochs = []
+    for e in chosen[0]["epochs"]:
+        same = [next((x for x in r["epochs"] if x["epoch"] == e["epoch"]), None) for r in chosen]
+        if any(x is None for x in same):
+            continue
+        epochs.append({"epoch": e["epoch"], "seconds": sum(x["seconds"] for x in same) / len(same),
+                       "wait_s": sum(x["wait_s"] for x in same) / len(same),
+                       "bad_samples": sum(x["bad_samples"] for x in same)})
+    label = chosen[0]["label"] + (f" (mean of the {len(chosen)} runs around it)" if len(chosen) > 1 else "")
+    return {"label": label, "epochs": epochs, "wrong_samples": sum(r["wrong_samples"] for r in chosen)}
+
+
 def never_slower_rows(results):
     """One row per (Prescient run, baseline, epoch) of the never-slower suite."""
     runs = results["runs"]
-    baselines = {(r["tags"]["case"], r["tags"]["baseline"]): r for r in runs if r["tags"].get("role") == "baseline"}
     out = []
     for pre in runs:
         if pre["tags"].get("role") != "prescient":
             continue
         case = pre["tags"]["case"]
         for bkey in pre["tags"]["baselines"]:
-            base = baselines.get((case, bkey))
+            base = _bracketing_baseline(runs, case, bkey, pre["tags"].get("brackets"))
             if base is None:
                 continue
             for e in pre["epochs"]:

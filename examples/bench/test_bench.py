@@ -316,6 +316,24 @@ def test_never_slower_table_pairs_every_prescient_epoch_with_its_baselines():
     assert "met in 3 of 4 epochs" in text and "- n1" in text
 
 
+def test_never_slower_compares_each_run_with_the_native_runs_around_it():
+    def native(bracket, seconds):
+        return _record(f"n{bracket}", "native", connector=False, epochs=seconds,
+                       tags={"case": "dlio", "role": "baseline", "baseline": "native", "bracket": bracket})
+
+    def prescient(key, seconds, brackets):
+        return _record(key, key, connector=True, epochs=seconds,
+                       tags={"case": "dlio", "role": "prescient", "baselines": ["native"], "brackets": brackets})
+
+    # Storage drifts slower over the case: each run is judged against its neighbours, not run 0.
+    runs = [native(0, [1.0]), prescient("a", [1.1], [0, 1]), native(1, [1.2]), prescient("b", [1.5], [1, 2]),
+            native(2, [1.6])]
+    rows = tables.never_slower_rows({"suite": "never-slower", "runs": runs})
+    assert [(r["run"], round(r["native_s"], 2), r["verdict"]) for r in rows] == [("a", 1.1, "met"),
+                                                                                  ("b", 1.4, "MISSED")]
+    assert rows[0]["baseline"] == "native (mean of the 2 runs around it)"
+
+
 def test_tables_command_prints_a_results_file(tmp_path):
     base = _record("n", "native", connector=False, epochs=[1.0], tags={"case": "dlio", "role": "baseline",
                                                                        "baseline": "native"})
