@@ -186,6 +186,38 @@ UniqueFd OpenNamed(const SegmentPlace& place, const char* suffix, Status* error,
   return UniqueFd(fd);
 }
 
+FileBacking::FileBacking(const MappedSegment& segment)
+    : fd_(segment.fd.get()),
+      base_(static_cast<unsigned char*>(segment.base())),
+      size_(segment.size()) {
+  struct stat st{};
+  if (fd_ >= 0 && fstat(fd_, &st) == 0) {
+    dev_ = static_cast<std::uint64_t>(st.st_dev);
+    ino_ = static_cast<std::uint64_t>(st.st_ino);
+  }
+}
+
+bool FileBacking::WriteThrough(std::uint64_t offset, const std::byte* source,
+                               std::uint64_t length) const noexcept {
+  if (ino_ == 0 || offset > size_ || length > size_ - offset) return false;
+  struct stat st{};
+  if (fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != dev_ ||
+      static_cast<std::uint64_t>(st.st_ino) != ino_) {
+    return false;
+  }
+  while (length > 0) {
+    const ssize_t n = pwrite(fd_, source, length, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    // An error part way (the filesystem full, which backed blocks should not
+    // see): the mapping copy rewrites the whole run.
+    if (n <= 0) return false;
+    source += n;
+    offset += static_cast<std::uint64_t>(n);
+    length -= static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
 Status FileBacking::Back(std::uint64_t offset, std::uint64_t length) const noexcept {
   if (offset > size_ || length > size_ - offset) {
     return Status::Corruption("cache: an extent to back lies outside the segment");

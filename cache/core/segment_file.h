@@ -119,18 +119,24 @@ UniqueFd OpenNamed(const SegmentPlace& place, const char* suffix, Status* error,
 // a full filesystem where a plain write would raise SIGBUS. A range outside
 // the mapping is refused: fallocate would grow the file, and a corrupt extent
 // could otherwise fill the node's memory.
+//
+// Rows are written through the descriptor (WriteThrough) only while it still
+// names the file that was mapped: a descriptor closed and reused by the host
+// program must never receive the cache's bytes.
 class FileBacking final : public SegmentBacking {
  public:
-  explicit FileBacking(const MappedSegment& segment)
-      : fd_(segment.fd.get()),
-        base_(static_cast<unsigned char*>(segment.base())),
-        size_(segment.size()) {}
+  explicit FileBacking(const MappedSegment& segment);
   Status Back(std::uint64_t offset, std::uint64_t length) const noexcept override;
+  bool WriteThrough(std::uint64_t offset, const std::byte* source,
+                    std::uint64_t length) const noexcept override;
 
  private:
   int fd_;
   unsigned char* base_;
   std::uint64_t size_;
+  // The mapped file's identity (0, 0: unknown, never written through).
+  std::uint64_t dev_ = 0;
+  std::uint64_t ino_ = 0;
 };
 
 }  // namespace prescient::cache::detail

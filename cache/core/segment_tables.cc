@@ -320,6 +320,21 @@ bool SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_
 bool SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source,
                                 std::uint64_t row_bytes) const {
   const std::uint64_t block = geo_.block_bytes;
+  // Blocks adjacent in the file are written as one run: through the file when
+  // the run spans a page (see SegmentBacking::WriteThrough), else through the
+  // mapping (a label's few bytes share a page already faulted in).
+  std::uint32_t run_first = kNone;
+  std::uint64_t run_bytes = 0;
+  const std::byte* run_source = source;
+  auto flush = [&] {
+    if (run_bytes == 0) return;
+    const std::uint64_t offset = geo_.off_data + std::uint64_t{run_first} * block;
+    if (run_bytes < kPageBytes || backing_ == nullptr ||
+        !backing_->WriteThrough(offset, run_source, run_bytes)) {
+      std::memcpy(base_ + offset, run_source, run_bytes);
+    }
+    run_bytes = 0;
+  };
   std::uint64_t left = row_bytes;
   for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next_block_unlocked(b)) {
     if (b >= geo_.num_blocks) {
@@ -327,10 +342,16 @@ bool SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source,
       return false;
     }
     const std::uint64_t n = left < block ? left : block;
-    std::memcpy(block_data(b), source, n);
+    if (run_bytes == 0 || b != run_first + run_bytes / block) {
+      flush();
+      run_first = b;
+      run_source = source;
+    }
+    run_bytes += n;
     source += n;
     left -= n;
   }
+  flush();
   return true;
 }
 

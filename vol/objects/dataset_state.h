@@ -21,6 +21,7 @@
 #include "vol/hdf5_compat.h"
 #include "vol/objects/dataset_queries.h"
 #include "vol/objects/object.h"
+#include "vol/objects/predefined_types.h"
 
 namespace prescient::vol {
 
@@ -55,7 +56,11 @@ class DatasetState {
   // in the application's H5Fget_obj_count): only its encoding.
   // True when `mem_type` is the stored type (same class, size and encoding):
   // a read with it returns the file's bytes unconverted.
+  // Decided once per predefined memory type (predefined_types.h).
   bool IsStoredType(hid_t mem_type) const;
+  // H5Tget_size(mem_type), without asking the library when `mem_type` is a
+  // predefined type already found to be the stored type.
+  std::size_t MemoryTypeSize(hid_t mem_type) const;
   // A new id of the stored type; the caller closes it. Invalid on failure.
   hid_t NewStoredTypeId() const;
   // Fixed-size data only: no variable-length or reference types anywhere in it.
@@ -87,6 +92,17 @@ class DatasetState {
     static AtomicProperties Of(hid_t type, H5T_class_t type_class);
   };
   AtomicProperties atomic_;
+  bool CompareWithStoredType(hid_t mem_type) const;
+  // IsStoredType's verdict per predefined type: 0 not known yet, 1 the
+  // stored type, 2 another type.
+  enum : std::uint8_t { kUnknown = 0, kStored = 1, kOther = 2 };
+  mutable std::array<std::atomic<std::uint8_t>, kPredefinedTypes> predefined_verdict_{};
+  // A predefined type equal to the stored type (-1: none; kNotLooked: not
+  // looked for yet). A memory type H5Tequal to it is the stored type: one
+  // library call instead of a dozen for h5py's private copies of the
+  // predefined types.
+  static constexpr int kNotLooked = -2;
+  mutable std::atomic<int> equivalent_predefined_{kNotLooked};
   std::size_t type_size_ = 0;
   bool fixed_size_ = false;
   std::uint64_t row_bytes_ = 0;

@@ -22,7 +22,8 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
 
   ReadRequest request;
   request.selection = DecodeSelection(*input);
-  const size_t mem_type_size = H5Tget_size(mem_type);
+  const size_t mem_type_size =
+      state != nullptr ? state->MemoryTypeSize(mem_type) : H5Tget_size(mem_type);
   request.bytes = request.selection.elements * mem_type_size;
 
   request.transfer = transfer;

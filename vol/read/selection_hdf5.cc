@@ -17,11 +17,11 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
   }
   if (file_space == H5S_BLOCK || file_space == H5S_PLIST) return std::nullopt;
 
-  const int rank = H5Sget_simple_extent_ndims(file_space);
-  if (rank < 0) return std::nullopt;
-  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  if (rank > 0 && H5Sget_simple_extent_dims(file_space, dims.data(), nullptr) < 0)
-    return std::nullopt;
+  // One call for rank and extent (a dataspace has at most H5S_MAX_RANK dimensions).
+  hsize_t extent[H5S_MAX_RANK];
+  const int rank = H5Sget_simple_extent_dims(file_space, extent, nullptr);
+  if (rank < 0 || rank > H5S_MAX_RANK) return std::nullopt;
+  const std::vector<hsize_t> dims(extent, extent + rank);
   in.dims = ToU64(dims);
 
   switch (H5Sget_select_type(file_space)) {

@@ -300,7 +300,31 @@ def selection_reads(f):
             return out
         return run
 
+    def low_level(dset, start, stop, mtype, dtype):
+        # H5Dread with a memory type chosen here, not by h5py.
+        def run():
+            fspace = dset.id.get_space()
+            shape = (stop - start,) + dset.shape[1:]
+            fspace.select_hyperslab((start,) + (0,) * (dset.ndim - 1), shape)
+            out = np.zeros(shape, dtype=dtype)
+            dset.id.read(h5py.h5s.create_simple(shape), fspace, out, mtype)
+            return out
+        return run
+
+    def type_changed_between_reads():
+        # One id, two types: a verdict kept per id would serve the second read unconverted.
+        mtype = h5py.h5t.NATIVE_INT64.copy()
+        first = low_level(y, 0, 10, mtype, "<i8")()
+        mtype.set_order(h5py.h5t.ORDER_BE)
+        return [first, low_level(y, 0, 10, mtype, ">i8")(), low_level(y, 0, 10, mtype, ">i8")()]
+
     return {
+        "H5Dread x[10:12] H5T_NATIVE_FLOAT": low_level(x, 10, 12, h5py.h5t.NATIVE_FLOAT, "<f4"),
+        "H5Dread x[10:12] H5T_IEEE_F32BE": low_level(x, 10, 12, h5py.h5t.IEEE_F32BE, ">f4"),
+        "H5Dread x[10:12] copy of H5T_NATIVE_FLOAT": low_level(
+            x, 10, 12, h5py.h5t.NATIVE_FLOAT.copy(), "<f4"),
+        "H5Dread y[0:10] H5T_STD_I64BE": low_level(y, 0, 10, h5py.h5t.STD_I64BE, ">i8"),
+        "H5Dread y[0:10] one type id, set to big-endian between reads": type_changed_between_reads,
         "x[5]": lambda: x[5],
         "x[np.int64(7)]": lambda: x[np.int64(7)],
         "x[-1]": lambda: x[-1],

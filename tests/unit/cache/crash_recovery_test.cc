@@ -114,6 +114,36 @@ TEST(CrashRecovery, BackingNeverGrowsTheSegmentPastItsMapping) {
   EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), seg.size());
 }
 
+// Rows are written through the segment's descriptor (no page fault per fresh
+// page), but only while that descriptor still names the segment: a host
+// program that closed it and opened another file under the same number must
+// never find the cache's bytes in that file.
+TEST(CrashRecovery, RowsAreWrittenThroughOnlyTheSegmentsOwnFile) {
+  ScopedSegmentName name;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  detail::MappedSegment seg;
+  ASSERT_TRUE(testing::MapSegmentOf(*cache.value(), &seg));
+  const detail::FileBacking backing(seg);
+  const std::uint64_t at = seg.geometry.off_data;
+  ASSERT_TRUE(backing.Back(at, 8192).ok());
+  std::vector<std::byte> row(8192, std::byte{0x5a});
+  ASSERT_TRUE(backing.WriteThrough(at, row.data(), row.size()));
+  EXPECT_EQ(std::memcmp(static_cast<const std::byte*>(seg.base()) + at, row.data(), row.size()), 0);
+  EXPECT_FALSE(backing.WriteThrough(seg.size() - 100, row.data(), row.size()));  // past the end
+
+  char path[] = "/tmp/prescient-write-through-XXXXXX";
+  const int other = mkstemp(path);
+  ASSERT_GE(other, 0);
+  unlink(path);
+  ASSERT_EQ(dup2(other, seg.fd.get()), seg.fd.get());  // our number, another file
+  close(other);
+  EXPECT_FALSE(backing.WriteThrough(at, row.data(), row.size()));
+  struct stat st{};
+  ASSERT_EQ(fstat(seg.fd.get(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);  // nothing written into the other file
+}
+
 TEST(CrashRecovery, KilledWhileLoadingOthersTakeOver) {
   ScopedSegmentName name;
   auto cache = NodeCache::Open(name.options());
