@@ -49,6 +49,7 @@ Result<std::vector<std::uint64_t>> NodeCache::ClaimReserved(DatasetSlot ds,
   const std::uint32_t blocks = shape.blocks_per_row;
   std::vector<std::uint64_t> out;
   out.reserve(rows.size());
+  tables_.BackAhead(std::uint64_t{blocks} * rows.size());
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();
   SegmentHeader& h = tables_.header();
@@ -106,6 +107,7 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   const std::uint64_t fresh =
       oracle != nullptr ? detail::ScheduledKey(oracle->NextUse(ds, row, now)) : 0;
   const std::uint16_t self = slot.value();
+  tables_.BackAhead(shape.blocks_per_row);
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();
   SegmentHeader& h = tables_.header();

@@ -441,6 +441,9 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
                                  std::span<const std::uint64_t> keys,
                                  ReadRowsStats* stats) noexcept {
   const Status loaded = CallLoader(loader, rows, dest, stats);
+  DatasetShape shape;
+  const bool known = ShapeOf(ds, &shape, /*or_retired=*/true);
+  if (loaded.ok() && known) tables_.BackAhead(std::uint64_t{shape.blocks_per_row} * rows.size());
   SegmentLock lock(tables_, options_.lock_timeout);
   if (!lock.ok()) return lock.status();  // our claims go when we detach or die
   SegmentHeader& h = tables_.header();
@@ -452,8 +455,7 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     }
     return loaded;
   }
-  DatasetShape shape;
-  if (!ShapeOf(ds, &shape, /*or_retired=*/true)) {
+  if (!known) {
     return Status::InvalidArgument("cache: dataset slot not registered by this process");
   }
   const std::uint64_t row_bytes = shape.row_bytes;

@@ -222,11 +222,24 @@ Status FileBacking::Back(std::uint64_t offset, std::uint64_t length) const noexc
   if (offset > size_ || length > size_ - offset) {
     return Status::Corruption("cache: an extent to back lies outside the segment");
   }
+  constexpr std::uint64_t kPage = 4096;
+  const bool pages = offset % kPage == 0 && length % kPage == 0 && length > 0 &&
+                     (offset + length) / kPage <= UINT32_MAX;
+  if (pages) {
+    const std::uint64_t memo = last_backed_.load(std::memory_order_acquire);
+    const std::uint64_t first = memo >> 32, count = memo & 0xffffffffu;
+    if (offset / kPage >= first && (offset + length) / kPage <= first + count) {
+      return Status::Ok();
+    }
+  }
   const int rc = posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(length));
-  // Not populated here: this runs under the segment lock, and mapping (and
-  // zeroing) the pages would only help this process, whose first write to
-  // each then costs a page fault outside the lock like everyone else's.
-  if (rc == 0) return Status::Ok();
+  // Not populated here: mapping the pages would only help this process, and
+  // rows are written through the descriptor (WriteThrough) anyway.
+  if (rc == 0) {
+    if (pages)
+      last_backed_.store(((offset / kPage) << 32) | (length / kPage), std::memory_order_release);
+    return Status::Ok();
+  }
   if (rc != EOPNOTSUPP && rc != EINVAL && rc != EBADF) {
     return Status::FromErrno(
         rc, "cannot back " + std::to_string(length >> 10) + " KiB of the cache segment");

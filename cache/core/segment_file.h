@@ -19,6 +19,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <boost/interprocess/mapped_region.hpp>
 #include <cstdint>
 #include <string>
@@ -137,6 +138,11 @@ class FileBacking final : public SegmentBacking {
   // The mapped file's identity (0, 0: unknown, never written through).
   std::uint64_t dev_ = 0;
   std::uint64_t ino_ = 0;
+  // The last range this process backed, in pages: (first page << 32) | count.
+  // Pages once backed stay backed (nothing punches holes in a segment), so a
+  // range inside it needs no second fallocate: Grow under the lock then finds
+  // the extent BackAhead backed without it.
+  mutable std::atomic<std::uint64_t> last_backed_{0};
 };
 
 }  // namespace prescient::cache::detail

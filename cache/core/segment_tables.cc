@@ -265,6 +265,24 @@ bool SegmentTables::Grow(std::uint64_t blocks) {
   return true;
 }
 
+void SegmentTables::BackAhead(std::uint64_t blocks) const {
+  if (backing_ == nullptr) return;
+  SegmentHeader& h = raw_header();
+  const std::uint64_t block = geo_.block_bytes;
+  const std::uint64_t extent_blocks = std::max<std::uint64_t>(1, kExtentBytes / block);
+  if (Load(h.free_blocks) >= blocks + extent_blocks / 2) return;
+  const std::uint64_t retry_ns = Load(h.backing_retry_ns);
+  if (retry_ns != 0 && MonotonicNs() < retry_ns) return;  // full a moment ago
+  const std::uint64_t first = Load(h.backed_blocks);
+  if (first >= geo_.num_blocks) return;  // all backed (or a corrupt value: Grow decides)
+  const std::uint64_t per_page = block >= kPageBytes ? 1 : kPageBytes / block;
+  const std::uint64_t left = geo_.num_blocks - first;
+  const std::uint64_t want = std::max(blocks, extent_blocks);
+  const std::uint64_t extent = std::min(left, (want + per_page - 1) / per_page * per_page);
+  // A failure (the filesystem full) is left for Grow to find and count.
+  (void)backing_->Back(geo_.off_data + first * block, extent * block);
+}
+
 std::uint32_t SegmentTables::ChainEnd(std::uint32_t head, std::uint32_t count) const {
   const std::uint64_t backed = std::min(header().backed_blocks, geo_.num_blocks);
   std::uint32_t last = head;

@@ -182,6 +182,12 @@ class CAPABILITY("segment lock") SegmentTables {
   // first) and puts them on the free list. False when the data area is all
   // backed or the filesystem is full (counted; not retried for a second).
   bool Grow(std::uint64_t blocks) REQUIRES(this);
+  // Lock-free: when taking `blocks` would leave the free list nearly empty,
+  // backs the extent the next Grow will back, so that Grow (under the lock)
+  // finds it backed already and every other process of the node does not
+  // wait behind a fallocate (0.6 ms per extent, measured). Values read here
+  // are hints: Grow still checks and backs what it hands out.
+  void BackAhead(std::uint64_t blocks) const;
   void FreeChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
   // Copies `row_bytes` (the caller's own record of the dataset, never the
   // segment's) between a row's block chain and memory. False (and the tables

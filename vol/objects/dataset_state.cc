@@ -172,15 +172,6 @@ bool DatasetState::IsStoredType(hid_t mem_type) const {
   return stored;
 }
 
-std::size_t DatasetState::MemoryTypeSize(hid_t mem_type) const {
-  const int k = PredefinedTypeIndex(mem_type);
-  if (k >= 0 &&
-      predefined_verdict_[static_cast<std::size_t>(k)].load(std::memory_order_relaxed) == kStored) {
-    return type_size_;
-  }
-  return H5Tget_size(mem_type);
-}
-
 bool DatasetState::CompareWithStoredType(hid_t mem_type) const {
   if (H5Tget_class(mem_type) != type_class_ || H5Tget_size(mem_type) != type_size_) return false;
   if (type_class_ == H5T_INTEGER || type_class_ == H5T_FLOAT) {

@@ -58,9 +58,6 @@ class DatasetState {
   // a read with it returns the file's bytes unconverted.
   // Decided once per predefined memory type (predefined_types.h).
   bool IsStoredType(hid_t mem_type) const;
-  // H5Tget_size(mem_type), without asking the library when `mem_type` is a
-  // predefined type already found to be the stored type.
-  std::size_t MemoryTypeSize(hid_t mem_type) const;
   // A new id of the stored type; the caller closes it. Invalid on failure.
   hid_t NewStoredTypeId() const;
   // Fixed-size data only: no variable-length or reference types anywhere in it.

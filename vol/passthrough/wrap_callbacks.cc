@@ -10,8 +10,14 @@
 namespace prescient::vol {
 namespace {
 
+// HDF5 makes one of these around every API call on our objects (an H5Dread
+// included), so it costs no library call it does not need.
 struct WrapContext {
-  hid_t under_vol_id = H5I_INVALID_HID;  // one reference owned
+  // One reference owned only while under_wrap_ctx is set: freeing that needs
+  // the id after the call's objects may be gone. Without it (the native
+  // connector has no wrap context) the id is used only to wrap objects during
+  // the call, while the object the context came from holds a reference.
+  hid_t under_vol_id = H5I_INVALID_HID;
   void* under_wrap_ctx = nullptr;
   std::shared_ptr<FileState> file;
 };
@@ -33,7 +39,7 @@ herr_t GetWrapContext(const void* obj, void** wrap_ctx) {
       return -1;
     context->under_vol_id = object->under_vol_id;
     context->file = object->file;
-    H5Iinc_ref(context->under_vol_id);
+    if (context->under_wrap_ctx != nullptr) H5Iinc_ref(context->under_vol_id);
     *wrap_ctx = context.release();
     return 0;
   });
@@ -60,11 +66,9 @@ void* UnwrapObject(void* obj) {
 herr_t FreeWrapContext(void* wrap_ctx) {
   return Barrier("wrap_cls.free_wrap_ctx", [&]() -> herr_t {
     std::unique_ptr<WrapContext> context(static_cast<WrapContext*>(wrap_ctx));
+    if (context->under_wrap_ctx == nullptr) return 0;  // no reference held, nothing to free
     PreservedErrorStack keep;
-    herr_t status = 0;
-    if (context->under_wrap_ctx != nullptr) {
-      status = H5VLfree_wrap_ctx(context->under_wrap_ctx, context->under_vol_id);
-    }
+    const herr_t status = H5VLfree_wrap_ctx(context->under_wrap_ctx, context->under_vol_id);
     H5Idec_ref(context->under_vol_id);
     return status;
   });

@@ -22,20 +22,22 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
 
   ReadRequest request;
   request.selection = DecodeSelection(*input);
-  const size_t mem_type_size =
-      state != nullptr ? state->MemoryTypeSize(mem_type) : H5Tget_size(mem_type);
-  request.bytes = request.selection.elements * mem_type_size;
-
   request.transfer = transfer;
+  const bool servable_shape = transfer == TransferVerdict::kServable && state != nullptr &&
+                              state->fixed_size() && dataset.file != nullptr &&
+                              !dataset.file->writable && dataset.file->identity.valid &&
+                              request.selection.whole_rows && !request.selection.scalar &&
+                              request.selection.kind != SelectionKind::kNone &&
+                              // Point selections (boolean masks) keep their own order and
+                              // repeats; rare in loaders, they are always forwarded.
+                              request.selection.kind != SelectionKind::kPoints;
+  // When the memory type is the stored type, its size is known: h5py's reads
+  // then ask the library one question about the type (dataset_state.h).
+  const bool stored_type = servable_shape && state->IsStoredType(mem_type);
+  const size_t mem_type_size = stored_type ? state->type_size() : H5Tget_size(mem_type);
+  request.bytes = request.selection.elements * mem_type_size;
   const bool servable =
-      transfer == TransferVerdict::kServable && state != nullptr && state->fixed_size() &&
-      dataset.file != nullptr && !dataset.file->writable && dataset.file->identity.valid &&
-      request.selection.whole_rows && !request.selection.scalar &&
-      request.selection.kind != SelectionKind::kNone &&
-      // Point selections (boolean masks) keep their own order and
-      // repeats; rare in loaders, they are always forwarded.
-      request.selection.kind != SelectionKind::kPoints && state->IsStoredType(mem_type) &&
-      MemoryIsContiguous(mem_space, file_space, request.selection.elements);
+      stored_type && MemoryIsContiguous(mem_space, file_space, request.selection.elements);
   request.simple = servable && !state->changed();
   request.written = servable && state->changed();
   return request;
