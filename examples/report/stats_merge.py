@@ -6,6 +6,13 @@ the path it was given, each forked DataLoader worker
 counters over those files. Files written with a schedule may carry a per-epoch
 array ``"epochs": [{"epoch": e, <counters>}, ...]``; those are summed epoch by
 epoch. Files without it simply contribute no per-epoch figures.
+
+The ``"node"`` block is different: it is a snapshot of the node cache's own
+counters (the same for every process of a node, named by its ``"segment"``),
+so it is never summed over processes. Per segment the largest value of each
+counter is kept (the latest snapshot: they only grow; for the gauges
+``rows_resident``, ``bytes_resident`` and ``backed_bytes``, the largest seen),
+and ``totals["node"]`` sums those over the run's segments (its nodes).
 """
 
 import glob
@@ -18,7 +25,7 @@ _NOT_COUNTERS = {"pid", "parent_pid", "prescient_stats_version", "forked_child",
 
 def _add_counters(into, values):
     for key, value in values.items():
-        if key in _NOT_COUNTERS or isinstance(value, bool):
+        if key in _NOT_COUNTERS or key == "node" or isinstance(value, bool):
             continue
         if isinstance(value, (int, float)):
             into[key] = into.get(key, 0) + value
@@ -59,7 +66,27 @@ def merge_docs(docs):
             if isinstance(block, dict) and isinstance(block.get("epoch"), int):
                 _add_counters(epochs.setdefault(block["epoch"], {}), block)
     per_epoch = [dict(epochs[e], epoch=e) for e in sorted(epochs)]
-    return {"processes": len(docs), "totals": totals, "epochs": per_epoch}
+    nodes = _node_snapshots(docs)
+    if nodes:
+        summed = {}
+        for snapshot in nodes.values():
+            _add_counters(summed, snapshot)
+        totals["node"] = summed
+    return {"processes": len(docs), "totals": totals, "epochs": per_epoch, "nodes": nodes}
+
+
+def _node_snapshots(docs):
+    """{segment: {counter: largest value seen}} over the documents' "node" blocks."""
+    nodes = {}
+    for doc in docs:
+        block = doc.get("node")
+        if not isinstance(block, dict) or not isinstance(block.get("segment"), str):
+            continue
+        latest = nodes.setdefault(block["segment"], {})
+        for key, value in block.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                latest[key] = max(latest.get(key, 0), value)
+    return nodes
 
 
 def merge_files(paths):

@@ -59,6 +59,21 @@ def test_merge_sums_counters_and_epochs_but_not_identities(tmp_path):
     assert stats_merge.hit_rate({}) is None
 
 
+def test_node_blocks_are_the_latest_snapshot_per_segment_never_a_sum(tmp_path):
+    # Three processes of node A (snapshots taken at different times) and one of node B.
+    a1 = doc(10, reads=1, node={"segment": "seg-a", "hits": 5, "evictions": 1, "rows_resident": 9})
+    a2 = doc(11, reads=1, node={"segment": "seg-a", "hits": 8, "evictions": 1, "rows_resident": 7})
+    a3 = doc(12, reads=1)  # no cache attached: no node block
+    b = doc(20, reads=1, node={"segment": "seg-b", "hits": 2, "evictions": 4, "rows_resident": 3})
+    for i, d in enumerate((a1, a2, a3, b)):
+        (tmp_path / f"s.{i}.json").write_text(json.dumps(d))
+    merged = stats_merge.merge_files(stats_merge.expand(str(tmp_path)))
+    assert merged["nodes"] == {"seg-a": {"hits": 8, "evictions": 1, "rows_resident": 9},
+                               "seg-b": {"hits": 2, "evictions": 4, "rows_resident": 3}}
+    assert merged["totals"]["node"] == {"hits": 10, "evictions": 5, "rows_resident": 12}
+    assert merged["totals"]["reads"] == 4
+
+
 def test_glob_and_difference(tmp_path):
     (tmp_path / "stats.json").write_text(json.dumps(doc(10, reads=4)))
     (tmp_path / "stats.99.json").write_text(json.dumps(doc(99, reads=6)))

@@ -310,6 +310,7 @@ void NodeAgent::Run(const std::atomic<bool>& stop) {
       next_check = std::chrono::steady_clock::now() + kJobCheckPeriod;
       over = JobOver();
     }
+    node_snapshot_.MaybeTake(*cache_, Runtime::Get().stats());
   }
   // Stop prefetching while still answering (the prefetch thread may be
   // waiting for replies the link delivers), then say goodbye and keep
@@ -326,6 +327,7 @@ void NodeAgent::Run(const std::atomic<bool>& stop) {
   while (!link_->PeersDone() && !stop.load() && std::chrono::steady_clock::now() < linger_until) {
     if (!link_->Poll()) std::this_thread::sleep_for(kIdlePollMax);
   }
+  node_snapshot_.Take(*cache_, Runtime::Get().stats());
 }
 
 bool NodeAgent::Drained() { return link_->Drain(milliseconds(2000)); }

@@ -50,6 +50,7 @@
 #include "vol/agent/peer_link.h"
 #include "vol/agent/peer_rows.h"
 #include "vol/schedule/schedule_follower.h"
+#include "vol/serve/node_snapshot.h"
 
 namespace prescient::vol::agent {
 
@@ -87,6 +88,7 @@ class NodeAgent {
   // The schedule file, read for its layout at start and for the placement.
   std::shared_ptr<const scheduler::ScheduleReader> schedule_;
   std::unique_ptr<cache::NodeCache> cache_;
+  NodeSnapshot node_snapshot_;  // the node's counters into the agent's statistics
   std::unique_ptr<ScheduleFollower> follower_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<CachedDataset>> datasets_;
   scheduler::plan::SampleOwners owners_;

@@ -50,6 +50,24 @@ constexpr const char* kFieldNames[] = {"rows_hit",        "rows_loaded",      "r
                                        "rows_prefetched", "rows_read_around", "rows_remote",
                                        "rows_served"};
 static_assert(std::size(kFieldNames) == static_cast<std::size_t>(FieldCounter::kCount));
+constexpr const char* kNodeNames[] = {"hits",
+                                      "misses",
+                                      "waits",
+                                      "evictions",
+                                      "rejections",
+                                      "prefetch_declined",
+                                      "recoveries",
+                                      "takeovers",
+                                      "stall_takeovers",
+                                      "leader_takeovers",
+                                      "corruptions",
+                                      "backing_failures",
+                                      "dropped_rows",
+                                      "rows_resident",
+                                      "bytes_resident",
+                                      "backed_bytes",
+                                      "capacity_bytes"};
+static_assert(std::size(kNodeNames) == static_cast<std::size_t>(NodeCounter::kCount));
 
 std::string JsonString(const std::string& text) {
   std::string out = "\"";
@@ -179,6 +197,28 @@ void Stats::SetCurrentEpoch(std::uint32_t epoch) {
   current_epoch_ = epoch;
 }
 
+std::size_t Stats::NodeSlot(NodeCounter counter) const {
+  return values_.size() * (1 + epochs_.size()) + fields_.size() * std::size(kFieldNames) +
+         static_cast<std::size_t>(counter);
+}
+
+void Stats::SetNode(const std::string& segment, const NodeValues& values) {
+  cache::MutexLock lock(&mutex_);
+  node_ = values;
+  if (node_segment_ != segment) {
+    node_segment_ = segment;
+    if (file_.is_open()) {
+      file_.Abandon();
+      OpenFileLocked();  // same path, with the node block; seeded with node_
+    }
+    return;
+  }
+  if (!file_.is_open()) return;
+  for (std::size_t i = 0; i < node_.size(); ++i) {
+    file_.Set(NodeSlot(static_cast<NodeCounter>(i)), node_[i]);
+  }
+}
+
 void Stats::SetEpochs(std::uint32_t epochs) {
   cache::MutexLock lock(&mutex_);
   if (epochs <= epochs_.size()) return;
@@ -228,7 +268,16 @@ std::string Stats::Render(const ProcessInfo& process, bool markers) const {
     }
     out << "}";
   }
-  out << (fields_.empty() ? "]\n}\n" : "\n  ]\n}\n");
+  out << (fields_.empty() ? "]" : "\n  ]");
+  if (!node_segment_.empty()) {
+    out << ",\n  \"node\": {\"segment\": " << JsonString(node_segment_);
+    for (std::size_t i = 0; i < node_.size(); ++i) {
+      out << ", \"" << kNodeNames[i]
+          << "\": " << (markers ? LiveStatsFile::Marker() : std::to_string(node_[i]));
+    }
+    out << "}";
+  }
+  out << "\n}\n";
   return out.str();
 }
 
@@ -243,6 +292,10 @@ std::string Stats::OpenFileLocked() {
   for (std::uint32_t f = 0; f < fields_.size(); ++f) {
     for (std::size_t c = 0; c < std::size(kFieldNames); ++c)
       file_.Set(FieldSlot(f, static_cast<FieldCounter>(c)), fields_[f][c]);
+  }
+  if (!node_segment_.empty()) {
+    for (std::size_t i = 0; i < node_.size(); ++i)
+      file_.Set(NodeSlot(static_cast<NodeCounter>(i)), node_[i]);
   }
   return {};
 }

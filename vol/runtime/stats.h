@@ -82,6 +82,32 @@ enum class FieldCounter : std::size_t {
   kCount,
 };
 
+// Node-wide counters of the node's cache segment, summed over every process
+// and agent of the node (cache::CacheStats). A process's file holds a snapshot
+// of them, refreshed at most every 100 ms while it serves reads: merging files
+// takes the latest snapshot per segment, never a sum.
+enum class NodeCounter : std::size_t {
+  kHits,
+  kMisses,
+  kWaits,
+  kEvictions,
+  kRejections,
+  kPrefetchDeclined,
+  kRecoveries,       // lock-owner deaths repaired
+  kTakeovers,        // claims of dead loaders released for reloading
+  kStallTakeovers,   // rows taken from live loaders that made no progress
+  kLeaderTakeovers,  // prefetch leaderships taken from stuck live leaders
+  kCorruptions,      // out-of-range values found in the segment, repaired
+  kBackingFailures,  // extents the filesystem could not back (full)
+  kDroppedRows,      // rows of dropped datasets
+  kRowsResident,
+  kBytesResident,
+  kBackedBytes,    // memory the segment holds in its filesystem
+  kCapacityBytes,  // its data area
+  kCount,
+};
+using NodeValues = std::array<std::uint64_t, static_cast<std::size_t>(NodeCounter::kCount)>;
+
 // One dataset read: what the decoder found and what serving it cost.
 struct ReadRecord {
   // Decoding (read_hook.h); `decoded` false: the selection was not understood.
@@ -129,6 +155,10 @@ class Stats {
   std::uint64_t GetInEpoch(std::uint32_t epoch, Counter counter) const;
   std::uint64_t Get(Counter counter) const;
 
+  // A snapshot of the node's counters (see NodeCounter). The first call adds
+  // the "node" block, naming the segment, to the file.
+  void SetNode(const std::string& segment, const NodeValues& values);
+
   // Starts mirroring into `path` (created now, seeded with the current values).
   // Returns an error message or "".
   std::string StartFile(const std::string& path, const ProcessInfo& process);
@@ -156,6 +186,8 @@ class Stats {
   // Live-file slot of a field counter: after the totals and every epoch block.
   std::size_t FieldSlot(std::uint32_t field, FieldCounter counter) const REQUIRES(mutex_);
   std::string OpenFileLocked() REQUIRES(mutex_);
+  // Live-file slot of a node counter: after the field blocks.
+  std::size_t NodeSlot(NodeCounter counter) const REQUIRES(mutex_);
 
   mutable cache::Mutex mutex_;
   Values values_ GUARDED_BY(mutex_){};
@@ -163,6 +195,8 @@ class Stats {
   std::vector<std::string> field_names_ GUARDED_BY(mutex_);
   std::vector<FieldValues> fields_ GUARDED_BY(mutex_);  // per-field blocks (empty without a map)
   std::uint32_t current_epoch_ GUARDED_BY(mutex_) = 0;
+  std::string node_segment_ GUARDED_BY(mutex_);  // empty: no node block yet
+  NodeValues node_ GUARDED_BY(mutex_){};
   LiveStatsFile file_ GUARDED_BY(mutex_);
   std::string file_path_ GUARDED_BY(mutex_);
   ProcessInfo file_process_ GUARDED_BY(mutex_);

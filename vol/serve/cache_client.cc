@@ -171,6 +171,7 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   cache_ = std::move(opened.value());
   capacity_bytes_ = cache_->Stats().capacity_bytes;
   runtime.Log(LogLevel::kInfo, "node cache " + cache_->path() + " open");
+  node_snapshot_.Take(*cache_, runtime.stats());
   follower_owner_ =
       ScheduleFollower::Create(std::move(binding), options, *cache_,
                                [this](auto prepared) { return Adopt(std::move(prepared)); });
@@ -431,6 +432,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       }
     }
     record->served = true;
+    node_snapshot_.MaybeTake(*cache, Runtime::Get().stats());
     if (!cached->grouped()) {
       record->rows_hit += read.hits;
       record->rows_loaded += read.loaded + read.uncached;

@@ -33,6 +33,7 @@
 #include "vol/schedule/schedule_follower.h"
 #include "vol/schedule/schedule_watch.h"
 #include "vol/serve/cached_dataset.h"
+#include "vol/serve/node_snapshot.h"
 
 namespace prescient::vol {
 
@@ -113,6 +114,7 @@ class CacheClient {
   // thread has stopped.
   std::unique_ptr<ScheduleFollower> follower_owner_ GUARDED_BY(mutex_);
   std::atomic<ScheduleFollower*> follower_{nullptr};
+  NodeSnapshot node_snapshot_;  // the node's counters into this process's statistics
   std::unique_ptr<ScheduleWatch> watch_ GUARDED_BY(mutex_);  // follow mode only
   struct Retired {
     std::unique_ptr<ScheduleFollower> follower;

@@ -83,3 +83,30 @@ def test_pid_placeholder(prescient, data_file, tmp_path):
     stats = read_stats(tmp_path, "run-*.json")
     assert list(stats) == [str(tmp_path / f"run-{pid}.json")], sorted(stats)
     assert next(iter(stats.values()))["reads"] == 1
+
+
+def test_node_block_holds_the_segments_own_counters(prescient, data_file, tmp_path):
+    """The file carries a snapshot of the node cache's counters, named by its segment."""
+    script = textwrap.dedent("""
+        import sys, time, h5py
+        with h5py.File(sys.argv[1], "r") as f:
+            for i in range(6):
+                f["x"][i]
+            time.sleep(0.15)  # past the snapshot interval: the next read refreshes it
+            for i in range(6):
+                f["x"][i]
+    """)
+    prescient.run([sys.executable, "-c", script, data_file], "connector", tmp_path,
+                  stats=tmp_path / "stats.json")
+    (s,) = read_stats(tmp_path).values()
+    if prescient.stand_in:
+        return
+    node = s["node"]
+    assert node["segment"].startswith("prescient"), node
+    # x's small rows are cached several to an entry: one miss, then hits; the snapshot taken
+    # after the pause has seen at least the first six reads.
+    assert node["misses"] >= 1 and node["hits"] >= 5, node
+    assert node["rows_resident"] >= 1 and node["bytes_resident"] > 0, node
+    assert node["capacity_bytes"] >= node["bytes_resident"], node
+    for counter in ("recoveries", "corruptions", "stall_takeovers", "leader_takeovers"):
+        assert node[counter] == 0, node
