@@ -12,7 +12,29 @@ std::uint64_t StepOf(std::span<const RowNeed> needs, std::uint64_t row) {
   return it != needs.end() && it->row == row ? it->step : RowNeed::kNotNeeded;
 }
 
+std::uint32_t SliceOf(std::uint64_t step, std::uint64_t front, std::uint64_t slice_steps) {
+  if (step == RowNeed::kNotNeeded) return kMaxDeadlineSlices - 1;
+  if (step <= front) return 0;
+  const std::uint64_t units = (step - front) / slice_steps + 1;  // >= 1
+  std::uint32_t slice = 0;
+  for (std::uint64_t bound = 2; bound <= units && slice + 1 < kMaxDeadlineSlices; bound *= 2) {
+    ++slice;
+  }
+  return slice;
+}
+
 }  // namespace
+
+std::vector<std::vector<std::uint64_t>> SplitByDeadline(std::span<const std::uint64_t> rows,
+                                                        std::span<const RowNeed> needs,
+                                                        std::uint64_t front,
+                                                        std::uint64_t slice_steps) {
+  std::vector<std::vector<std::uint64_t>> slices(kMaxDeadlineSlices);
+  slice_steps = std::max<std::uint64_t>(1, slice_steps);
+  for (std::uint64_t row : rows)
+    slices[SliceOf(StepOf(needs, row), front, slice_steps)].push_back(row);
+  return slices;
+}
 
 void NormalizeNeeds(std::vector<RowNeed>& needs) {
   std::sort(needs.begin(), needs.end(), [](const RowNeed& a, const RowNeed& b) {

@@ -37,6 +37,20 @@ void NormalizeNeeds(std::vector<RowNeed>& needs);
 // file order, so equally urgent tasks still sweep the file forwards.
 void OrderTasksByFirstNeed(ReadPlan& plan, std::span<const RowNeed> needs);
 
+// Deadline slices: rows (ascending) split by when they are first needed,
+// relative to `front`, the first step the loaders have not begun. Slice 0
+// holds the rows needed in [front, front + slice_steps) (or already late),
+// slice 1 the next 2 x slice_steps steps, slice 2 the 4 x after those, and so
+// on, the last of kMaxDeadlineSlices also every row needed later or not at all.
+// Planned one slice at a time, the rows needed next get short reads of their
+// own instead of waiting in a long coalesced read beside rows needed seconds
+// later, while rows far ahead still coalesce. Each slice stays ascending.
+inline constexpr std::uint32_t kMaxDeadlineSlices = 8;
+std::vector<std::vector<std::uint64_t>> SplitByDeadline(std::span<const std::uint64_t> rows,
+                                                        std::span<const RowNeed> needs,
+                                                        std::uint64_t front,
+                                                        std::uint64_t slice_steps);
+
 }  // namespace prescient::cache::io
 
 #endif  // PRESCIENT_CACHE_IO_TASK_ORDER_H_

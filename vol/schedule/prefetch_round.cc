@@ -96,17 +96,34 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
   if (remote_ != nullptr) work.remote = remote_->Start(dataset, work.claimed);
 }
 
+void PrefetchRound::SetLoaderFront(std::uint64_t front, std::uint64_t slice_steps) {
+  front_ = front;
+  slice_steps_ = slice_steps;
+}
+
 void PrefetchRound::PlanClaimed(DatasetWork& work, std::vector<Pending>& pending) {
   if (work.claimed.empty()) return;
   const CachedDataset& dataset = *work.dataset;
-  io::Result<io::ReadPlan> plan =
-      io::PlanReads(*dataset.raw_layout(), work.claimed, dataset.coalescing());
-  if (!plan.ok()) {
-    for (std::uint64_t row : work.claimed) (void)cache_.Abandon(dataset.slot(), row);
-    work.claimed.clear();
-    return;
+  // Chunked data is planned whole: a chunk split across slices would be read
+  // and decoded twice.
+  const bool sliced =
+      slice_steps_ > 0 && std::holds_alternative<io::ContiguousLayout>(*dataset.raw_layout());
+  std::vector<std::vector<std::uint64_t>> slices =
+      sliced ? io::SplitByDeadline(work.claimed, work.needs, front_, slice_steps_)
+             : std::vector<std::vector<std::uint64_t>>{work.claimed};
+  work.plan = {};
+  for (const std::vector<std::uint64_t>& rows : slices) {
+    if (rows.empty()) continue;
+    io::Result<io::ReadPlan> plan =
+        io::PlanReads(*dataset.raw_layout(), rows, dataset.coalescing());
+    if (!plan.ok()) {
+      for (std::uint64_t row : work.claimed) (void)cache_.Abandon(dataset.slot(), row);
+      work.claimed.clear();
+      work.plan = {};
+      return;
+    }
+    for (io::ReadTask& task : plan.value().tasks) work.plan.tasks.push_back(std::move(task));
   }
-  work.plan = std::move(plan.value());
   for (const io::ReadTask& task : work.plan.tasks)
     pending.push_back({&work, &task, FirstNeed(task, work.needs)});
 }

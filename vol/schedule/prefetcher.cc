@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "cache/io/task_order.h"
 #include "vol/runtime/runtime.h"
 #include "vol/schedule/schedule_follower.h"
 
@@ -125,17 +126,21 @@ bool Prefetcher::Round(io::Executor& executor) {
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<CachedDataset>> datasets;
   std::set<std::uint32_t> warmed;
   std::uint32_t first_epoch = UINT32_MAX;
+  std::uint64_t loaders_front = UINT64_MAX;  // the least advanced rank's next step
+  std::uint64_t round_steps = 0;             // from the front to the round's end
   for (std::size_t k = 0; k < n && k < ranks.size(); ++k) {
     // Ahead of the rank's front (its readers have begun everything before it;
     // a step they began without the prefetcher is read on demand).
     const std::optional<std::uint64_t> front = progress_.Front(ranks[k]);
     const std::uint64_t next = front ? *front + 1 : 0;
+    loaders_front = std::min(loaders_front, next);
     const std::uint64_t from = std::max(done_until_[k], next);
     const std::uint64_t to = std::min(total, next + window);
     if (from >= to) continue;
     // Half the window per round: large enough for misses to coalesce into
     // long reads, small enough to follow the loaders closely.
     const std::uint64_t end = std::min(to, from + std::max(kMinWindowSteps, window / 2));
+    round_steps = std::max(round_steps, end - next);
     for (std::uint64_t g = from; g < end; ++g) {
       const auto [epoch, step] = binding.EpochAndStep(g);
       first_epoch = std::min(first_epoch, epoch);
@@ -162,6 +167,14 @@ bool Prefetcher::Round(io::Executor& executor) {
         return follower_.KeyOf(d, row, step);
       },
       remote_);
+  if (loaders_front != UINT64_MAX) {
+    // Before the pace is known (the first seconds of a job), the slices are
+    // sized to cover the round, the last one about half of it.
+    const auto slice = steps_per_second_ > 0
+                           ? static_cast<std::uint64_t>(steps_per_second_ * kSliceSeconds)
+                           : round_steps >> (cache::io::kMaxDeadlineSlices - 1);
+    round.SetLoaderFront(loaders_front, std::max<std::uint64_t>(1, slice));
+  }
   const RoundTally tally = round.Run(std::move(wanted));
   Stats& stats = Runtime::Get().stats();
   stats.AddInEpoch(first_epoch, Counter::kStorageReads, tally.storage_reads);

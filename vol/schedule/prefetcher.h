@@ -49,6 +49,9 @@ class ScheduleFollower;
 class Prefetcher {
  public:
   static constexpr double kWindowSeconds = 4.0;
+  // The first deadline slice of a round (PrefetchRound::SetLoaderFront): the
+  // steps the loaders read in about the time of one long coalesced read.
+  static constexpr double kSliceSeconds = 0.05;
 
   Prefetcher(cache::NodeCache& cache, ScheduleFollower& follower, const RankProgress& progress,
              unsigned io_threads);

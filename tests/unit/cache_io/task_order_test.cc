@@ -54,5 +54,45 @@ TEST(OrderTasksByFirstNeedTest, AnEmptyPlanStaysEmpty) {
   EXPECT_TRUE(plan.tasks.empty());
 }
 
+TEST(SplitByDeadlineTest, SlicesDoubleFromTheLoadersFront) {
+  // Loaders at step 100, first slice 10 steps: [100,110) [110,130) [130,170) [170,250) ...
+  std::vector<RowNeed> needs = {{1, 100}, {2, 109}, {3, 110}, {4, 129},   {5, 130},
+                                {6, 169}, {7, 170}, {8, 50},  {9, 100000}};
+  NormalizeNeeds(needs);
+  const std::vector<std::uint64_t> rows = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const auto slices = SplitByDeadline(rows, needs, /*front=*/100, /*slice_steps=*/10);
+  ASSERT_EQ(slices.size(), kMaxDeadlineSlices);
+  EXPECT_EQ(slices[0], (std::vector<std::uint64_t>{1, 2, 8}));  // 8 is late already
+  EXPECT_EQ(slices[1], (std::vector<std::uint64_t>{3, 4}));
+  EXPECT_EQ(slices[2], (std::vector<std::uint64_t>{5, 6}));
+  EXPECT_EQ(slices[3], (std::vector<std::uint64_t>{7}));
+  // Far ahead, and a row no step needs (10): the last, open-ended slice.
+  EXPECT_EQ(slices[kMaxDeadlineSlices - 1], (std::vector<std::uint64_t>{9, 10}));
+}
+
+TEST(SplitByDeadlineTest, ARoundFarAheadOfTheLoadersStaysInOneSlice) {
+  // Everything needed 2,000-2,500 steps ahead with 10-step slices: all in the
+  // last slice, so it coalesces as one plan.
+  std::vector<RowNeed> needs;
+  std::vector<std::uint64_t> rows;
+  for (std::uint64_t r = 0; r < 50; ++r) {
+    needs.push_back({r, 2100 + 10 * r});
+    rows.push_back(r);
+  }
+  NormalizeNeeds(needs);
+  const auto slices = SplitByDeadline(rows, needs, /*front=*/100, /*slice_steps=*/10);
+  EXPECT_EQ(slices[kMaxDeadlineSlices - 1], rows);
+  for (std::uint32_t s = 0; s + 1 < kMaxDeadlineSlices; ++s) EXPECT_TRUE(slices[s].empty()) << s;
+}
+
+TEST(SplitByDeadlineTest, AZeroSliceLengthCountsAsOneStep) {
+  std::vector<RowNeed> needs = {{0, 5}, {1, 6}, {2, 8}};
+  const std::vector<std::uint64_t> rows = {0, 1, 2};
+  const auto slices = SplitByDeadline(rows, needs, /*front=*/5, /*slice_steps=*/0);
+  EXPECT_EQ(slices[0], (std::vector<std::uint64_t>{0}));  // [5, 6)
+  EXPECT_EQ(slices[1], (std::vector<std::uint64_t>{1}));  // [6, 8)
+  EXPECT_EQ(slices[2], (std::vector<std::uint64_t>{2}));  // [8, 12)
+}
+
 }  // namespace
 }  // namespace prescient::cache::io
