@@ -81,7 +81,7 @@ void SegmentTables::Repair(bool verify_backing) {
     verify_backing = true;
   }
   if (verify_backing) VerifyBacking();
-  h.backing_retry_ns = 0;
+  std::atomic_ref<std::uint64_t>(h.backing_retry_ns).store(0, std::memory_order_relaxed);
 
   // 1. Datasets: only complete, self-consistent records stay usable.
   for (std::uint32_t i = 0; i < geo_.max_datasets; ++i) {

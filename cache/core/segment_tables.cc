@@ -231,7 +231,8 @@ bool SegmentTables::Grow(std::uint64_t blocks) {
   const std::uint64_t block = geo_.block_bytes;
   const std::uint64_t left = geo_.num_blocks - first;
   if (blocks == 0 || left < blocks) return false;
-  if (backing_ != nullptr && h.backing_retry_ns != 0 && MonotonicNs() < h.backing_retry_ns) {
+  const std::uint64_t retry_ns = Load(h.backing_retry_ns);
+  if (backing_ != nullptr && retry_ns != 0 && MonotonicNs() < retry_ns) {
     return false;
   }
   // Whole pages: blocks smaller than a page are backed a page at a time.
@@ -249,10 +250,11 @@ bool SegmentTables::Grow(std::uint64_t blocks) {
     }
     if (!backed) {
       Add(h.counters.backing_failures, 1);
-      h.backing_retry_ns = MonotonicNs() + kBackingRetryNs;
+      std::atomic_ref<std::uint64_t>(h.backing_retry_ns)
+          .store(MonotonicNs() + kBackingRetryNs, std::memory_order_relaxed);
       return false;
     }
-    h.backing_retry_ns = 0;
+    std::atomic_ref<std::uint64_t>(h.backing_retry_ns).store(0, std::memory_order_relaxed);
   }
   // Chain the new blocks in address order in front of the free list, so the
   // lowest are handed out first.
@@ -267,17 +269,20 @@ bool SegmentTables::Grow(std::uint64_t blocks) {
 
 void SegmentTables::BackAhead(std::uint64_t blocks) const {
   if (backing_ == nullptr) return;
+  // Only fields written atomically are read here (backed_blocks, the retry
+  // time): the free list's count is plain data of the lock holder's. So the
+  // extent after the backed ones is backed whenever the data area is still
+  // growing: one extent (2 MiB) ahead of need at most, and once backed,
+  // FileBacking's memo makes every later call (and Grow's) free.
   SegmentHeader& h = raw_header();
-  const std::uint64_t block = geo_.block_bytes;
-  const std::uint64_t extent_blocks = std::max<std::uint64_t>(1, kExtentBytes / block);
-  if (Load(h.free_blocks) >= blocks + extent_blocks / 2) return;
   const std::uint64_t retry_ns = Load(h.backing_retry_ns);
   if (retry_ns != 0 && MonotonicNs() < retry_ns) return;  // full a moment ago
   const std::uint64_t first = Load(h.backed_blocks);
   if (first >= geo_.num_blocks) return;  // all backed (or a corrupt value: Grow decides)
+  const std::uint64_t block = geo_.block_bytes;
   const std::uint64_t per_page = block >= kPageBytes ? 1 : kPageBytes / block;
   const std::uint64_t left = geo_.num_blocks - first;
-  const std::uint64_t want = std::max(blocks, extent_blocks);
+  const std::uint64_t want = std::max(blocks, kExtentBytes / block);
   const std::uint64_t extent = std::min(left, (want + per_page - 1) / per_page * per_page);
   // A failure (the filesystem full) is left for Grow to find and count.
   (void)backing_->Back(geo_.off_data + first * block, extent * block);
