@@ -144,7 +144,13 @@ def test_an_agent_lost_mid_epoch_costs_a_timeout_not_a_byte(build, dataset, faul
             assert emu.total(training, "rows_prefetched") > 0, "nobody took the leadership back"
         else:
             assert emu.total(docs, "fallback_peer_failed") > 0, "no request to the stopped peer failed"
-            os.kill(stopped, signal.SIGCONT)
+            # The other agents cannot drain their sends to the stopped one: they exit without
+            # MPI_Finalize, and mpirun may end the stopped agent before this line (seen in the
+            # hdf5-2 flavor's CI run). Either way the agents must all be gone in the end.
+            try:
+                os.kill(stopped, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
             stopped = None
             assert job.wait_agents(timeout=90) is not None
     finally:
