@@ -42,13 +42,17 @@ NodeValues NodeSnapshot::ValuesOf(const cache::CacheStats& s) {
   return v;
 }
 
-void NodeSnapshot::Take(const cache::NodeCache& cache, Stats& stats) noexcept {
-  last_ns_.store(SteadyNs(), std::memory_order_relaxed);
+void NodeSnapshot::Write(const cache::NodeCache& cache, Stats& stats) noexcept {
   try {
     stats.SetNode(SegmentName(cache.path()), ValuesOf(cache.Stats()));
   } catch (...) {
     // Out of memory for the name: the next snapshot tries again.
   }
+}
+
+void NodeSnapshot::Take(const cache::NodeCache& cache, Stats& stats) noexcept {
+  last_ns_.store(SteadyNs(), std::memory_order_relaxed);
+  Write(cache, stats);
 }
 
 void NodeSnapshot::MaybeTake(const cache::NodeCache& cache, Stats& stats,
@@ -58,10 +62,7 @@ void NodeSnapshot::MaybeTake(const cache::NodeCache& cache, Stats& stats,
   if (last != 0 && now - last < std::chrono::nanoseconds(interval).count()) return;
   // One thread takes it; the others go on.
   if (!last_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
-  try {
-    stats.SetNode(SegmentName(cache.path()), ValuesOf(cache.Stats()));
-  } catch (...) {
-  }
+  Write(cache, stats);
 }
 
 }  // namespace prescient::vol

@@ -30,6 +30,8 @@ class NodeSnapshot {
   static NodeValues ValuesOf(const cache::CacheStats& s);
 
  private:
+  static void Write(const cache::NodeCache& cache, Stats& stats) noexcept;
+
   std::atomic<std::int64_t> last_ns_{0};  // steady clock; 0: never
 };
 
