@@ -468,6 +468,51 @@ def read_identity(path, rec):
     rec.add("counts at the end", open_counts)
 
 
+def write_fapls(path):
+    write_basic(path)
+    with h5py.File(path, "a") as f:
+        f.create_dataset("gz", data=data(SHAPE, "f4", 4), chunks=(4, 3, 8, 8), compression="gzip")
+
+
+def read_fapls(path, rec):
+    """One file reopened with different file access property lists, in turns: the connector
+    remembers the FAPLs it gave the native connector, and each open must still get its own
+    driver, library bounds, chunk cache, sieve buffer and metadata cache settings."""
+    from h5py import h5p
+
+    def settings(f):
+        fapl = f.id.get_access_plist()
+        return (f.driver, f.libver, fapl.get_cache(), fapl.get_sieve_buf_size(),
+                fapl.get_fclose_degree(), type(f.id.get_mdc_config()).__name__)
+
+    def sieve_fapl(size):
+        fapl = h5p.create(h5p.FILE_ACCESS)
+        fapl.set_fapl_sec2()
+        fapl.set_sieve_buf_size(size)
+        return fapl
+
+    opens = [
+        ("default", {}),
+        ("core", {"driver": "core"}),
+        ("default again", {}),
+        ("latest", {"libver": "latest"}),
+        ("chunk cache", {"rdcc_nbytes": 4 << 20, "rdcc_nslots": 1031, "rdcc_w0": 0.5}),
+        ("stdio", {"driver": "stdio"}),
+        ("core again", {"driver": "core"}),
+        ("no locking", {"locking": False}),
+        ("default third", {}),
+    ]
+    for turn in range(2):
+        for label, kwargs in opens:
+            with h5py.File(path, "r", **kwargs) as f:
+                rec.add(f"{label} {turn}: settings", lambda: settings(f))
+                rec.add(f"{label} {turn}: rows", lambda: (f["x"][3], f["i"][[1, 7]], f["gz"][9]))
+        for size in (4096, 1 << 20, 4096):
+            fid = h5py.h5f.open(str(path).encode(), h5py.h5f.ACC_RDONLY, fapl=sieve_fapl(size))
+            with h5py.File(fid) as f:
+                rec.add(f"sieve {size} {turn}", lambda: (settings(f), f["x"][2], f["be"][5]))
+
+
 def write_threads(path):
     write_selections(path)
 
@@ -559,6 +604,7 @@ SCENARIOS = {
     "references": (write_references, read_references),
     "identity": (write_identity, read_identity),
     "threads": (write_threads, read_threads),
+    "fapls": (write_fapls, read_fapls),
     "errors": (write_errors, read_errors),
     "update": (write_update, read_update),
     "basic": (write_basic, read_basic),
