@@ -154,6 +154,13 @@ class Publisher:
             self._stats[path] = known
         return known
 
+    def absorb(self) -> int:
+        """Reads what the workers appended since the last look (no schedule is
+        written); returns the records read."""
+        added = self.learned.read_files(self._directory)
+        self.learned.sample_map()  # built now if the records call for it
+        return added
+
     def publish(self) -> bool:
         """Writes the schedule; False when nothing can be scheduled yet (no
         sample map learned)."""

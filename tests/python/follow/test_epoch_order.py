@@ -74,3 +74,20 @@ def test_sampler_items_as_indices():
     assert _as_indices(torch.tensor(5)) == [5] and _as_indices(torch.tensor([1, 2])) == [1, 2]
     assert _as_indices([7, 8]) == [7, 8] and _as_indices(np.array([1, 2])) == [1, 2]
     assert _as_indices("ab") is None and _as_indices(2.5) is None
+
+
+def test_learning_is_looked_at_early_then_at_a_steady_pace():
+    class LookingFollower(FakeFollower):
+        def __init__(self):
+            super().__init__()
+            self.looks = []
+            self.order = None
+
+        def epoch_progressed(self, epoch):
+            self.looks.append(self.order._position)
+
+    items = list(range(20000))
+    sampler, follower = CountingSampler(items, len(items)), LookingFollower()
+    follower.order = _EpochOrder(iter(sampler), follower, sampler, workers=2)
+    assert drain(follower.order) == items
+    assert follower.looks == [16, 64, 256, 1024, 4096, 8192, 12288, 16384]

@@ -122,3 +122,39 @@ def test_an_order_translates_the_same_with_and_without_the_pattern():
     slow = _translate(learned, lengths, indices)
     assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
     assert fast[0].dtype == slow[0].dtype and fast[1].dtype == slow[1].dtype
+
+
+def test_learn_files_read_during_the_epoch_are_not_read_again_at_its_publication(tmp_path):
+    from prescient import _follower, _publish
+    from prescient._context import FollowContext
+
+    data = tmp_path / "a.h5"
+    data.write_bytes(b"\0" * 64)
+
+    def append(first, count):
+        with open(tmp_path / "learn-1", "ab") as f:
+            for i in range(first, first + count):
+                f.write(format_record([i], f"{data}\t/x\t1000\t{i}+1\n"))
+
+    publisher = _publish.Publisher(str(tmp_path), str(tmp_path / "schedule.bin"), 1)
+    append(0, 300)
+    assert publisher.absorb() == 300 and publisher.learned.predicts()
+    assert publisher.absorb() == 0  # nothing appended since
+    append(300, 200)
+    _publish.save_order(str(tmp_path), 0, 0, [[i] for i in range(500)], 2)
+    read = []
+    real_read_files = publisher.learned.read_files
+    publisher.learned.read_files = lambda d: read.append(real_read_files(d)) or read[-1]
+    assert publisher.publish()
+    assert read == [200] and len(publisher.learned) == 500
+
+    # The follower reads them on a thread of its own once the epoch is described.
+    context = FollowContext(directory=str(tmp_path), rank=0, local_ranks=1)
+    follower = _follower.Follower(context)
+    follower._publisher = publisher
+    publisher.covered = {(0, 0)}
+    append(500, 100)
+    follower.epoch_progressed(0)
+    assert follower._absorbing is not None
+    follower._absorbing.join(60)
+    assert len(publisher.learned) == 600 and publisher.absorb() == 0
