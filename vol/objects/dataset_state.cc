@@ -1,10 +1,11 @@
 #include "vol/objects/dataset_state.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <set>
-#include <sstream>
+#include <string>
 #include <tuple>
 
 #include "cache/base/mutex.h"
@@ -79,6 +80,8 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const DatasetQueries& datas
   {
     const hid_t stored = dataset.Type();
     if (stored < 0) return nullptr;
+    // Asked twice: given a buffer that is large enough, H5Tencode does not
+    // say how much of it the encoding used.
     std::size_t encoded_size = 0;
     if (H5Tencode(stored, nullptr, &encoded_size) >= 0 && encoded_size > 0) {
       state->encoded_type_.resize(encoded_size);
@@ -87,8 +90,10 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const DatasetQueries& datas
     }
     state->type_class_ = H5Tget_class(stored);
     state->type_size_ = H5Tget_size(stored);
-    state->atomic_ = AtomicProperties::Of(stored, state->type_class_);
-    state->fixed_size_ = !HasVariableParts(stored);
+    // Integers and floats have no variable parts (three library calls saved
+    // per open of a dataset).
+    state->fixed_size_ = state->type_class_ == H5T_INTEGER || state->type_class_ == H5T_FLOAT ||
+                         !HasVariableParts(stored);
     H5Tclose(stored);
   }
   if (state->encoded_type_.empty() || state->type_size_ == 0) return nullptr;
@@ -117,12 +122,17 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const DatasetQueries& datas
   fp.Add(state->encoded_type_.data(), state->encoded_type_.size());
   id.hash = fp.Finish();
 
-  std::ostringstream desc;
-  desc << (file != nullptr ? file->name : "?") << ":" << (id.name.empty() ? "?" : id.name)
-       << " shape (";
-  for (std::size_t d = 0; d < state->dims_.size(); ++d) desc << (d ? "," : "") << state->dims_[d];
-  desc << ") type size " << state->type_size_;
-  id.description = desc.str();
+  std::string& desc = id.description;  // appended: an ostringstream costs more than the rest
+  desc = file != nullptr ? file->name : "?";
+  desc += ':';
+  desc += id.name.empty() ? "?" : id.name;
+  desc += " shape (";
+  for (std::size_t d = 0; d < state->dims_.size(); ++d) {
+    if (d != 0) desc += ',';
+    desc += std::to_string(state->dims_[d]);
+  }
+  desc += ") type size ";
+  desc += std::to_string(state->type_size_);
   return state;
 }
 
@@ -175,7 +185,7 @@ bool DatasetState::IsStoredType(hid_t mem_type) const {
 bool DatasetState::CompareWithStoredType(hid_t mem_type) const {
   if (H5Tget_class(mem_type) != type_class_ || H5Tget_size(mem_type) != type_size_) return false;
   if (type_class_ == H5T_INTEGER || type_class_ == H5T_FLOAT) {
-    return AtomicProperties::Of(mem_type, type_class_) == atomic_;
+    return AtomicProperties::Of(mem_type, type_class_) == StoredAtomicProperties();
   }
   // Other classes (compound, enum, array, ...): a decoded copy and H5Tequal.
   const hid_t stored = NewStoredTypeId();
@@ -183,6 +193,17 @@ bool DatasetState::CompareWithStoredType(hid_t mem_type) const {
   const bool equal = H5Tequal(mem_type, stored) > 0;
   H5Tclose(stored);
   return equal;
+}
+
+const DatasetState::AtomicProperties& DatasetState::StoredAtomicProperties() const {
+  std::call_once(atomic_once_, [this] {
+    // Undecodable: the defaults (error orders) equal no memory type's.
+    const hid_t stored = NewStoredTypeId();
+    if (stored < 0) return;
+    atomic_ = AtomicProperties::Of(stored, type_class_);
+    H5Tclose(stored);
+  });
+  return atomic_;
 }
 
 hid_t DatasetState::NewStoredTypeId() const {

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -88,7 +89,12 @@ class DatasetState {
     bool operator==(const AtomicProperties&) const = default;
     static AtomicProperties Of(hid_t type, H5T_class_t type_class);
   };
-  AtomicProperties atomic_;
+  // The stored type's, found at the first comparison that needs them (h5py's
+  // reads are decided by H5Tequal against a predefined type: a file of one
+  // sample, opened once, never needs them). Callers hold HDF5's lock.
+  const AtomicProperties& StoredAtomicProperties() const;
+  mutable std::once_flag atomic_once_;
+  mutable AtomicProperties atomic_;
   bool CompareWithStoredType(hid_t mem_type) const;
   // IsStoredType's verdict per predefined type: 0 not known yet, 1 the
   // stored type, 2 another type.
