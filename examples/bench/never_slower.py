@@ -10,7 +10,10 @@ schedule file; not for imglab-rows, which has no DataLoader). The target: native
 Native runs bracket the Prescient runs: native, Prescient A, native, Prescient B, native, ... and
 each Prescient epoch is compared with the mean of the same epoch of the native runs just before and
 just after it, so storage and machine drift over the minutes a case takes (up to 40% here) is not
-charged to whichever run came last. (cosmo's second baseline, rdcc, runs once.)
+charged to whichever run came last. (cosmo's second baseline, rdcc, runs once.) With --rounds N the
+Prescient variants of a case run N times over (each still between native runs), and an epoch is
+judged by the median of its N ratios: native epochs of one case vary by 20% and more on this
+machine, which a single pair of runs cannot tell from the connector.
 
 Cases:
   imglab-dl      imglab (images + labels), DataLoader with 2 workers, ds[i]: the issue's shape
@@ -126,20 +129,22 @@ class Suite:
                 variants += [("follow-default", "Prescient, followed sampler, default cache", None, FOLLOW),
                              ("follow-quarter", "Prescient, followed sampler, quarter cache", 0.25, FOLLOW)]
             bracket = 0
-            for key, label, share, schedule in variants:
-                if a.quick and key == "sched-quarter" and case != "imglab-dl":
-                    continue
-                segment = cachesize.segment_for_share(w, share) if share else None
-                record = self.runner.run(runner.Run(
-                    key=f"{case}-{key}", label=label, connector=True, cache_bytes=segment,
-                    schedule=None if schedule is FOLLOW else schedule, follow=schedule is FOLLOW,
-                    schedule_note=note if schedule and schedule is not FOLLOW else "",
-                    tags={"case": case, "role": "prescient", "share": share,
-                          "baselines": [b[0] for b in baselines], "brackets": [bracket, bracket + 1]},
-                    **common))
-                self.log(self.one_line(record))
-                bracket += 1
-                native(bracket)
+            rounds = max(1, getattr(a, "rounds", 1) or 1)
+            for round_ in range(rounds):
+                for key, label, share, schedule in variants:
+                    if a.quick and key == "sched-quarter" and case != "imglab-dl":
+                        continue
+                    segment = cachesize.segment_for_share(w, share) if share else None
+                    record = self.runner.run(runner.Run(
+                        key=f"{case}-{key}" + (f"-r{round_}" if round_ else ""), label=label, connector=True,
+                        cache_bytes=segment, schedule=None if schedule is FOLLOW else schedule,
+                        follow=schedule is FOLLOW, schedule_note=note if schedule and schedule is not FOLLOW else "",
+                        tags={"case": case, "role": "prescient", "share": share, "round": round_,
+                              "baselines": [b[0] for b in baselines], "brackets": [bracket, bracket + 1]},
+                        **common))
+                    self.log(self.one_line(record))
+                    bracket += 1
+                    native(bracket)
             if not sched and case != "imglab-slices":
                 self.log(f"  (scheduled runs left out: {note})")
                 notes.append(f"{case}: scheduled runs left out ({note})")

@@ -135,6 +135,10 @@ def parser():
                    help="also run each case with the sampler followed at run time (PRESCIENT_FOLLOW=1)")
     g.add_argument("--ns-samples", type=int, help="imglab rows in the never-slower suite (default 40000, "
                    "--quick 2048)")
+    g.add_argument("--rounds", type=int, default=1,
+                   help="run every Prescient variant of a case this many times, each between native runs, "
+                   "and judge each epoch by the median ratio over the rounds (default 1; a round of the "
+                   "default cases takes ~12 minutes)")
     g = p.add_argument_group("workload sizes (both suites)")
     g.add_argument("--cosmo-files", type=int, help="cosmo files of 128 samples (default 32, --quick 4)")
     g.add_argument("--onefile-files", type=int, help="onefile files, one sample each (default 4000, --quick 300)")

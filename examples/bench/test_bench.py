@@ -379,3 +379,31 @@ def test_a_scheduled_run_through_the_connector(tmp_path):
     assert not [p for p in os.listdir("/dev/shm") if f"bench-{os.getpid()}-" in p]
     sim = schedtool.simulate(TOOL, sched, cache_samples=cachesize.capacity(size, w)["samples"])
     assert sim["policies"]["belady"]["storage"] == w.samples  # the cache holds everything: compulsory only
+
+
+def test_never_slower_rounds_are_judged_by_their_median_ratio():
+    def native(bracket, seconds):
+        return _record(f"n{bracket}", "native", connector=False, epochs=seconds,
+                       tags={"case": "dlio", "role": "baseline", "baseline": "native", "bracket": bracket})
+
+    def prescient(key, seconds, brackets, round_, bad=0):
+        r = _record(key, "Prescient A", connector=True, epochs=seconds,
+                    tags={"case": "dlio", "role": "prescient", "baselines": ["native"], "brackets": brackets,
+                          "round": round_})
+        r["wrong_samples"] = bad
+        return r
+
+    # Epoch 0: ratios 1.2, 0.9, 1.1 (median 1.1, met); epoch 1: 0.8, 1.05, 0.9 (median 0.9, missed).
+    runs = [native(0, [1.2, 1.0]), prescient("a", [1.0, 1.25], [0, 1], 0), native(1, [1.2, 1.0]),
+            prescient("a-r1", [1.0 / 0.9 * 1.2, 1.0 / 1.05], [1, 2], 1), native(2, [1.2, 1.0]),
+            prescient("a-r2", [1.2 / 1.1, 1.0 / 0.9], [2, 3], 2), native(3, [1.2, 1.0])]
+    results = {"suite": "never-slower", "config": {}, "tool": {}, "runs": runs}
+    medians = tables.never_slower_medians(tables.never_slower_rows(results))
+    assert [(m["epoch"], m["rounds"], round(m["median"], 2), round(m["low"], 2), m["rounds_met"], m["verdict"])
+            for m in medians] == [(0, 3, 1.1, 0.9, 2, "met"), (1, 3, 0.9, 0.8, 1, "MISSED")]
+    text = "\n".join(tables.markdown(results))
+    assert "met in 1 of 2 epochs" in text and "| 3 | 1.10 | 0.90 | 1.20 | 2 of 3 | met |" in text
+    # A wrong byte in any round misses the epoch whatever the median.
+    runs[3] = prescient("a-r1", [1.0 / 0.9 * 1.2, 1.0 / 1.05], [1, 2], 1, bad=1)
+    medians = tables.never_slower_medians(tables.never_slower_rows({"suite": "never-slower", "runs": runs}))
+    assert [m["verdict"] for m in medians] == ["MISSED", "MISSED"]
