@@ -322,14 +322,6 @@ class NodeCache {
   // TryBecomeLeader's view of the current leader's progress.
   Mutex leader_watch_mu_;
   detail::StallWatch leader_watch_ GUARDED_BY(leader_watch_mu_);
-  // The last loader a wait of this process found stuck (read_rows.cc), as
-  // pid << 32 | its heartbeat's low 32 bits, and its CPU time then: a later
-  // wait on it takes its rows over at once while it still shows no progress,
-  // instead of watching it for stall_timeout again (a reader of many rows a
-  // stopped prefetcher had claimed would pay that for each). Atomics, not a
-  // lock: a torn pair only misses the shortcut.
-  std::atomic<std::uint64_t> stuck_pid_beat_{0};
-  std::atomic<std::uint64_t> stuck_cpu_{0};
   // This process's attachment, packed as pid << 16 | slot so a forked child
   // sees a foreign pid (and attaches itself) in one atomic read.
   std::atomic<std::uint64_t> attachment_{0};

@@ -378,14 +378,18 @@ class NodeCache::ReadCall {
     const std::uint64_t pid_beat =
         (static_cast<std::uint64_t>(static_cast<std::uint32_t>(awaited.owner.pid)) << 32) |
         (beat & 0xffffffffu);
-    if (c_.stuck_pid_beat_.load(std::memory_order_relaxed) == pid_beat &&
-        c_.stuck_cpu_.load(std::memory_order_relaxed) == status.cpu_ticks) {
+    // The node's memo of the last stuck loader (SegmentHeader::stuck_pid_beat).
+    SegmentHeader& h = t_.header();
+    std::atomic_ref<std::uint64_t> stuck_pid_beat(h.stuck_pid_beat);
+    std::atomic_ref<std::uint64_t> stuck_cpu(h.stuck_cpu);
+    if (stuck_pid_beat.load(std::memory_order_relaxed) == pid_beat &&
+        stuck_cpu.load(std::memory_order_relaxed) == status.cpu_ticks) {
       return TakeOver(/*any_owner=*/false, awaited);  // found stuck before, no progress since
     }
     const auto quiet = watch_.Observe(awaited.owner, beat, status, now);
     if (quiet >= c_.options_.stall_timeout) {
-      c_.stuck_cpu_.store(status.cpu_ticks, std::memory_order_relaxed);
-      c_.stuck_pid_beat_.store(pid_beat, std::memory_order_relaxed);
+      stuck_cpu.store(status.cpu_ticks, std::memory_order_relaxed);
+      stuck_pid_beat.store(pid_beat, std::memory_order_relaxed);
       return TakeOver(/*any_owner=*/false, awaited);
     }
     return Status::Ok();

@@ -22,7 +22,9 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-inline constexpr std::uint32_t kLayoutVersion = 13;  // 12 initialised every entry and bucket
+// 13 had no shared stall memo (SegmentHeader::stuck_pid_beat); 12 initialised
+// every entry and bucket.
+inline constexpr std::uint32_t kLayoutVersion = 14;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -169,6 +171,14 @@ struct alignas(64) SegmentHeader {
   std::uint64_t participants_used;  // records [0, used) may hold a participant
   std::uint64_t participant_floor;  // NodeStep() from participants: only increases
   std::uint64_t participants_checked_ns;  // CLOCK_MONOTONIC of the last liveness check
+  // The last loader a wait on the node found stuck (read_rows.cc), as
+  // pid << 32 | its heartbeat's low 32 bits, and its CPU time then: a later
+  // wait on it, in any process, takes its rows over at once while it still
+  // shows no progress, instead of watching it for stall_timeout again (every
+  // DataLoader worker of every epoch would otherwise pay that once for a
+  // stopped node agent). A torn pair only misses the shortcut.
+  std::uint64_t stuck_pid_beat;
+  std::uint64_t stuck_cpu;
   SegmentCounters counters;
 };
 

@@ -176,6 +176,50 @@ TEST_F(StallTest, AReaderPaysTheStallOncePerStoppedLoaderNotOncePerRow) {
   EXPECT_EQ(cache_->Stats().stall_takeovers, 10u);
 }
 
+TEST_F(StallTest, AStoppedLoaderFoundStuckByOneProcessCostsTheOthersNoStall) {
+  // The node remembers the stuck loader: DataLoader workers forked after one
+  // process found the node agent stopped do not each watch it again.
+  auto* state = SharedObject<std::atomic<int>>();
+  const pid_t prefetcher = ForkChild([&] {
+    auto own = NodeCache::Open(name_.options());
+    if (!own.ok()) return 1;
+    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
+    std::vector<RowWithKey> want;
+    for (std::uint64_t r = 300; r < 304; ++r) want.push_back({r, r});
+    auto claimed = own.value()->ClaimForPrefetch(ds, want);
+    if (!claimed.ok() || claimed.value().size() != 4) return 2;
+    state->store(1);
+    while (state->load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  ASSERT_EQ(kill(prefetcher, SIGSTOP), 0);
+  const auto t0 = Clock::now();
+  EXPECT_EQ(ReadChecked({300}).taken_over, 1u);
+  EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(400));  // watched for stall_timeout
+  // Another process (its own attachment, its own wait) reads a row the
+  // stopped loader still holds.
+  const pid_t reader = ForkChild([&] {
+    auto own = NodeCache::Open(name_.options());
+    if (!own.ok()) return 1;
+    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
+    std::vector<std::byte> out(kRow);
+    ReadRowsStats st;
+    const std::vector<std::uint64_t> rows = {301};
+    const auto start = Clock::now();
+    const Status s =
+        own.value()->ReadRows(ds, rows, out.data(), PatternLoader{4, kRow, nullptr}, nullptr, &st);
+    const auto took = Clock::now() - start;
+    if (!s.ok() || FirstBadByte(4, rows, out.data(), kRow) != -1) return 3;
+    if (st.taken_over != 1) return 4;
+    return took < std::chrono::milliseconds(300) ? 0 : 5;  // no stall_timeout of its own
+  });
+  EXPECT_EQ(WaitExitCode(reader), 0);
+  state->store(2);
+  ASSERT_EQ(kill(prefetcher, SIGCONT), 0);
+  EXPECT_EQ(WaitExitCode(prefetcher), 0);
+}
+
 TEST_F(StallTest, BusyLoaderIsWaitedForNotOvertaken) {
   auto* state = SharedObject<std::atomic<int>>();
   // A loader that takes 1.2 s of CPU (decoding, say): longer than
