@@ -13,9 +13,9 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
