@@ -379,7 +379,7 @@ class NodeCache::ReadCall {
         (static_cast<std::uint64_t>(static_cast<std::uint32_t>(awaited.owner.pid)) << 32) |
         (beat & 0xffffffffu);
     // The node's memo of the last stuck loader (SegmentHeader::stuck_pid_beat).
-    SegmentHeader& h = t_.header();
+    SegmentHeader& h = t_.raw_header();  // lock-free fields
     std::atomic_ref<std::uint64_t> stuck_pid_beat(h.stuck_pid_beat);
     std::atomic_ref<std::uint64_t> stuck_cpu(h.stuck_cpu);
     if (stuck_pid_beat.load(std::memory_order_relaxed) == pid_beat &&

@@ -78,7 +78,7 @@ class CAPABILITY("segment lock") SegmentTables {
   void AssumeExclusive() const ASSERT_CAPABILITY(this) {}
 
   // Lock-free: the immutable geometry and the fields accessed through
-  // std::atomic_ref (counters, node step, leader identity).
+  // std::atomic_ref (counters, node step, leader identity, stall memo).
   SegmentHeader& raw_header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
   // The whole header, guarded fields included.
   SegmentHeader& header() const REQUIRES(this) { return raw_header(); }
