@@ -182,8 +182,9 @@ class Follower:
         return _EpochOrder(source, self, index_sampler, workers)
 
     def epoch_progressed(self, epoch: Optional[int]) -> None:
-        """Publishes again when this epoch is not described yet and the
-        workers have learned enough since to predict it."""
+        """Publishes again when this epoch is not described yet (the workers
+        may have learned enough since to predict it); once it is, reads what
+        they learned on a thread of its own (_absorb_in_background)."""
         if epoch is None:
             return
         publisher = self.publisher
@@ -243,8 +244,9 @@ class Follower:
             save_order(self.context.directory, self.context.rank, epoch, converted, workers)
             with self._publisher_lock:  # waits for a look still reading
                 self.publisher.publish()
-            self._known = self.publisher.learned.known()
-            if self.publisher.learned.unstable():
+                self._known = self.publisher.learned.known()
+                unstable = self.publisher.learned.unstable()
+            if unstable:
                 learned = self.publisher.learned
                 self._warn_once("unstable", f"the rows an index reads change between epochs "
                                 f"({learned.changed} of {learned.rechecked} indices read again "
