@@ -195,8 +195,7 @@ class Follower:
             with self._publisher_lock:
                 publisher.publish()
         except Exception as e:  # noqa: BLE001 - reported, never raised into training
-            self._warn_once("publish", f"following the sampler failed ({e!r}); the job runs "
-                            "without the followed schedule")
+            self._warn_failed(e)
 
     def _absorb_in_background(self, publisher) -> None:
         """Reads what the workers learned so far on a short-lived thread.
@@ -220,8 +219,7 @@ class Follower:
             with self._publisher_lock:
                 publisher.absorb()
         except Exception as e:  # noqa: BLE001 - reported, never raised into training
-            self._warn_once("publish", f"following the sampler failed ({e!r}); the job runs "
-                            "without the followed schedule")
+            self._warn_failed(e)
 
     def epoch_started(self, stream, items: Sequence, workers: int) -> Optional[int]:
         """The epoch's order is known: save it and publish the schedule; returns
@@ -254,8 +252,11 @@ class Follower:
                                 "reshuffles); the sampler is not followed, reads stay correct")
             return epoch
         except Exception as e:  # noqa: BLE001 - reported, never raised into training
-            self._warn_once("publish", f"following the sampler failed ({e!r}); the job runs "
-                            "without the followed schedule")
+            self._warn_failed(e)
+
+    def _warn_failed(self, error: Exception) -> None:
+        self._warn_once("publish", f"following the sampler failed ({error!r}); the job runs "
+                        "without the followed schedule")
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:

@@ -48,6 +48,22 @@ class StallTest : public ::testing::Test {
     EXPECT_EQ(FirstBadByte(4, rows, out.data(), kRow), -1);
     return st;
   }
+  // A child that claims rows [first, first + count) for prefetching (as the
+  // node agent does), sets *state to 1 and idles until it reads 2.
+  pid_t ForkClaimingPrefetcher(std::atomic<int>* state, std::uint64_t first, std::uint64_t count) {
+    return ForkChild([this, state, first, count] {
+      auto own = NodeCache::Open(name_.options());
+      if (!own.ok()) return 1;
+      const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
+      std::vector<RowWithKey> want;
+      for (std::uint64_t r = first; r < first + count; ++r) want.push_back({r, r});
+      auto claimed = own.value()->ClaimForPrefetch(ds, want);
+      if (!claimed.ok() || claimed.value().size() != count) return 2;
+      state->store(1);
+      while (state->load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return 0;
+    });
+  }
   ScopedSegmentName name_;
   std::unique_ptr<NodeCache> cache_;
   DatasetSlot ds_ = kInvalidDatasetSlot;
@@ -148,18 +164,7 @@ TEST_F(StallTest, AReaderPaysTheStallOncePerStoppedLoaderNotOncePerRow) {
   // that needs them one read at a time watches it for stall_timeout once;
   // its later reads take the stopped loader's rows over at once.
   auto* state = SharedObject<std::atomic<int>>();
-  const pid_t prefetcher = ForkChild([&] {
-    auto own = NodeCache::Open(name_.options());
-    if (!own.ok()) return 1;
-    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
-    std::vector<RowWithKey> want;
-    for (std::uint64_t r = 200; r < 210; ++r) want.push_back({r, r});
-    auto claimed = own.value()->ClaimForPrefetch(ds, want);
-    if (!claimed.ok() || claimed.value().size() != 10) return 2;
-    state->store(1);
-    while (state->load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return 0;
-  });
+  const pid_t prefetcher = ForkClaimingPrefetcher(state, 200, 10);
   ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
   ASSERT_EQ(kill(prefetcher, SIGSTOP), 0);
   const auto t0 = Clock::now();
@@ -180,18 +185,7 @@ TEST_F(StallTest, AStoppedLoaderFoundStuckByOneProcessCostsTheOthersNoStall) {
   // The node remembers the stuck loader: DataLoader workers forked after one
   // process found the node agent stopped do not each watch it again.
   auto* state = SharedObject<std::atomic<int>>();
-  const pid_t prefetcher = ForkChild([&] {
-    auto own = NodeCache::Open(name_.options());
-    if (!own.ok()) return 1;
-    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
-    std::vector<RowWithKey> want;
-    for (std::uint64_t r = 300; r < 304; ++r) want.push_back({r, r});
-    auto claimed = own.value()->ClaimForPrefetch(ds, want);
-    if (!claimed.ok() || claimed.value().size() != 4) return 2;
-    state->store(1);
-    while (state->load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return 0;
-  });
+  const pid_t prefetcher = ForkClaimingPrefetcher(state, 300, 4);
   ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
   ASSERT_EQ(kill(prefetcher, SIGSTOP), 0);
   const auto t0 = Clock::now();
