@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,25 +15,38 @@ namespace {
 // the argument: the native H5VL_OBJECT_GET_FILE would do too, but it marks the
 // file as having an id, and a file opened through an external link then never
 // closes (HDF5 loops at shutdown).
-bool FileNameOf(const VolObject& object, H5I_type_t type, std::vector<char>* name) {
+bool FileNameOf(const VolObject& object, H5I_type_t type, std::string* name) {
+  // Most names fit: one library call instead of asking the length first.
+  char buffer[512];
   std::size_t length = 0;
   H5VL_file_get_args_t args{};
   args.op_type = H5VL_FILE_GET_NAME;
-  args.args.get_name = {type, 0, nullptr, &length};
+  args.args.get_name = {type, sizeof(buffer), buffer, &length};
   if (H5VLfile_get(object.under, object.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT, nullptr) <
       0) {
     return false;
   }
-  name->assign(length + 1, '\0');
-  args.args.get_name = {type, name->size(), name->data(), &length};
-  return H5VLfile_get(object.under, object.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                      nullptr) >= 0;
+  if (length < sizeof(buffer)) {
+    name->assign(buffer, length);
+    return true;
+  }
+  std::vector<char> longer(length + 1, '\0');
+  args.args.get_name = {type, longer.size(), longer.data(), &length};
+  if (H5VLfile_get(object.under, object.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT, nullptr) <
+      0) {
+    return false;
+  }
+  name->assign(longer.data(), length);
+  return true;
 }
 
 std::shared_ptr<FileState> Resolve(const VolObject& object, H5I_type_t type) {
-  std::vector<char> name;
+  std::string name;
   if (!FileNameOf(object, type, &name)) return nullptr;
-  const FileIdentity identity = IdentifyFile(name.data());
+  // The file the object was opened through, by the name it was opened by:
+  // identified then (a stat less per dataset open).
+  if (object.file && object.file->identity.valid && name == object.file->name) return object.file;
+  const FileIdentity identity = IdentifyFile(name);
   if (!identity.valid) return nullptr;
   if (object.file && object.file->identity.valid &&
       identity.device == object.file->identity.device &&
@@ -44,7 +58,7 @@ std::shared_ptr<FileState> Resolve(const VolObject& object, H5I_type_t type) {
   if (std::shared_ptr<FileState> opened = OpenFiles::Find(identity)) return opened;
   const bool writable = object.file == nullptr || object.file->writable;
   const bool posix = object.file != nullptr && object.file->posix_driver;
-  return FileState::Make(name.data(), writable, posix);
+  return FileState::Make(name.c_str(), writable, posix);
 }
 
 }  // namespace

@@ -74,17 +74,9 @@ UnderConnector UnderOf(const ConnectorInfo* info) {
 }
 
 void* InfoCopy(const void* info) {
-  return Barrier("info_cls.copy", [&]() -> void* {
-    const auto* src = static_cast<const ConnectorInfo*>(info);
-    auto* copy = new ConnectorInfo;
-    copy->under_vol_id = src->under_vol_id;
-    copy->settings = src->settings;
-    H5Iinc_ref(copy->under_vol_id);
-    if (src->under_vol_info != nullptr) {
-      H5VLcopy_connector_info(copy->under_vol_id, &copy->under_vol_info, src->under_vol_info);
-    }
-    return copy;
-  });
+  const auto* shared = static_cast<const ConnectorInfo*>(info);
+  shared->references.fetch_add(1, std::memory_order_relaxed);
+  return const_cast<ConnectorInfo*>(shared);
 }
 
 herr_t InfoCompare(int* cmp_value, const void* info1, const void* info2) {
@@ -107,6 +99,7 @@ herr_t InfoCompare(int* cmp_value, const void* info1, const void* info2) {
 herr_t InfoFree(void* info) {
   return Barrier("info_cls.free", [&]() -> herr_t {
     auto* own = static_cast<ConnectorInfo*>(info);
+    if (own->references.fetch_sub(1, std::memory_order_acq_rel) > 1) return 0;
     PreservedErrorStack keep;
     if (own->under_vol_info != nullptr)
       H5VLfree_connector_info(own->under_vol_id, own->under_vol_info);

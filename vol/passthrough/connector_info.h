@@ -10,6 +10,7 @@
 #ifndef PRESCIENT_VOL_PASSTHROUGH_CONNECTOR_INFO_H_
 #define PRESCIENT_VOL_PASSTHROUGH_CONNECTOR_INFO_H_
 
+#include <atomic>
 #include <string>
 #include <string_view>
 
@@ -17,10 +18,16 @@
 
 namespace prescient::vol {
 
+// Immutable once made, so HDF5's copies share it: a copy adds a reference
+// and a free drops one. Besides being cheap (HDF5 copies the info with every
+// FAPL), sharing keeps the info HDF5's API context points to alive while a
+// file open sets the under connector in the application's FAPL (which frees
+// the list's own copy).
 struct ConnectorInfo {
   hid_t under_vol_id = H5I_INVALID_HID;  // one reference owned by this info
   void* under_vol_info = nullptr;        // owned; freed through the under connector
   std::string settings;                  // Prescient's own "key=value;..." part
+  mutable std::atomic<int> references{1};
 };
 
 // The pieces of an info string, split without touching HDF5 (unit-tested).

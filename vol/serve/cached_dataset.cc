@@ -47,8 +47,9 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& data
   cached->row_bytes_ = state.row_bytes();
   cached->dims_ = state.dims();
   cached->num_rows_ = state.dims().empty() ? 0 : state.dims()[0];
-  cached->chunk_rows_ = ChunkRows(dataset);
-  io::Result<io::RawLayout> layout = ExtractRawLayout(dataset, file.get(), state);
+  StoredRows stored = ReadStoredRows(dataset, file.get(), state);
+  cached->chunk_rows_ = stored.chunk_rows;
+  io::Result<io::RawLayout>& layout = stored.layout;
   if (!layout.ok()) {
     cached->raw_reason_ = layout.status().message();
     return cached;

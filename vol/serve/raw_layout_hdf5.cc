@@ -17,10 +17,8 @@ namespace {
 
 namespace io = cache::io;
 
-io::Result<io::RawLayout> Contiguous(const DatasetQueries& dataset, const FileState& file,
-                                     const DatasetState& state) {
-  const haddr_t address = dataset.Offset();
-  if (address == HADDR_UNDEF) return io::Status::Unsupported("contiguous data not allocated");
+io::Result<io::RawLayout> Contiguous(const FileState& file, const DatasetState& state,
+                                     haddr_t address) {
   io::ContiguousLayout layout;
   layout.path = file.name;
   layout.data_offset = address;
@@ -115,51 +113,62 @@ io::Result<io::RawLayout> Chunked(const DatasetQueries& dataset, const FileState
   return io::RawLayout(std::move(layout.value()));
 }
 
-io::Result<io::RawLayout> Extract(const DatasetQueries& dataset, const FileState* file,
-                                  const DatasetState& state) {
+// Whether rows can be read raw: why not, or "" when they can.
+const char* NotRawReadable(const DatasetQueries& dataset, const FileState* file) {
   if (file == nullptr || !file->posix_driver || !file->identity.valid) {
-    return io::Status::Unsupported("file not opened with the POSIX driver");
+    return "file not opened with the POSIX driver";
   }
-  if (!dataset.Native()) {
-    return io::Status::Unsupported("the connector underneath is not the native one");
-  }
-  ScopedId dcpl(dataset.CreationPlist(), &H5Pclose);
-  if (dcpl.get() < 0) return io::Status::Unsupported("cannot read the creation property list");
-  if (H5Pget_external_count(dcpl.get()) > 0) return io::Status::Unsupported("external storage");
-  switch (H5Pget_layout(dcpl.get())) {
+  if (!dataset.Native()) return "the connector underneath is not the native one";
+  return "";
+}
+
+// The layout from the creation property list (the data's address was not
+// enough: chunked, compact, virtual, external or unallocated).
+io::Result<io::RawLayout> FromCreationPlist(const DatasetQueries& dataset, hid_t dcpl,
+                                            const FileState& file, const DatasetState& state) {
+  if (dcpl < 0) return io::Status::Unsupported("cannot read the creation property list");
+  if (H5Pget_external_count(dcpl) > 0) return io::Status::Unsupported("external storage");
+  switch (H5Pget_layout(dcpl)) {
     case H5D_CONTIGUOUS:
-      return Contiguous(dataset, *file, state);
+      return io::Status::Unsupported("contiguous data not allocated");
     case H5D_CHUNKED:
-      return Chunked(dataset, *file, state, dcpl.get());
+      return Chunked(dataset, file, state, dcpl);
     default:
       return io::Status::Unsupported("compact or virtual layout");
   }
 }
 
-}  // namespace
-
-std::uint64_t ChunkRows(const DatasetQueries& dataset) noexcept {
-  PreservedErrorStack keep;
-  try {
-    ScopedId dcpl(dataset.CreationPlist(), &H5Pclose);
-    if (dcpl.get() < 0 || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return 0;
-    hsize_t chunk[H5S_MAX_RANK];
-    if (H5Pget_chunk(dcpl.get(), H5S_MAX_RANK, chunk) < 1) return 0;
-    return chunk[0];
-  } catch (...) {
-    return 0;
-  }
+std::uint64_t ChunkRows(hid_t dcpl) {
+  if (dcpl < 0 || H5Pget_layout(dcpl) != H5D_CHUNKED) return 0;
+  hsize_t chunk[H5S_MAX_RANK];
+  if (H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk) < 1) return 0;
+  return chunk[0];
 }
 
-io::Result<io::RawLayout> ExtractRawLayout(const DatasetQueries& dataset, const FileState* file,
-                                           const DatasetState& state) noexcept {
+}  // namespace
+
+StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
+                          const DatasetState& state) noexcept {
   PreservedErrorStack keep;  // failed probes must not leave errors behind
   try {
-    return Extract(dataset, file, state);
+    const char* not_raw = NotRawReadable(dataset, file);
+    if (*not_raw == '\0') {
+      // HDF5 gives an address only for contiguous data that is allocated and
+      // not in external files: enough to read it raw, and no creation
+      // property list (HDF5 copies one for every request; the copy and its
+      // close cost more than the rest of preparing a small dataset).
+      if (const haddr_t address = dataset.Offset(); address != HADDR_UNDEF) {
+        return {0, Contiguous(*file, state, address)};
+      }
+    }
+    ScopedId dcpl(dataset.CreationPlist(), &H5Pclose);
+    const std::uint64_t chunk_rows = ChunkRows(dcpl.get());
+    if (*not_raw != '\0') return {chunk_rows, io::Status::Unsupported(not_raw)};
+    return {chunk_rows, FromCreationPlist(dataset, dcpl.get(), *file, state)};
   } catch (const std::exception& e) {
-    return io::Status::Internal(std::string("raw layout: ") + e.what());
+    return {0, io::Status::Internal(std::string("raw layout: ") + e.what())};
   } catch (...) {
-    return io::Status::Internal("raw layout: unknown exception");
+    return {0, io::Status::Internal("raw layout: unknown exception")};
   }
 }
 

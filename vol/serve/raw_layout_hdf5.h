@@ -19,18 +19,22 @@
 
 namespace prescient::vol {
 
-// Unsupported (load through HDF5 instead) for: a connector underneath that is
-// not the native one, a file not opened with the POSIX driver, compact,
-// virtual or external storage, unallocated contiguous data, filters other than
-// deflate and shuffle. Never throws; leaves the HDF5 error stack as it was.
-cache::io::Result<cache::io::RawLayout> ExtractRawLayout(const DatasetQueries& dataset,
-                                                         const FileState* file,
-                                                         const DatasetState& state) noexcept;
+// How a dataset's rows are stored, as far as Prescient reads them itself.
+struct StoredRows {
+  // Rows per chunk along dimension 0 for a chunked dataset, 0 otherwise (also
+  // when the connector underneath cannot say). Keeps misses chunk-aligned
+  // when rows load through HDF5.
+  std::uint64_t chunk_rows = 0;
+  // Unsupported (load through HDF5 instead) for: a connector underneath that
+  // is not the native one, a file not opened with the POSIX driver, compact,
+  // virtual or external storage, unallocated contiguous data, filters other
+  // than deflate and shuffle.
+  cache::io::Result<cache::io::RawLayout> layout;
+};
 
-// Rows per chunk along dimension 0 for a chunked dataset, 0 otherwise (also
-// when the connector underneath cannot say). Used to keep misses
-// chunk-aligned when rows load through HDF5.
-std::uint64_t ChunkRows(const DatasetQueries& dataset) noexcept;
+// Never throws; leaves the HDF5 error stack as it was.
+StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
+                          const DatasetState& state) noexcept;
 
 }  // namespace prescient::vol
 

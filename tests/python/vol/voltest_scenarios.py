@@ -250,6 +250,37 @@ def read_chunked(path, rec):
         rec.add("gz.iter_chunks", lambda: list(f["gz"].iter_chunks())[:5])
 
 
+def write_layouts(path):
+    """Every storage layout HDF5 has for the same rows: the connector reads some raw (from
+    the data's address) and must forward or load the others through HDF5."""
+    x = data((40, 6), "i4", 9)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("contiguous", data=x)
+        f.create_dataset("unallocated", shape=x.shape, dtype="i4", fillvalue=7)
+        ext = f.create_dataset("external", shape=x.shape, dtype="i4",
+                               external=[(os.path.basename(path) + ".raw", 0, h5py.h5f.UNLIMITED)])
+        ext[...] = x
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        space = h5py.h5s.create_simple(x.shape)
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.STD_I32LE, space, dcpl=dcpl)
+        f["compact"][...] = x
+        layout = h5py.VirtualLayout(shape=x.shape, dtype="i4")
+        layout[...] = h5py.VirtualSource(".", "contiguous", shape=x.shape)
+        f.create_virtual_dataset("virtual", layout)
+
+
+def read_layouts(path, rec):
+    # The external file is named relative to the working directory by default.
+    os.chdir(os.path.dirname(os.path.abspath(path)))
+    with h5py.File(path, "r") as f:
+        for name in ("contiguous", "unallocated", "external", "compact", "virtual"):
+            d = f[name]
+            for attempt in ("first", "again"):  # the second may be served from the cache
+                rec.add(f"{name} rows {attempt}", lambda d=d: [d[i] for i in (0, 17, 39)])
+                rec.add(f"{name}[3:9] {attempt}", lambda d=d: d[3:9])
+
+
 def write_resizable(path):
     with h5py.File(path, "w") as f:
         d = f.create_dataset("r", shape=(10, 4), maxshape=(None, 4), chunks=(5, 4), dtype="f8")
@@ -614,6 +645,7 @@ SCENARIOS = {
     "chunked": (write_chunked, read_chunked),
     "resizable": (write_resizable, read_resizable),
     "selections": (write_selections, read_selections),
+    "layouts": (write_layouts, read_layouts),
 }
 
 

@@ -49,6 +49,21 @@ TEST(InfoCallbacks, RoundTripThroughString) {
   EXPECT_GE(InfoFree(info), 0);
 }
 
+// HDF5's API context keeps pointing at a FAPL's info while a file opens, and
+// the open replaces that FAPL's info: a copy must outlive the original.
+TEST(InfoCallbacks, ACopyOutlivesTheInfoItWasCopiedFrom) {
+  H5open();
+  void* info = nullptr;
+  ASSERT_GE(InfoFromString("under_vol=0;under_info={};log=warn", &info), 0);
+  void* copy = InfoCopy(info);
+  ASSERT_GE(InfoFree(info), 0);
+  char* text = nullptr;
+  ASSERT_GE(InfoToString(copy, &text), 0);
+  EXPECT_STREQ(text, "under_vol=0;under_info={};log=warn");
+  H5free_memory(text);
+  EXPECT_GE(InfoFree(copy), 0);
+}
+
 TEST(InfoCallbacks, UnknownUnderConnectorFailsCleanly) {
   H5open();
   void* info = nullptr;
