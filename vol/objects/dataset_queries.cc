@@ -62,17 +62,20 @@ bool UnderDataset::Token(H5O_token_t* token) const {
 
 std::string UnderDataset::Name() const {
   H5VL_loc_params_t loc = Self();
+  // Most paths fit: one library call instead of asking the length first.
+  char buffer[256];
   std::size_t length = 0;
   H5VL_object_get_args_t args{};
   args.op_type = H5VL_OBJECT_GET_NAME;
-  args.args.get_name.buf_size = 0;
-  args.args.get_name.buf = nullptr;
+  args.args.get_name.buf_size = sizeof(buffer);
+  args.args.get_name.buf = buffer;
   args.args.get_name.name_len = &length;
   if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
                      nullptr) < 0 ||
       length == 0) {
     return {};
   }
+  if (length < sizeof(buffer)) return std::string(buffer, length);
   std::string name(length + 1, '\0');
   args.args.get_name.buf_size = name.size();
   args.args.get_name.buf = name.data();

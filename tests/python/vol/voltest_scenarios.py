@@ -268,14 +268,20 @@ def write_layouts(path):
         layout = h5py.VirtualLayout(shape=x.shape, dtype="i4")
         layout[...] = h5py.VirtualSource(".", "contiguous", shape=x.shape)
         f.create_virtual_dataset("virtual", layout)
+        f.create_dataset(LONG_PATH, data=x)  # longer than the connector's name buffer
+
+
+# A dataset path of 366 characters.
+LONG_PATH = "/".join(["g" * 60] * 6) + "/x"
 
 
 def read_layouts(path, rec):
     # The external file is named relative to the working directory by default.
     os.chdir(os.path.dirname(os.path.abspath(path)))
     with h5py.File(path, "r") as f:
-        for name in ("contiguous", "unallocated", "external", "compact", "virtual"):
+        for name in ("contiguous", "unallocated", "external", "compact", "virtual", LONG_PATH):
             d = f[name]
+            rec.add(f"{name} name", lambda d=d: d.name)
             for attempt in ("first", "again"):  # the second may be served from the cache
                 rec.add(f"{name} rows {attempt}", lambda d=d: [d[i] for i in (0, 17, 39)])
                 rec.add(f"{name}[3:9] {attempt}", lambda d=d: d[3:9])
