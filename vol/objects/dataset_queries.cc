@@ -1,5 +1,7 @@
 #include "vol/objects/dataset_queries.h"
 
+#include "vol/objects/name_query.h"
+
 namespace prescient::vol {
 namespace {
 
@@ -62,29 +64,16 @@ bool UnderDataset::Token(H5O_token_t* token) const {
 
 std::string UnderDataset::Name() const {
   H5VL_loc_params_t loc = Self();
-  // Most paths fit: one library call instead of asking the length first.
-  char buffer[256];
-  std::size_t length = 0;
-  H5VL_object_get_args_t args{};
-  args.op_type = H5VL_OBJECT_GET_NAME;
-  args.args.get_name.buf_size = sizeof(buffer);
-  args.args.get_name.buf = buffer;
-  args.args.get_name.name_len = &length;
-  if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                     nullptr) < 0 ||
-      length == 0) {
-    return {};
-  }
-  if (length < sizeof(buffer)) return std::string(buffer, length);
-  std::string name(length + 1, '\0');
-  args.args.get_name.buf_size = name.size();
-  args.args.get_name.buf = name.data();
-  if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                     nullptr) < 0) {
-    return {};
-  }
-  name.resize(length);
-  return name;
+  return QueryName([&](char* buffer, std::size_t size, std::size_t* length) {
+           H5VL_object_get_args_t args{};
+           args.op_type = H5VL_OBJECT_GET_NAME;
+           args.args.get_name.buf_size = size;
+           args.args.get_name.buf = buffer;
+           args.args.get_name.name_len = length;
+           return H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args,
+                                 H5P_DATASET_XFER_DEFAULT, nullptr) >= 0;
+         })
+      .value_or(std::string());
 }
 
 bool UnderDataset::Native() const {

@@ -2,10 +2,12 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "vol/objects/name_query.h"
 #include "vol/runtime/error.h"
 
 namespace prescient::vol {
@@ -15,34 +17,20 @@ namespace {
 // the argument: the native H5VL_OBJECT_GET_FILE would do too, but it marks the
 // file as having an id, and a file opened through an external link then never
 // closes (HDF5 loops at shutdown).
-bool FileNameOf(const VolObject& object, H5I_type_t type, std::string* name) {
-  // Most names fit: one library call instead of asking the length first.
-  char buffer[512];
-  std::size_t length = 0;
-  H5VL_file_get_args_t args{};
-  args.op_type = H5VL_FILE_GET_NAME;
-  args.args.get_name = {type, sizeof(buffer), buffer, &length};
-  if (H5VLfile_get(object.under, object.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT, nullptr) <
-      0) {
-    return false;
-  }
-  if (length < sizeof(buffer)) {
-    name->assign(buffer, length);
-    return true;
-  }
-  std::vector<char> longer(length + 1, '\0');
-  args.args.get_name = {type, longer.size(), longer.data(), &length};
-  if (H5VLfile_get(object.under, object.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT, nullptr) <
-      0) {
-    return false;
-  }
-  name->assign(longer.data(), length);
-  return true;
+std::optional<std::string> FileNameOf(const VolObject& object, H5I_type_t type) {
+  return QueryName([&](char* buffer, std::size_t size, std::size_t* length) {
+    H5VL_file_get_args_t args{};
+    args.op_type = H5VL_FILE_GET_NAME;
+    args.args.get_name = {type, size, buffer, length};
+    return H5VLfile_get(object.under, object.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                        nullptr) >= 0;
+  });
 }
 
 std::shared_ptr<FileState> Resolve(const VolObject& object, H5I_type_t type) {
-  std::string name;
-  if (!FileNameOf(object, type, &name)) return nullptr;
+  const std::optional<std::string> found = FileNameOf(object, type);
+  if (!found) return nullptr;
+  const std::string& name = *found;
   // The file the object was opened through, by the name it was opened by:
   // identified then (a stat less per dataset open).
   if (object.file && object.file->identity.valid && name == object.file->name) return object.file;

@@ -44,11 +44,20 @@ class UnderFapl {
     fapl_ = H5Pcopy(fapl_id);
     copied_ = fapl_ >= 0;
     if (fapl_ < 0 || H5Pset_vol(fapl_, under.vol_id, under.vol_info) < 0) {
+      Release();  // no destructor runs for a constructor that throws
       throw std::runtime_error(
           "cannot set the under connector on a copy of the file access property list");
     }
   }
-  ~UnderFapl() {
+  ~UnderFapl() { Release(); }
+  UnderFapl(const UnderFapl&) = delete;
+  UnderFapl& operator=(const UnderFapl&) = delete;
+
+  hid_t fapl() const { return fapl_; }
+  hid_t vol_id() const { return vol_id_; }
+
+ private:
+  void Release() {
     // Runs after a failed open too: keep the under connector's errors.
     PreservedErrorStack keep;
     if (copied_) {
@@ -60,14 +69,11 @@ class UnderFapl {
     }
     if (own_vol_id_ >= 0) H5VLclose(own_vol_id_);
     if (info_ != nullptr) InfoFree(info_);
+    copied_ = false;
+    fapl_ = own_vol_id_ = H5I_INVALID_HID;
+    info_ = nullptr;
   }
-  UnderFapl(const UnderFapl&) = delete;
-  UnderFapl& operator=(const UnderFapl&) = delete;
 
-  hid_t fapl() const { return fapl_; }
-  hid_t vol_id() const { return vol_id_; }
-
- private:
   hid_t app_fapl_;
   ConnectorInfo* info_ = nullptr;
   hid_t own_vol_id_ = H5I_INVALID_HID;
