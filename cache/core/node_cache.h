@@ -195,10 +195,11 @@ class NodeCache {
   // Participants are the schedule's ranks on this node (at most 256 at once).
   // Each reports the step it has reached: the quantity AdvanceNodeStep would
   // get for that rank alone (the step it reads, minus one). `owner_pid` is the
-  // rank's long-lived process; a DataLoader worker reports its parent's pid,
-  // so the participant lives as long as the rank, not the worker. The step
-  // only increases (atomic max) while the owner stays the same; a new owner
-  // (a restarted rank) starts afresh. Lock-free after the first report.
+  // rank's long-lived process; a DataLoader worker reports the rank's (or its
+  // forkserver's) pid, so the participant lives as long as the rank, not the
+  // worker. The step only increases (atomic max) while the owner stays the
+  // same; a new owner (a restarted rank) starts afresh. Lock-free after the
+  // first report.
   Status ReportProgress(std::uint32_t participant, std::uint64_t step,
                         std::int32_t owner_pid) noexcept;
   // The rank read its last step: it no longer holds the node step back.
@@ -221,7 +222,9 @@ class NodeCache {
   void Heartbeat() noexcept;
 
   // The node step (see NextUseOracle): the minimum step of the live,
-  // unfinished participants; it only ever increases. A participant whose
+  // unfinished participants. It increases as they progress and goes back only
+  // when a participant registers behind it (a rank whose first read came
+  // late, or a restarted rank: its reads are still to come). A participant whose
   // owner died or finished stops holding it back (owners' liveness is checked
   // at most every 250 ms, by whichever caller comes first, so this stays a
   // few atomic loads). When every participant has finished or died it is the

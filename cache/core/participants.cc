@@ -125,6 +125,15 @@ Status NodeCache::ReportProgress(std::uint32_t participant, std::uint64_t step,
   Atomic(r.flags).store(0);
   Atomic(r.id_plus_one).store(participant + 1u, std::memory_order_release);
   if (i >= UsedRecords(h)) Atomic(h.participants_used).store(i + 1u, std::memory_order_release);
+  // A rank that reports for the first time (or restarts) behind the node step
+  // takes it back: its reads are still to come, and rows they need must not be
+  // swept as stale predictions. (A rank whose first read came late, such as
+  // one whose DataLoader workers started from a forkserver on a busy node,
+  // found the node step at the other ranks' progress.) Published after the
+  // record, so a NodeStep() that sees the lowered floor also sees the record.
+  std::uint64_t floor = Atomic(h.participant_floor).load();
+  while (step < floor && !Atomic(h.participant_floor).compare_exchange_weak(floor, step)) {
+  }
   return Status::Ok();
 }
 
@@ -190,6 +199,9 @@ void NodeCache::AdvanceNodeStep(std::uint64_t step) noexcept {
 
 std::uint64_t NodeCache::NodeStep() const noexcept {
   SegmentHeader& h = tables_.raw_header();
+  // Before the table is read: a registration publishes its record, then
+  // lowers the floor, so a scan that follows a lowered floor sees the record.
+  const std::uint64_t floor_before = Atomic(h.participant_floor).load();
   const std::uint32_t used = UsedRecords(h);
   if (used == 0) return Atomic(h.node_step).load(std::memory_order_relaxed);
   CheckParticipantsLiveness();
@@ -208,8 +220,14 @@ std::uint64_t NodeCache::NodeStep() const noexcept {
   // Nobody live and unfinished: nobody holds the node back.
   const std::uint64_t candidate =
       slowest != std::numeric_limits<std::uint64_t>::max() ? slowest : furthest;
-  AtomicMax(h.participant_floor, candidate);
-  return Atomic(h.participant_floor).load(std::memory_order_relaxed);
+  // Raised only from the value seen before the scan: a participant that
+  // registered during the scan (which it may have missed) lowered the floor,
+  // and the exchange then fails instead of raising it past that participant.
+  std::uint64_t seen = floor_before;
+  while (seen < candidate && !Atomic(h.participant_floor).compare_exchange_weak(seen, candidate)) {
+    if (seen != floor_before) break;  // changed meanwhile: keep what is there
+  }
+  return Atomic(h.participant_floor).load();
 }
 
 }  // namespace prescient::cache

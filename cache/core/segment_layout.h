@@ -169,7 +169,7 @@ struct alignas(64) SegmentHeader {
   std::uint64_t leader_start_time;
   std::uint64_t node_step;          // AdvanceNodeStep's value (used while nobody reports progress)
   std::uint64_t participants_used;  // records [0, used) may hold a participant
-  std::uint64_t participant_floor;  // NodeStep() from participants: only increases
+  std::uint64_t participant_floor;  // NodeStep() from participants (participants.cc)
   std::uint64_t participants_checked_ns;  // CLOCK_MONOTONIC of the last liveness check
   // The last loader a wait on the node found stuck (read_rows.cc), as
   // pid << 32 | its heartbeat's low 32 bits, and its CPU time then: a later

@@ -3,6 +3,7 @@
     env/run python3 examples/bench/agents.py [--build build/bench] [--out DIR] [--nodes 4]
         [--ranks-per-node 2] [--workers 2] [--files 8] [--rows-per-file 500] [--row-bytes 16384]
         [--epochs 3] [--cache-share 0.4] [--compute-ms 10] [--batch-reads]
+        [--start-method fork|forkserver|spawn]
 
 NODES emulated nodes on this machine (one cache segment each, PRESCIENT_NODE_ID), RANKS_PER_NODE
 training ranks per node, each an unmodified DataLoader loop with WORKERS workers reading images
@@ -55,6 +56,8 @@ def parse_args():
                    help="node cache as a share of the dataset (0.4: the dataset is 2.5 caches)")
     p.add_argument("--compute-ms", type=float, default=10, help="the training step's time per batch")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--start-method", choices=("fork", "forkserver", "spawn"), default=None,
+                   help="how the DataLoaders start their workers (default: Python's)")
     p.add_argument("--batch-reads", action="store_true",
                    help="workers read a batch at a time (images[sorted rows] per file)")
     return p.parse_args()
@@ -72,7 +75,7 @@ def run(a, workdir, schedule, pattern, with_agents, tag):
     samples = a.files * a.rows_per_file
     config = {"glob": pattern, "rows_per_file": a.rows_per_file, "seed": a.seed, "batch": a.batch,
               "workers": a.workers, "epochs": a.epochs, "compute_seconds": a.compute_ms / 1000,
-              "batch_reads": a.batch_reads}
+              "batch_reads": a.batch_reads, "start_method": a.start_method}
     cache_bytes = int(a.cache_share * samples * (a.row_bytes + 8))
     job = emu.Job(workdir=workdir, plugin_dir=os.path.join(a.build, "plugins"),
                   agent=os.path.join(a.build, "scheduler", "tool", "prescient-node"), config=config,
@@ -90,8 +93,7 @@ def run(a, workdir, schedule, pattern, with_agents, tag):
         if with_agents and job.wait_agents(timeout=120) != 0:
             raise SystemExit("the agents failed:\n" + job.agent_output())
         docs = job.stats()
-        agent_docs = [d for d in docs if d.get("rows_served", 0) or d.get("rows_remote", 0)]
-        training = [d for d in docs if d not in agent_docs]
+        agent_docs, training = emu.split_agents(docs)
         return {
             "wall_seconds": wall,
             "wrong": sum(r["wrong"] for r in results),
@@ -136,7 +138,8 @@ def main():
     print(f"{a.nodes} nodes x {a.ranks_per_node} ranks x {a.workers} workers, {samples} samples of "
           f"{a.row_bytes} B + a label in {a.files} files, {a.epochs} epochs, "
           f"{'batch' if a.batch_reads else 'sample'} reads, node cache "
-          f"{a.cache_share:.0%} of the dataset (aggregate {a.nodes * a.cache_share:.0%})", flush=True)
+          f"{a.cache_share:.0%} of the dataset (aggregate {a.nodes * a.cache_share:.0%}), workers "
+          f"started by {a.start_method or 'the default start method'}", flush=True)
     agents = run(a, out, schedule, pattern, True, "agents")
     alone = run(a, out, schedule, pattern, False, "alone")
     policies, _ = simulate(tool, schedule, agents["cache_samples"], out)

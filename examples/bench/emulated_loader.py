@@ -9,10 +9,13 @@ byte. With `"batch_reads": true` a worker reads its whole batch at once, one sor
 read per file and field (`images[sorted rows]`, through the Dataset's `__getitems__`), the way
 batch-oriented loaders do; otherwise one sample at a time; the result file says how many samples were read, how many were wrong, how long each epoch
 took, its first batch (which also waits for the workers to start) and its slowest other batch.
+`"start_method"` ("fork", "forkserver", "spawn") says how the DataLoader starts its workers
+(default: Python's, forkserver from Python 3.14 on).
 """
 
 import glob
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -72,8 +75,12 @@ def main():
     dataset = (BatchSamples if config.get("batch_reads") else Samples)(files, config["rows_per_file"])
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True,
                                  seed=config["seed"])
+    # How the workers start: Python's default (fork before 3.14, forkserver from 3.14 on), or
+    # as the config says.
+    start = config.get("start_method")
+    context = multiprocessing.get_context(start) if start else None
     loader = DataLoader(dataset, batch_size=config["batch"], sampler=sampler,
-                        num_workers=config["workers"])
+                        num_workers=config["workers"], multiprocessing_context=context)
     result = {"rank": rank, "read": 0, "wrong": 0, "epoch_seconds": [], "max_batch_seconds": [],
               "first_batch_seconds": []}
     for epoch in range(config["epochs"]):

@@ -239,5 +239,12 @@ def storage_rows_per_epoch(docs, epochs):
     return out
 
 
+def split_agents(docs):
+    """The statistics of the agents (they fetch rows from peers or serve them) and of the
+    training processes, apart."""
+    agents = [d for d in docs if d.get("rows_served", 0) or d.get("rows_remote", 0)]
+    return agents, [d for d in docs if d not in agents]
+
+
 def total(docs, name):
     return sum(d.get(name, 0) for d in docs)

@@ -54,6 +54,12 @@ void Runtime::AtForkChild() {
   r.mutex_.Unlock();
 }
 
+long Runtime::rank_owner_pid() const {
+  const long anchor = ProcessAnchor().pid;
+  if (anchor != pid_) return anchor;
+  return forked_child_ ? parent_pid_ : pid_;
+}
+
 void Runtime::RecordInfoSettings(std::string_view settings) {
   cache::MutexLock lock(&mutex_);
   if (info_settings_.empty()) info_settings_ = std::string(settings);

@@ -45,9 +45,13 @@ class Runtime {
 
   void Log(LogLevel level, std::string_view message);
 
-  // The process a rank's progress belongs to: this one, or for a forked
-  // DataLoader worker, the process that forked it (it outlives its workers).
-  long rank_owner_pid() const { return forked_child_ ? parent_pid_ : pid_; }
+  // The process a rank's progress belongs to, one that outlives the rank's
+  // DataLoader workers: the process the connector was initialised in when
+  // this one works for it (a worker forked from the rank, or from a
+  // forkserver, Python 3.14's default, which initialised HDF5 when it
+  // imported the training script), else the process that forked this one,
+  // else this one.
+  long rank_owner_pid() const;
 
   // A fallback happened (a kFallback* counter or kDatasetsWritten): counted
   // every time, and `message` is warned about once per kind and process.

@@ -49,7 +49,8 @@ Prefetcher::Prefetcher(cache::NodeCache& cache, ScheduleFollower& follower,
       follower_(follower),
       progress_(progress),
       io_threads_(std::max(1u, io_threads)),
-      done_until_(progress.local_ranks(), 0) {}
+      done_until_(progress.local_ranks(), 0),
+      last_front_(progress.local_ranks(), kNoFront) {}
 
 void Prefetcher::SizeWindowFromCapacity() {
   if (capacity_sized_) return;
@@ -80,6 +81,7 @@ void Prefetcher::EnsureRunning() {
   finished_ = false;
   running_pid_ = pid;
   std::fill(done_until_.begin(), done_until_.end(), 0);
+  std::fill(last_front_.begin(), last_front_.end(), kNoFront);
   thread_ = std::make_unique<std::thread>([this] { Run(); });
 }
 
@@ -134,6 +136,8 @@ bool Prefetcher::Round(io::Executor& executor) {
     const std::optional<std::uint64_t> front = progress_.Front(ranks[k]);
     const std::uint64_t next = front ? *front + 1 : 0;
     loaders_front = std::min(loaders_front, next);
+    if (front && (last_front_[k] == kNoFront || *front < last_front_[k])) done_until_[k] = next;
+    last_front_[k] = front.value_or(kNoFront);
     const std::uint64_t from = std::max(done_until_[k], next);
     const std::uint64_t to = std::min(total, next + window);
     if (from >= to) continue;
