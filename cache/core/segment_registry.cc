@@ -194,6 +194,31 @@ bool SegmentRegistry::StillNames(const std::string& path, std::uint64_t device,
   return read.device == device && read.inode == inode;
 }
 
+void SegmentRegistry::RemoveIfAbandoned(const std::string& path, std::uint64_t device,
+                                        std::uint64_t inode, const ProcessIdentity& self,
+                                        std::chrono::milliseconds timeout) {
+  const std::size_t slash = path.rfind('/');
+  const std::size_t suffix = std::char_traits<char>::length(kRegistrySuffix);
+  if (slash == std::string::npos || path.size() < slash + 1 + suffix ||
+      path.compare(path.size() - suffix, suffix, kRegistrySuffix) != 0) {
+    return;
+  }
+  SegmentPlace place;
+  place.dir_path = path.substr(0, slash);
+  place.base = path.substr(slash + 1, path.size() - slash - 1 - suffix);
+  place.dir = UniqueFd(open(place.dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!place.dir.valid()) return;
+  Result<std::unique_ptr<SegmentRegistry>> registry = Lock(place, timeout);
+  if (!registry.ok()) return;
+  const Contents& c = registry.value()->contents_;
+  if (c.magic != kRegistryMagic || c.device != device || c.inode != inode) return;
+  for (const Holder& h : c.holders) {
+    const bool is_self = h.pid == self.pid && h.start_time == self.start_time;
+    if (h.pid > 0 && !is_self && IsAlive({h.pid, h.start_time})) return;
+  }
+  registry.value()->Remove();
+}
+
 void SegmentRegistry::Write() {
   // One pwrite of a few KiB under the lock; a reader that finds it torn (we
   // died half-way) treats it as empty.

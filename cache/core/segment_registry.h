@@ -63,6 +63,14 @@ class SegmentRegistry {
   // on it notice and use a new one).
   void Remove();
 
+  // A keeper's last act when its anchor has exited: removes the registry at
+  // `path` if it still names the segment (device, inode) and no holder but
+  // `self` lives. The job's processes may all have ended without closing the
+  // cache (DataLoader workers end with os._exit), and nobody else would remove
+  // it. Waits at most `timeout` for the lock; does nothing on any doubt.
+  static void RemoveIfAbandoned(const std::string& path, std::uint64_t device, std::uint64_t inode,
+                                const ProcessIdentity& self, std::chrono::milliseconds timeout);
+
   // Without taking the lock (a keeper polls it): whether the registry at
   // `path` still names the segment (device, inode). False only when it
   // certainly does not: the file is gone or names another segment (a torn

@@ -7,14 +7,18 @@
 // it; it waits for the anchor to exit (a pidfd where the kernel has one,
 // else a check every second) and checks every few seconds that the registry
 // still names its segment (a job that replaced the segment, e.g. with another
-// size, must not find the old one held until its anchor exits). It exits 0 in
-// either case, and 2 on bad arguments.
+// size, must not find the old one held until its anchor exits). When the
+// anchor has exited and nobody else holds the segment, it removes the registry
+// too: the workers that opened the cache ended without closing it, so nobody
+// else would, and a file per job would pile up in the user's directory. It
+// exits 0 in either case, and 2 on bad arguments.
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -32,6 +36,7 @@ using prescient::cache::detail::SegmentRegistry;
 
 constexpr int kPollMs = 1000;
 constexpr int kRegistryCheckEvery = 5;  // polls
+constexpr std::chrono::milliseconds kRegistryLockTimeout{2000};
 
 void CloseAllBut(int keep_up_to) {
 #ifdef SYS_close_range
@@ -70,18 +75,23 @@ int main(int argc, char** argv) {
   }
   const ProcessIdentity anchor{static_cast<std::int32_t>(pid), start};
   const std::string registry = argv[3];
+  auto anchor_exited = [&] {
+    SegmentRegistry::RemoveIfAbandoned(registry, segment.st_dev, segment.st_ino,
+                                       prescient::cache::SelfIdentity(), kRegistryLockTimeout);
+    return 0;
+  };
   // The pidfd is opened after the identity check below succeeds once, so a
   // reused pid cannot be waited on.
-  if (!IsAlive(anchor)) return 0;
+  if (!IsAlive(anchor)) return anchor_exited();
   const int pidfd = OpenPidfd(anchor.pid);
   for (int round = 1;; ++round) {
     if (pidfd >= 0) {
       struct pollfd p{pidfd, POLLIN, 0};
-      if (poll(&p, 1, kPollMs) > 0) return 0;  // the anchor exited
+      if (poll(&p, 1, kPollMs) > 0) return anchor_exited();
     } else {
       sleep(1);
     }
-    if (!IsAlive(anchor)) return 0;
+    if (!IsAlive(anchor)) return anchor_exited();
     if (round % kRegistryCheckEvery == 0 &&
         !SegmentRegistry::StillNames(registry, segment.st_dev, segment.st_ino)) {
       return 0;

@@ -10,9 +10,11 @@ import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import h5py
@@ -90,6 +92,7 @@ class Job:
         self.stats_dir = os.path.join(workdir, f"stats-{self.tag}")
         os.makedirs(self.stats_dir, exist_ok=True)
         self.agents = None
+        self.mpi_shm_dir = None
         self.ranks = []
 
     def env(self, node):
@@ -112,6 +115,10 @@ class Job:
         env = self.env(0)
         del env["PRESCIENT_NODE_ID"]
         env["PRESCIENT_LOG"] = self.agent_log_level
+        # Open MPI's shared-memory files in a directory of this job's, removed with the job:
+        # agents killed by a fault test would otherwise leave them in /dev/shm.
+        self.mpi_shm_dir = tempfile.mkdtemp(prefix=f"prescient-mpi-{self.tag}-", dir="/dev/shm")
+        env["OMPI_MCA_btl_sm_backing_directory"] = self.mpi_shm_dir
         self.agent_log = open(os.path.join(self.workdir, f"agents-{self.tag}.log"), "w")
         self.agents = subprocess.Popen(cmd, env=env, stdout=self.agent_log,
                                        stderr=subprocess.STDOUT, start_new_session=True)
@@ -202,6 +209,13 @@ class Job:
                 os.killpg(p.pid, signal.SIGKILL)
         if self.agents is not None and self.agents.poll() is None:
             os.killpg(self.agents.pid, signal.SIGKILL)
+        if self.agents is not None:
+            try:
+                self.agents.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.mpi_shm_dir is not None:
+            shutil.rmtree(self.mpi_shm_dir, ignore_errors=True)
 
     def stats(self):
         docs = []

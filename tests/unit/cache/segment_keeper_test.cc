@@ -4,12 +4,14 @@
 // when the training process does, however it ends, and a keeper whose segment
 // was replaced lets it go. Real processes, a real SIGKILL, measured on a
 // private tmpfs.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -72,6 +74,21 @@ int RunWorker(CacheOptions options, const ProcessIdentity& anchor, bool expect_k
   return WaitExitCode(pid);
 }
 
+// The files in the user's directory of the cache (the node's registry, and
+// nothing else while the segment has no name).
+std::vector<std::string> FilesOfTheUser(const SmallTmpfs& fs) {
+  std::vector<std::string> names;
+  const std::string dir = fs.dir() + "/prescient-u" + std::to_string(geteuid());
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+        names.push_back(e->d_name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
 CacheOptions KeeperOptions(ScopedSegmentName& name, const SmallTmpfs& fs) {
   name.options().shm_dir = fs.dir();
   name.options().capacity_bytes = 16 << 20;
@@ -93,10 +110,44 @@ TEST(SegmentKeeper, NextEpochsWorkersFindTheRowsAndTheSegmentGoesWithTheAnchor) 
   EXPECT_GT(fs.used_bytes(), std::uint64_t{kRows} * kRow);
   EXPECT_EQ(RunWorker(options, anchor, false), 10 + kRows);  // epoch 2: warm
   EXPECT_EQ(RunWorker(options, anchor, false), 10 + kRows);  // one keeper serves every epoch
+  EXPECT_EQ(FilesOfTheUser(fs).size(), 1u);                  // the registry
   ASSERT_EQ(kill(anchor_pid, SIGKILL), 0);                   // the training process ends (any way)
   ASSERT_EQ(WaitExitCode(anchor_pid), 128 + SIGKILL);
   EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(5)))
       << fs.used_bytes() << " bytes still used after the anchor died";
+  // No file is left either: nobody closed the cache (the workers ended with
+  // _exit), so the keeper removed the registry on its way out.
+  EXPECT_TRUE(WaitUntil([&] { return FilesOfTheUser(fs).empty(); }, std::chrono::seconds(5)))
+      << FilesOfTheUser(fs).front() << " is left";
+}
+
+TEST(SegmentKeeper, ARegistryOthersStillHoldStaysWhenTheAnchorGoes) {
+  // Another rank of the node holds the segment open (it reads in its own
+  // process); one rank's training process ends: its keeper goes, the registry
+  // and the rows stay for the other rank's next workers.
+  SmallTmpfs fs("64m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
+  ScopedSegmentName name;
+  const CacheOptions options = KeeperOptions(name, fs);
+  const pid_t other_rank = ForkChild([&] {
+    CacheOptions own = options;
+    own.anchor = SelfIdentity();
+    auto cache = NodeCache::Open(own);
+    if (!cache.ok()) return 1;
+    for (;;) pause();
+    return 0;
+  });
+  const pid_t anchor_pid = StartAnchor();
+  const ProcessIdentity anchor = IdentityOf(anchor_pid);
+  ASSERT_NE(anchor.pid, 0);
+  EXPECT_EQ(RunWorker(options, anchor, false), 10);
+  ASSERT_EQ(kill(anchor_pid, SIGKILL), 0);
+  ASSERT_EQ(WaitExitCode(anchor_pid), 128 + SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the keeper has gone
+  EXPECT_EQ(FilesOfTheUser(fs).size(), 1u);
+  EXPECT_EQ(RunWorker(options, IdentityOf(other_rank), false), 10 + kRows);
+  kill(other_rank, SIGKILL);
+  WaitExitCode(other_rank);
 }
 
 TEST(SegmentKeeper, NoKeeperForTheAnchorItselfOrWithoutAnAnchor) {
