@@ -136,7 +136,7 @@ bool Prefetcher::Round(io::Executor& executor) {
     const std::optional<std::uint64_t> front = progress_.Front(ranks[k]);
     const std::uint64_t next = front ? *front + 1 : 0;
     loaders_front = std::min(loaders_front, next);
-    if (front && (last_front_[k] == kNoFront || *front < last_front_[k])) done_until_[k] = next;
+    if (front && *front < last_front_[k]) done_until_[k] = next;  // first seen, or restarted
     last_front_[k] = front.value_or(kNoFront);
     const std::uint64_t from = std::max(done_until_[k], next);
     const std::uint64_t to = std::min(total, next + window);

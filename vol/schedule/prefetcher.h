@@ -109,10 +109,10 @@ class Prefetcher {
   std::uint64_t capacity_steps_ = 2;   // what half the cache holds, in steps of every local rank
   bool capacity_sized_ = false;        // capacity_steps_ comes from known sample bytes
   std::vector<std::uint64_t> done_until_;  // per local rank: steps already prefetched
-  // Per local rank: the front of the last round (kNoFront before it reported).
-  // A rank first seen, or seen behind where it was (restarted), is prefetched
-  // for afresh from its front: the rows of its first window may have been
-  // evicted while it had not started reading.
+  // Per local rank: the front of the last round (kNoFront, above every step,
+  // before it reported). A rank first seen, or seen behind where it was
+  // (restarted), is prefetched for afresh from its front: the rows of its
+  // first window may have been evicted while it had not started reading.
   static constexpr std::uint64_t kNoFront = UINT64_MAX;
   std::vector<std::uint64_t> last_front_;
   // Consumption rate: the slowest rank's step over time.
