@@ -211,7 +211,14 @@ void SegmentRegistry::RemoveIfAbandoned(const std::string& path, std::uint64_t d
   Result<std::unique_ptr<SegmentRegistry>> registry = Lock(place, timeout);
   if (!registry.ok()) return;
   const Contents& c = registry.value()->contents_;
-  if (c.magic != kRegistryMagic || c.device != device || c.inode != inode) return;
+  if (c.magic != kRegistryMagic) {
+    // Empty: the registry was removed before this call (which made the file
+    // anew), or an opener that made it still waits for the lock and will make
+    // another on finding this one gone. Either way nothing names a segment.
+    registry.value()->Remove();
+    return;
+  }
+  if (c.device != device || c.inode != inode) return;
   for (const Holder& h : c.holders) {
     const bool is_self = h.pid == self.pid && h.start_time == self.start_time;
     if (h.pid > 0 && !is_self && IsAlive({h.pid, h.start_time})) return;

@@ -121,6 +121,26 @@ TEST(SegmentKeeper, NextEpochsWorkersFindTheRowsAndTheSegmentGoesWithTheAnchor) 
       << FilesOfTheUser(fs).front() << " is left";
 }
 
+TEST(SegmentKeeper, ARegistryRemovedBeforeTheAnchorGoesIsNotMadeAgain) {
+  SmallTmpfs fs("64m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
+  ScopedSegmentName name;
+  const CacheOptions options = KeeperOptions(name, fs);
+  const pid_t anchor_pid = StartAnchor();
+  const ProcessIdentity anchor = IdentityOf(anchor_pid);
+  ASSERT_NE(anchor.pid, 0);
+  EXPECT_EQ(RunWorker(options, anchor, false), 10);
+  const std::vector<std::string> files = FilesOfTheUser(fs);
+  ASSERT_EQ(files.size(), 1u);
+  const std::string dir = fs.dir() + "/prescient-u" + std::to_string(geteuid());
+  ASSERT_EQ(unlink((dir + "/" + files[0]).c_str()), 0);  // e.g. a job's own clean-up
+  ASSERT_EQ(kill(anchor_pid, SIGKILL), 0);
+  ASSERT_EQ(WaitExitCode(anchor_pid), 128 + SIGKILL);
+  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(FilesOfTheUser(fs).empty()) << FilesOfTheUser(fs).front() << " was made again";
+}
+
 TEST(SegmentKeeper, ARegistryOthersStillHoldStaysWhenTheAnchorGoes) {
   // Another rank of the node holds the segment open (it reads in its own
   // process); one rank's training process ends: its keeper goes, the registry
