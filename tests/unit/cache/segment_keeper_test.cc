@@ -74,12 +74,16 @@ int RunWorker(CacheOptions options, const ProcessIdentity& anchor, bool expect_k
   return WaitExitCode(pid);
 }
 
+// The user's directory of the cache files in `fs`.
+std::string UserDir(const SmallTmpfs& fs) {
+  return fs.dir() + "/prescient-u" + std::to_string(geteuid());
+}
+
 // The files in the user's directory of the cache (the node's registry, and
 // nothing else while the segment has no name).
 std::vector<std::string> FilesOfTheUser(const SmallTmpfs& fs) {
   std::vector<std::string> names;
-  const std::string dir = fs.dir() + "/prescient-u" + std::to_string(geteuid());
-  if (DIR* d = opendir(dir.c_str())) {
+  if (DIR* d = opendir(UserDir(fs).c_str())) {
     while (const dirent* e = readdir(d)) {
       if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
         names.push_back(e->d_name);
@@ -132,8 +136,7 @@ TEST(SegmentKeeper, ARegistryRemovedBeforeTheAnchorGoesIsNotMadeAgain) {
   EXPECT_EQ(RunWorker(options, anchor, false), 10);
   const std::vector<std::string> files = FilesOfTheUser(fs);
   ASSERT_EQ(files.size(), 1u);
-  const std::string dir = fs.dir() + "/prescient-u" + std::to_string(geteuid());
-  ASSERT_EQ(unlink((dir + "/" + files[0]).c_str()), 0);  // e.g. a job's own clean-up
+  ASSERT_EQ(unlink((UserDir(fs) + "/" + files[0]).c_str()), 0);  // e.g. a job's own clean-up
   ASSERT_EQ(kill(anchor_pid, SIGKILL), 0);
   ASSERT_EQ(WaitExitCode(anchor_pid), 128 + SIGKILL);
   EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(5)));
