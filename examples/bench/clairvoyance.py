@@ -94,6 +94,7 @@ class Suite:
                         spec = runner.Run(key=key, label=label, workload=w, mode=mode, ranks=ranks, workers=a.workers,
                                           persistent=a.persistent_workers, batch=a.batch, epochs=a.epochs,
                                           seed=a.seed, compute_s=a.compute_ms / 1e3, main_opens=a.main_opens,
+                                          cold=not a.warm,
                                           slowdown=tuple(a.slowdown) if ranks > 1 else (1.0,), connector=True,
                                           cache_bytes=segment, prefetch=prefetch, schedule=sched, schedule_note=note,
                                           tags={"share": share, "primary_field": w.fields[0].name,

@@ -45,6 +45,7 @@ class Run:
     schedule_note: str = ""
     rdcc_nbytes: int = None     # native chunk cache (h5py.File(rdcc_nbytes=...)); None = h5py's 1 MiB
     main_opens: bool = False    # the main process opens the first file once for a length (loop.py)
+    cold: bool = True           # the workload's files are dropped from the page cache before every epoch
     tags: dict = dataclasses.field(default_factory=dict)  # suite-specific facts carried into the record
 
 
@@ -98,7 +99,7 @@ class Runner:
                          "sums": w.sums_path, "open_per_sample": w.kind == "onefile"},
             "mode": spec.mode, "workers": spec.workers, "persistent_workers": spec.persistent,
             "batch_size": spec.batch, "epochs": spec.epochs, "seed": spec.seed, "shuffle": True,
-            "compute_s": spec.compute_s, "slowdown": list(spec.slowdown), "cold": True,
+            "compute_s": spec.compute_s, "slowdown": list(spec.slowdown), "cold": spec.cold,
             "rdcc_nbytes": spec.rdcc_nbytes, "main_opens": spec.main_opens,
         }
         configs = []
@@ -142,7 +143,7 @@ class Runner:
             "cache_default_bytes": cachesize.default_segment_bytes() if spec.connector and not spec.cache_bytes
             else None,
             "schedule": spec.schedule, "schedule_note": spec.schedule_note, "rdcc_nbytes": spec.rdcc_nbytes,
-            "main_opens": spec.main_opens,
+            "main_opens": spec.main_opens, "cold": spec.cold,
             "tags": spec.tags, "wall_s": wall, "timed_out": timed_out,
             "failed_ranks": [{"rank": o["rank"], "returncode": o["returncode"]} for o in failed],
             "warnings": warnings[:40], "shm_leftover": leftover, "stats": final,

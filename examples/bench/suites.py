@@ -113,6 +113,10 @@ def parser():
     g.add_argument("--main-opens", action="store_true",
                    help="the main process opens the first file once before the loop for a length, then closes it "
                    "(what many loaders' __init__ does); default: only the DataLoader workers open files")
+    g.add_argument("--warm", action="store_true",
+                   help="leave the workload's files in the page cache between epochs (default: every epoch cold, "
+                   "its files written back and dropped first); after a first epoch that reads them, storage then "
+                   "costs a memory copy, natively and through Prescient alike")
     g.add_argument("--compute-ms", type=float, default=0.0, help="sleep per batch standing in for compute (default 0)")
     g.add_argument("--slowdown", type=_floats, default=[1.0, 1.15, 1.3, 1.5], metavar="F,F,...",
                    help="per-rank slowdown factors of multi-rank runs, rank r gets F[r %% len]: every step of the "
@@ -161,9 +165,15 @@ def defaults(a):
     return a
 
 
+def output_name(suite, a):
+    """The suite's name in its output files: a --warm run does not replace the cold one's."""
+    return suite + ("-warm" if a.warm else "")
+
+
 def run_suite(suite_cls, a, tool, caps, log):
     started = time.perf_counter()
-    run = runner.Runner(plugin_dir=a.plugin_dir, out_dir=os.path.join(a.out, suite_cls.name),
+    name = output_name(suite_cls.name, a)
+    run = runner.Runner(plugin_dir=a.plugin_dir, out_dir=os.path.join(a.out, name),
                         timeout_s=a.run_timeout, connector_env=a.connector_env, log=log)
     log(f"\n== suite {suite_cls.name} ==")
     before = machine_state()
@@ -173,10 +183,10 @@ def run_suite(suite_cls, a, tool, caps, log):
                "machine_before": before, "machine_after": machine_state(), "runs": run.records,
                "seconds": time.perf_counter() - started}
     results.update(extra)
-    path = os.path.join(a.out, f"results-{suite_cls.name}.json")
+    path = os.path.join(a.out, f"results-{name}.json")
     json.dump(results, open(path, "w"), indent=1, default=str)
     md = tables.markdown(results)
-    open(os.path.join(a.out, f"tables-{suite_cls.name}.md"), "w").write("\n".join(md) + "\n")
+    open(os.path.join(a.out, f"tables-{name}.md"), "w").write("\n".join(md) + "\n")
     log("")
     for line in md:
         log(line)
@@ -199,7 +209,7 @@ def main(argv=None):
     if a.suite == "classic":
         sys.exit("suites.py: the classic suite is bench.py (examples/bench/run --suite classic runs it)")
     os.makedirs(a.out, exist_ok=True)
-    log = Log(os.path.join(a.out, f"output-{a.suite}.txt"))
+    log = Log(os.path.join(a.out, f"output-{output_name(a.suite, a)}.txt"))
     started = time.perf_counter()
     caps = schedtool.capabilities(a.tool)
     log(f"bench: prescient-schedule {a.tool}: sample maps (repeated --dataset) "

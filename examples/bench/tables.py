@@ -213,7 +213,8 @@ def never_slower_tables(results):
 def markdown(results):
     """The Markdown block of one suite's results."""
     title = {"clairvoyance": "Suite clairvoyance (issue 8)", "never-slower": "Suite never-slower (issue 9)"}
-    lines = [f"### {title.get(results['suite'], results['suite'])}", ""]
+    warm = results.get("config", {}).get("warm")
+    lines = [f"### {title.get(results['suite'], results['suite'])}{', warm page cache' if warm else ''}", ""]
     cfg = results.get("machine_before") or {}
     if cfg:
         lines.append(f"Run {cfg.get('utc', '?')} UTC, load {cfg.get('load_1m', 0):.2f} at the start, "

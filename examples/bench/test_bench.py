@@ -25,6 +25,7 @@ import cachesize  # noqa: E402
 import counters  # noqa: E402
 import runner  # noqa: E402
 import schedtool  # noqa: E402
+import suites  # noqa: E402
 import tables  # noqa: E402
 import workloads  # noqa: E402
 
@@ -359,6 +360,20 @@ def test_a_native_run_and_a_deadline_that_ends_it_whole(tmp_path):
     config = os.path.join(str(tmp_path / "out"), "runs", "slow")
     left = subprocess.run(["pgrep", "-f", config], capture_output=True, text=True).stdout.split()
     assert left == []
+
+
+def test_a_warm_run_is_configured_warm_and_filed_apart(tmp_path):
+    w = workloads.ensure(str(tmp_path / "wl"), workloads.recipe("imglab", samples=32), log=lambda m: None)
+    run = runner.Runner(plugin_dir="/nonexistent", out_dir=str(tmp_path / "out"), timeout_s=120)
+    for key, cold in (("cold", True), ("warm", False)):
+        rec = run.run(runner.Run(key, "native", w, epochs=1, workers=0, batch=16, cold=cold))
+        assert rec["cold"] is cold and rec["wrong_samples"] == 0 and not rec["failed_ranks"]
+        config = json.load(open(tmp_path / "out" / "runs" / key / "config-r0.json"))
+        assert config["cold"] is cold  # loop.py drops the files before an epoch only when cold
+    required = ["--plugin-dir", "p", "--tool", "t", "--workdir", "w", "--suite", "never-slower"]
+    assert suites.output_name("never-slower", suites.parser().parse_args(required + ["--warm"])) == \
+        "never-slower-warm"
+    assert suites.output_name("never-slower", suites.parser().parse_args(required)) == "never-slower"
 
 
 @built

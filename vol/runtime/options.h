@@ -54,7 +54,8 @@ struct Options {
   // PRESCIENT_IO_THREADS: I/O threads of the node's prefetch leader.
   unsigned io_threads = 2;
   // PRESCIENT_COALESCE_GAP: merge missing rows whose gap in the file is
-  // below this many bytes; nullopt = calibrate the storage at start.
+  // below this many bytes; nullopt = the local-disk default (256 KiB,
+  // cache::io::kDefaultLocalDiskCoalescing): nothing is probed at start.
   std::optional<std::uint64_t> coalesce_gap;
 };
 
