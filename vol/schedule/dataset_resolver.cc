@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "cache/base/mutex.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
@@ -13,7 +14,17 @@ namespace {
 
 namespace io = cache::io;
 
+// Held for a whole resolution and across fork() (LockForFork). Never
+// destroyed: a prefetch thread may still resolve while the process exits.
+cache::Mutex& ResolveMutex() {
+  static cache::Mutex* mutex = new cache::Mutex();
+  return *mutex;
+}
+
 }  // namespace
+
+void DatasetResolver::LockForFork() NO_THREAD_SAFETY_ANALYSIS { ResolveMutex().Lock(); }
+void DatasetResolver::UnlockAfterFork() NO_THREAD_SAFETY_ANALYSIS { ResolveMutex().Unlock(); }
 
 bool DatasetResolver::Available() {
   static const bool threadsafe = [] {
@@ -27,6 +38,7 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
                                                                     const std::string& dataset,
                                                                     bool only_hdf5_thread) {
   if (!only_hdf5_thread && !Available()) return io::Status::Unsupported("HDF5 is not thread-safe");
+  cache::MutexLock no_fork_meanwhile(&ResolveMutex());
   std::shared_ptr<FileState> file = FileState::Make(path.c_str(), /*writable=*/false,
                                                     /*posix_driver=*/true);
   if (!file->identity.valid) return io::Status::IoError("cannot stat " + path);

@@ -39,6 +39,16 @@ class DatasetResolver {
   static cache::io::Result<std::shared_ptr<CachedDataset>> Resolve(const std::string& path,
                                                                    const std::string& dataset,
                                                                    bool only_hdf5_thread = false);
+
+  // fork() must not happen while a prefetch thread resolves: the child would
+  // inherit HDF5's global lock (and the open-file registry's) held by a
+  // thread it does not have, and its first HDF5 call (a DataLoader worker's
+  // first read) would wait forever. The connector's fork-prepare handler
+  // takes this before any other lock of the connector (a resolution takes
+  // none of them), so fork() waits for a resolution under way (milliseconds)
+  // and none starts until the child exists.
+  static void LockForFork();
+  static void UnlockAfterFork();
 };
 
 }  // namespace prescient::vol

@@ -101,8 +101,16 @@ class ScheduleFollower {
   std::uint64_t BytesPerSample() const;
 
   // fork(): no thread of the parent may be inside the schedule reader.
-  void LockForFork() const NO_THREAD_SAFETY_ANALYSIS { binding_->LockForFork(); }
-  void UnlockAfterFork() const NO_THREAD_SAFETY_ANALYSIS { binding_->UnlockAfterFork(); }
+  // fork(): this follower's lock (the prefetch thread takes it to find the
+  // datasets it prefetches for), then the binding's.
+  void LockForFork() const NO_THREAD_SAFETY_ANALYSIS {
+    mutex_.Lock();
+    binding_->LockForFork();
+  }
+  void UnlockAfterFork() const NO_THREAD_SAFETY_ANALYSIS {
+    binding_->UnlockAfterFork();
+    mutex_.Unlock();
+  }
 
   // The node agent (vol/agent): prefetches for every local rank from now on,
   // taking the leadership from whoever holds it, fetching rows other nodes

@@ -15,6 +15,7 @@
 #include "vol/objects/file_state.h"
 #include "vol/runtime/process_anchor.h"
 #include "vol/runtime/runtime.h"
+#include "vol/schedule/dataset_resolver.h"
 
 namespace prescient::vol {
 namespace {
@@ -96,8 +97,10 @@ CacheClient::CacheClient() {
 // the segment was opened, the datasets registered and the schedule bound when
 // the datasets were opened. The handlers only make the locks consistent: they
 // are taken before fork() (no thread of the parent is then inside the state
-// they guard, or inside the schedule reader) and released on both sides.
+// they guard, inside the schedule reader, or inside HDF5 resolving a dataset
+// for the prefetch leader) and released on both sides.
 void CacheClient::AtForkPrepare() {
+  DatasetResolver::LockForFork();  // first: a resolution holds HDF5's lock, and none of ours
   CacheClient& client = Get();
   client.mutex_.Lock();
   if (ScheduleFollower* follower = client.follower_.load()) follower->LockForFork();
@@ -107,12 +110,14 @@ void CacheClient::AtForkParent() {
   CacheClient& client = Get();
   if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
   client.mutex_.Unlock();
+  DatasetResolver::UnlockAfterFork();
 }
 
 void CacheClient::AtForkChild() {
   CacheClient& client = Get();
   if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
   client.mutex_.Unlock();
+  DatasetResolver::UnlockAfterFork();
 }
 
 void CacheClient::Shutdown() noexcept {

@@ -119,6 +119,56 @@ def wait_for(predicate, timeout, interval=0.02):
     return predicate()
 
 
+def _descendants(pids):
+    """pids and every process below them (DataLoader workers, their children)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], list(pids)
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def dump_stacks(pids, path):
+    """Every thread's stack of pids and their descendants, by gdb (when installed), into path:
+    what a hang in CI leaves behind to be read."""
+    with open(path, "w") as out:
+        for pid in _descendants(pids):
+            out.write(f"===== pid {pid}: {_cmdline(pid)}\n")
+            out.flush()
+            try:
+                subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt"],
+                               stdout=out, stderr=subprocess.STDOUT, timeout=60)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                out.write(f"(no stack: {e})\n")
+    return path
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:300]
+    except OSError:
+        return "?"
+
+
+def _stack_summary(path, limit=12000):
+    """The frames of the stacks file that name the connector or a wait, for the failure message."""
+    keep = [line for line in open(path, errors="replace")
+            if line.startswith(("=====", "Thread")) or "prescient" in line or "wait" in line.lower()
+            or "lock" in line.lower()]
+    return "".join(keep)[:limit]
+
+
 def run_ranks(envs, data, out_dir, workers, epochs, batch, seed, timeout, extra_args=()):
     """Starts one cachetest_loader.py process per env (rank) at once; returns their outputs.
     Fails the test on a hang (timeout) or a crash."""
@@ -137,10 +187,13 @@ def run_ranks(envs, data, out_dir, workers, epochs, batch, seed, timeout, extra_
         try:
             proc.wait(timeout=max(1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            stacks = dump_stacks([p.pid for _, p in procs if p.poll() is None],
+                                 out_dir / "hung-stacks.txt")
             for _, p in procs:
                 p.kill()
-            pytest.fail(f"rank {rank} did not finish within {timeout} s: deadlock or livelock "
-                        f"(stacks: run again with PRESCIENT_LOG=debug)", pytrace=False)
+            pytest.fail(f"rank {rank} did not finish within {timeout} s: deadlock or livelock; "
+                        f"stacks of every process left (gdb) in {stacks}:\n"
+                        f"{_stack_summary(stacks)}", pytrace=False)
         if proc.returncode != 0:
             err = (out_dir / f"rank{rank}.err").read_text()
             failures.append(f"rank {rank} exit {proc.returncode}: {err[-3000:]}")
