@@ -161,6 +161,14 @@ def _cmdline(pid):
         return "?"
 
 
+def _keep_for_ci(stacks):
+    """tests/run prints the connector's frames of a hang at the end of the run (build dir)."""
+    build = os.environ.get("PRESCIENT_BUILD_DIR")
+    if build and os.path.isdir(build):
+        with open(os.path.join(build, "hung-stacks.txt"), "a") as out:
+            out.write(_stack_summary(stacks))
+
+
 def _stack_summary(path, limit=12000):
     """The frames of the stacks file that name the connector or a wait, for the failure message."""
     keep = [line for line in open(path, errors="replace")
@@ -189,6 +197,7 @@ def run_ranks(envs, data, out_dir, workers, epochs, batch, seed, timeout, extra_
         except subprocess.TimeoutExpired:
             stacks = dump_stacks([p.pid for _, p in procs if p.poll() is None],
                                  out_dir / "hung-stacks.txt")
+            _keep_for_ci(stacks)
             for _, p in procs:
                 p.kill()
             pytest.fail(f"rank {rank} did not finish within {timeout} s: deadlock or livelock; "
