@@ -165,14 +165,9 @@ def defaults(a):
     return a
 
 
-def output_name(suite, a):
-    """The suite's name in its output files: a --warm run does not replace the cold one's."""
-    return suite + ("-warm" if a.warm else "")
-
-
 def run_suite(suite_cls, a, tool, caps, log):
     started = time.perf_counter()
-    name = output_name(suite_cls.name, a)
+    name = tables.output_name(suite_cls.name, a.warm)
     run = runner.Runner(plugin_dir=a.plugin_dir, out_dir=os.path.join(a.out, name),
                         timeout_s=a.run_timeout, connector_env=a.connector_env, log=log)
     log(f"\n== suite {suite_cls.name} ==")
@@ -209,7 +204,7 @@ def main(argv=None):
     if a.suite == "classic":
         sys.exit("suites.py: the classic suite is bench.py (examples/bench/run --suite classic runs it)")
     os.makedirs(a.out, exist_ok=True)
-    log = Log(os.path.join(a.out, f"output-{output_name(a.suite, a)}.txt"))
+    log = Log(os.path.join(a.out, f"output-{tables.output_name(a.suite, a.warm)}.txt"))
     started = time.perf_counter()
     caps = schedtool.capabilities(a.tool)
     log(f"bench: prescient-schedule {a.tool}: sample maps (repeated --dataset) "

@@ -210,6 +210,11 @@ def never_slower_tables(results):
     return lines
 
 
+def output_name(suite, warm):
+    """The suite's name in its output files: a --warm run does not replace the cold one's."""
+    return suite + ("-warm" if warm else "")
+
+
 def markdown(results):
     """The Markdown block of one suite's results."""
     title = {"clairvoyance": "Suite clairvoyance (issue 8)", "never-slower": "Suite never-slower (issue 9)"}
