@@ -3,10 +3,12 @@ dataset, one digest per line, flushed after every read so that progress is visib
 SIGKILLed reader's work so far can still be checked.
 
     python3 cachetest_kill_reader.py FILE OUT.txt --reads N [--seed S] [--start K]
+                                     [--laps L]
     python3 cachetest_kill_reader.py FILE --make ROWS
 
 Every reader with the same seed reads the same rows in the same order (they contend for the
-same loads); --start K begins K reads into that sequence (wrapping around).
+same loads); --start K begins K reads into that sequence (wrapping around); --laps L goes round it L times, so
+that a reader meant to be killed is still running when its kill comes, however fast it started.
 """
 
 import argparse
@@ -48,6 +50,7 @@ def main():
     parser.add_argument("--reads", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--laps", type=int, default=1)
     parser.add_argument("--make", type=int)
     args = parser.parse_args()
     if args.make:
@@ -58,7 +61,7 @@ def main():
     with h5py.File(args.file, "r") as f, open(args.out, "w", buffering=1) as out:
         x = f["x"]
         reads = plan(x.shape[0], args.reads, args.seed)
-        for k in range(len(reads)):
+        for k in range(len(reads) * args.laps):
             i = (k + args.start) % len(reads)
             value = x[reads[i]]
             h = hashlib.sha1(f"{value.dtype.str}|{value.shape}|".encode())

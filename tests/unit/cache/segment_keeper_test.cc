@@ -93,138 +93,125 @@ std::vector<std::string> FilesOfTheUser(const SmallTmpfs& fs) {
   return names;
 }
 
-CacheOptions KeeperOptions(ScopedSegmentName& name, const SmallTmpfs& fs) {
-  name.options().shm_dir = fs.dir();
-  name.options().capacity_bytes = 16 << 20;
-  name.options().keeper_executable = PRESCIENT_KEEPER_PATH;
-  return name.options();
-}
+// Each test: a private 96 MiB tmpfs for the cache files, a segment name of
+// its own, options that start the keeper, and a training process (the anchor)
+// that the test ends with SIGKILL, or the fixture does.
+class SegmentKeeper : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs_.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs_.error() << ")";
+    name_.options().shm_dir = fs_.dir();
+    name_.options().capacity_bytes = 16 << 20;
+    name_.options().keeper_executable = PRESCIENT_KEEPER_PATH;
+    options_ = name_.options();
+    anchor_pid_ = StartAnchor();
+    anchor_ = IdentityOf(anchor_pid_);
+    ASSERT_NE(anchor_.pid, 0);
+  }
+  void TearDown() override {
+    if (anchor_pid_ > 0) EndAnchor();
+  }
 
-TEST(SegmentKeeper, NextEpochsWorkersFindTheRowsAndTheSegmentGoesWithTheAnchor) {
-  SmallTmpfs fs("64m");
-  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
-  ScopedSegmentName name;
-  const CacheOptions options = KeeperOptions(name, fs);
-  const pid_t anchor_pid = StartAnchor();
-  const ProcessIdentity anchor = IdentityOf(anchor_pid);
-  ASSERT_NE(anchor.pid, 0);
-  EXPECT_EQ(RunWorker(options, anchor, false), 10);  // epoch 1: cold
+  // The training process ends (any way: SIGKILL); returns its exit code.
+  int EndAnchor() {
+    kill(anchor_pid_, SIGKILL);
+    const int code = WaitExitCode(anchor_pid_);
+    anchor_pid_ = 0;
+    return code;
+  }
+  bool SegmentGoesWithin(std::chrono::milliseconds limit) const {
+    return WaitUntil([&] { return fs_.used_bytes() <= kRegistryOnly; }, limit);
+  }
+
+  SmallTmpfs fs_{"96m"};
+  ScopedSegmentName name_;
+  CacheOptions options_;
+  pid_t anchor_pid_ = 0;
+  ProcessIdentity anchor_;
+};
+
+TEST_F(SegmentKeeper, NextEpochsWorkersFindTheRowsAndTheSegmentGoesWithTheAnchor) {
+  EXPECT_EQ(RunWorker(options_, anchor_, false), 10);  // epoch 1: cold
   // Nobody uses the segment now, and its rows are still there.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_GT(fs.used_bytes(), std::uint64_t{kRows} * kRow);
-  EXPECT_EQ(RunWorker(options, anchor, false), 10 + kRows);  // epoch 2: warm
-  EXPECT_EQ(RunWorker(options, anchor, false), 10 + kRows);  // one keeper serves every epoch
-  EXPECT_EQ(FilesOfTheUser(fs).size(), 1u);                  // the registry
-  ASSERT_EQ(kill(anchor_pid, SIGKILL), 0);                   // the training process ends (any way)
-  ASSERT_EQ(WaitExitCode(anchor_pid), 128 + SIGKILL);
-  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(5)))
-      << fs.used_bytes() << " bytes still used after the anchor died";
+  EXPECT_GT(fs_.used_bytes(), std::uint64_t{kRows} * kRow);
+  EXPECT_EQ(RunWorker(options_, anchor_, false), 10 + kRows);  // epoch 2: warm
+  EXPECT_EQ(RunWorker(options_, anchor_, false), 10 + kRows);  // one keeper serves every epoch
+  EXPECT_EQ(FilesOfTheUser(fs_).size(), 1u);                   // the registry
+  ASSERT_EQ(EndAnchor(), 128 + SIGKILL);
+  EXPECT_TRUE(SegmentGoesWithin(std::chrono::seconds(5)))
+      << fs_.used_bytes() << " bytes still used after the anchor died";
   // No file is left either: nobody closed the cache (the workers ended with
   // _exit), so the keeper removed the registry on its way out.
-  EXPECT_TRUE(WaitUntil([&] { return FilesOfTheUser(fs).empty(); }, std::chrono::seconds(5)))
-      << FilesOfTheUser(fs).front() << " is left";
+  EXPECT_TRUE(WaitUntil([&] { return FilesOfTheUser(fs_).empty(); }, std::chrono::seconds(5)))
+      << FilesOfTheUser(fs_).front() << " is left";
 }
 
-TEST(SegmentKeeper, ARegistryRemovedBeforeTheAnchorGoesIsNotMadeAgain) {
-  SmallTmpfs fs("64m");
-  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
-  ScopedSegmentName name;
-  const CacheOptions options = KeeperOptions(name, fs);
-  const pid_t anchor_pid = StartAnchor();
-  const ProcessIdentity anchor = IdentityOf(anchor_pid);
-  ASSERT_NE(anchor.pid, 0);
-  EXPECT_EQ(RunWorker(options, anchor, false), 10);
-  const std::vector<std::string> files = FilesOfTheUser(fs);
+TEST_F(SegmentKeeper, ARegistryRemovedBeforeTheAnchorGoesIsNotMadeAgain) {
+  EXPECT_EQ(RunWorker(options_, anchor_, false), 10);
+  const std::vector<std::string> files = FilesOfTheUser(fs_);
   ASSERT_EQ(files.size(), 1u);
-  ASSERT_EQ(unlink((UserDir(fs) + "/" + files[0]).c_str()), 0);  // e.g. a job's own clean-up
-  ASSERT_EQ(kill(anchor_pid, SIGKILL), 0);
-  ASSERT_EQ(WaitExitCode(anchor_pid), 128 + SIGKILL);
-  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(5)));
+  ASSERT_EQ(unlink((UserDir(fs_) + "/" + files[0]).c_str()), 0);  // e.g. a job's own clean-up
+  ASSERT_EQ(EndAnchor(), 128 + SIGKILL);
+  EXPECT_TRUE(SegmentGoesWithin(std::chrono::seconds(5)));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_TRUE(FilesOfTheUser(fs).empty()) << FilesOfTheUser(fs).front() << " was made again";
+  EXPECT_TRUE(FilesOfTheUser(fs_).empty()) << FilesOfTheUser(fs_).front() << " was made again";
 }
 
-TEST(SegmentKeeper, ARegistryOthersStillHoldStaysWhenTheAnchorGoes) {
+TEST_F(SegmentKeeper, ARegistryOthersStillHoldStaysWhenTheAnchorGoes) {
   // Another rank of the node holds the segment open (it reads in its own
   // process); one rank's training process ends: its keeper goes, the registry
   // and the rows stay for the other rank's next workers.
-  SmallTmpfs fs("64m");
-  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
-  ScopedSegmentName name;
-  const CacheOptions options = KeeperOptions(name, fs);
   const pid_t other_rank = ForkChild([&] {
-    CacheOptions own = options;
+    CacheOptions own = options_;
     own.anchor = SelfIdentity();
     auto cache = NodeCache::Open(own);
     if (!cache.ok()) return 1;
     for (;;) pause();
     return 0;
   });
-  const pid_t anchor_pid = StartAnchor();
-  const ProcessIdentity anchor = IdentityOf(anchor_pid);
-  ASSERT_NE(anchor.pid, 0);
-  EXPECT_EQ(RunWorker(options, anchor, false), 10);
-  ASSERT_EQ(kill(anchor_pid, SIGKILL), 0);
-  ASSERT_EQ(WaitExitCode(anchor_pid), 128 + SIGKILL);
+  EXPECT_EQ(RunWorker(options_, anchor_, false), 10);
+  ASSERT_EQ(EndAnchor(), 128 + SIGKILL);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the keeper has gone
-  EXPECT_EQ(FilesOfTheUser(fs).size(), 1u);
-  EXPECT_EQ(RunWorker(options, IdentityOf(other_rank), false), 10 + kRows);
+  EXPECT_EQ(FilesOfTheUser(fs_).size(), 1u);
+  EXPECT_EQ(RunWorker(options_, IdentityOf(other_rank), false), 10 + kRows);
   kill(other_rank, SIGKILL);
   WaitExitCode(other_rank);
 }
 
-TEST(SegmentKeeper, NoKeeperForTheAnchorItselfOrWithoutAnAnchor) {
-  SmallTmpfs fs("64m");
-  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
-  ScopedSegmentName name;
-  const CacheOptions options = KeeperOptions(name, fs);
-  EXPECT_EQ(RunWorker(options, ProcessIdentity{}, false), 10);
-  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(2)));
+TEST_F(SegmentKeeper, NoKeeperForTheAnchorItselfOrWithoutAnAnchor) {
+  EXPECT_EQ(RunWorker(options_, ProcessIdentity{}, false), 10);
+  EXPECT_TRUE(SegmentGoesWithin(std::chrono::seconds(2)));
   // A process working for itself (the anchor opens the cache: main-opens loaders).
   const pid_t pid = ForkChild([&]() -> int {
-    CacheOptions own = options;
+    CacheOptions own = options_;
     own.anchor = SelfIdentity();
     auto cache = NodeCache::Open(own);
     _exit(cache.ok() ? 0 : 1);
   });
   EXPECT_EQ(WaitExitCode(pid), 0);
-  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(2)));
+  EXPECT_TRUE(SegmentGoesWithin(std::chrono::seconds(2)));
 }
 
-TEST(SegmentKeeper, MissingKeeperIsANoticeAndEachEpochStartsCold) {
-  SmallTmpfs fs("64m");
-  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
-  ScopedSegmentName name;
-  CacheOptions options = KeeperOptions(name, fs);
-  options.keeper_executable = fs.dir() + "/no-such-keeper";
-  const pid_t anchor_pid = StartAnchor();
-  const ProcessIdentity anchor = IdentityOf(anchor_pid);
-  EXPECT_EQ(RunWorker(options, anchor, true), 10);
-  EXPECT_EQ(RunWorker(options, anchor, true), 10);
-  kill(anchor_pid, SIGKILL);
-  WaitExitCode(anchor_pid);
+TEST_F(SegmentKeeper, MissingKeeperIsANoticeAndEachEpochStartsCold) {
+  options_.keeper_executable = fs_.dir() + "/no-such-keeper";
+  EXPECT_EQ(RunWorker(options_, anchor_, true), 10);
+  EXPECT_EQ(RunWorker(options_, anchor_, true), 10);
 }
 
-TEST(SegmentKeeper, KeeperOfAReplacedSegmentLetsItGo) {
-  SmallTmpfs fs("96m");
-  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (" << fs.error() << ")";
-  ScopedSegmentName name;
-  CacheOptions options = KeeperOptions(name, fs);
-  const pid_t anchor_pid = StartAnchor();
-  const ProcessIdentity anchor = IdentityOf(anchor_pid);
-  EXPECT_EQ(RunWorker(options, anchor, false), 10);
-  const std::uint64_t first = fs.used_bytes();
+TEST_F(SegmentKeeper, KeeperOfAReplacedSegmentLetsItGo) {
+  EXPECT_EQ(RunWorker(options_, anchor_, false), 10);
+  const std::uint64_t first = fs_.used_bytes();
   // The next job asks for another size while the old keeper still holds its
   // segment: a new segment replaces it in the registry, and the old keeper
   // (which now holds memory nobody can reach) exits.
-  options.capacity_bytes = 24 << 20;
-  EXPECT_EQ(RunWorker(options, anchor, false), 10);
-  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() < first + (kRows / 2) * kRow; },
+  options_.capacity_bytes = 24 << 20;
+  EXPECT_EQ(RunWorker(options_, anchor_, false), 10);
+  EXPECT_TRUE(WaitUntil([&] { return fs_.used_bytes() < first + (kRows / 2) * kRow; },
                         std::chrono::seconds(10)))
-      << "the replaced segment is still held: " << fs.used_bytes() << " bytes used";
-  kill(anchor_pid, SIGKILL);
-  WaitExitCode(anchor_pid);
-  EXPECT_TRUE(WaitUntil([&] { return fs.used_bytes() <= kRegistryOnly; }, std::chrono::seconds(5)));
+      << "the replaced segment is still held: " << fs_.used_bytes() << " bytes used";
+  EndAnchor();
+  EXPECT_TRUE(SegmentGoesWithin(std::chrono::seconds(5)));
 }
 
 }  // namespace

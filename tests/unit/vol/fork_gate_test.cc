@@ -1,0 +1,151 @@
+// fork() while the prefetch leader's thread resolves a dataset through HDF5
+// (vol/schedule/dataset_resolver.h): a child forked then would inherit HDF5's
+// global lock held by a thread it does not have, and hang on its first HDF5
+// call. The connector's fork handlers (vol/serve/cache_client.cc) make fork()
+// wait for the resolution under way. Real fork(), real HDF5.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vol/schedule/dataset_resolver.h"
+#include "vol/serve/cache_client.h"
+
+namespace prescient::vol {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kRows = 64;
+
+// A file with one contiguous int dataset "x" of kRows rows (row i holds i),
+// written by the native connector; removed with the fixture.
+class ForkGate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CacheClient::Get();  // installs the connector's fork handlers
+    path_ = (std::filesystem::temp_directory_path() /
+             ("prescient-fork-gate-" + std::to_string(getpid()) + ".h5"))
+                .string();
+    const hid_t file = H5Fcreate(path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hsize_t dims[1] = {kRows};
+    const hid_t space = H5Screate_simple(1, dims, nullptr);
+    const hid_t dataset =
+        H5Dcreate2(file, "x", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    std::vector<int> values(kRows);
+    for (int i = 0; i < kRows; ++i) values[i] = i;
+    const herr_t written =
+        H5Dwrite(dataset, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    H5Dclose(dataset);
+    H5Sclose(space);
+    H5Fclose(file);
+    ASSERT_GE(written, 0);
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+
+  std::string path_;
+};
+
+// The child's work: reads the dataset with HDF5 (its first HDF5 call since
+// the fork takes HDF5's lock). Exit 0 when the values are right.
+int ReadInChild(const std::string& path) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) return 1;
+  const hid_t dataset = H5Dopen2(file, "x", H5P_DEFAULT);
+  std::vector<int> values(kRows, -1);
+  const herr_t read =
+      H5Dread(dataset, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  H5Dclose(dataset);
+  H5Fclose(file);
+  if (read < 0) return 2;
+  for (int i = 0; i < kRows; ++i) {
+    if (values[i] != i) return 3;
+  }
+  return 0;
+}
+
+// The child's exit code, or -1 if it has not ended within `limit` (then it is
+// killed: it hangs).
+int WaitBounded(pid_t pid, std::chrono::seconds limit) {
+  const auto end = Clock::now() + limit;
+  for (;;) {
+    int status = 0;
+    const pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (got < 0 || Clock::now() > end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+TEST_F(ForkGate, ForkWaitsForTheResolutionUnderWay) {
+  std::atomic<bool> held{false};
+  Clock::time_point released;
+  std::thread resolver([&] {
+    DatasetResolver::LockForFork();  // what a resolution holds for its length
+    held = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    released = Clock::now();
+    DatasetResolver::UnlockAfterFork();
+  });
+  while (!held) std::this_thread::yield();
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  const Clock::time_point forked = Clock::now();
+  resolver.join();
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(WaitBounded(pid, std::chrono::seconds(10)), 0);
+  EXPECT_GE(std::chrono::duration_cast<std::chrono::microseconds>(forked - released).count(), 0)
+      << "fork() returned before the resolution ended (microseconds)";
+}
+
+TEST_F(ForkGate, ChildrenForkedWhileDatasetsAreResolvedUseHdf5) {
+  if (!DatasetResolver::Available()) GTEST_SKIP() << "HDF5 is not thread-safe: no resolutions";
+  // The prefetch thread's part: resolve the dataset again and again, so that
+  // almost every fork() below comes while a resolution holds HDF5's lock.
+  std::atomic<bool> stop{false};
+  std::atomic<int> resolved{0};
+  std::atomic<int> failed{0};
+  std::thread prefetch([&] {
+    while (!stop) {
+      if (DatasetResolver::Resolve(path_, "x").ok()) {
+        ++resolved;
+      } else {
+        ++failed;
+      }
+    }
+  });
+  while (resolved == 0 && failed == 0) std::this_thread::yield();
+  constexpr int kForks = 30;
+  int hung = 0;
+  int wrong = 0;
+  for (int i = 0; i < kForks; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) _exit(ReadInChild(path_));
+    ASSERT_GT(pid, 0);
+    const int code = WaitBounded(pid, std::chrono::seconds(10));
+    if (code > 0) ++wrong;
+    if (code == -1 && ++hung == 1) break;  // one hang is enough; each costs 10 s
+  }
+  stop = true;
+  prefetch.join();
+  EXPECT_EQ(failed.load(), 0) << "the dataset could not be resolved";
+  EXPECT_GT(resolved.load(), kForks / 2);
+  EXPECT_EQ(hung, 0) << "a child hung in its first HDF5 call";
+  EXPECT_EQ(wrong, 0) << wrong << " of " << kForks << " children read wrong values or failed";
+}
+
+}  // namespace
+}  // namespace prescient::vol
