@@ -44,6 +44,27 @@ std::uint64_t FirstNeed(const io::ReadTask& task, std::span<const io::RowNeed> n
   return first;
 }
 
+// `needs` (normalized) with each row not needed itself (read around) given
+// the earliest step of its slab: sliced by deadline, a slab is then read in
+// one request with the row that needs it, not in a later slice of its own.
+std::vector<io::RowNeed> SlabDeadlines(std::span<const io::RowNeed> needs,
+                                       std::uint64_t slab_rows) {
+  std::vector<io::RowNeed> out(needs.begin(), needs.end());
+  if (slab_rows <= 1) return out;
+  for (std::size_t begin = 0; begin < out.size();) {
+    const std::uint64_t slab = out[begin].row / slab_rows;
+    std::size_t end = begin;
+    std::uint64_t first = io::RowNeed::kNotNeeded;
+    for (; end < out.size() && out[end].row / slab_rows == slab; ++end)
+      first = std::min(first, out[end].step);
+    for (std::size_t i = begin; i < end; ++i) {
+      if (out[i].step == io::RowNeed::kNotNeeded) out[i].step = first;
+    }
+    begin = end;
+  }
+  return out;
+}
+
 }  // namespace
 
 PrefetchRound::PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle* oracle,
@@ -58,10 +79,14 @@ PrefetchRound::PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle
 
 void PrefetchRound::PlanDataset(DatasetWork& work) {
   const CachedDataset& dataset = *work.dataset;
-  // Whole slabs of chunked data: each chunk is read and decoded once; rows
-  // the cache would not admit are left out by Claim.
-  if (const auto* chunked = std::get_if<io::ChunkedLayout>(dataset.raw_layout().get())) {
-    const std::uint64_t per_slab = chunked->chunk_shape()[0];
+  // Whole slabs (CachedDataset::slab_rows): each chunk is read and decoded
+  // once, and contiguous rows come a slab to a request instead of one small
+  // random read each; rows the cache would not admit are left out by Claim.
+  // On a node agent (remote_) contiguous rows are read exactly: a slab's
+  // other rows may be other nodes' to read from storage.
+  const bool chunked = dataset.chunk_rows() > 0;
+  if (const std::uint64_t per_slab = dataset.slab_rows();
+      per_slab > 1 && (chunked || remote_ == nullptr)) {
     const std::size_t wanted = work.needs.size();
     for (std::size_t i = 0; i < wanted; ++i) {
       const std::uint64_t first = work.needs[i].row / per_slab * per_slab;
@@ -74,16 +99,22 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
   // it, or for the rest of a chunk what the oracle says. The cache admits a
   // row only if it is needed before the row it would displace, and reserves
   // its space now, so a row in flight is never evicted or turned away.
-  std::vector<cache::RowWithKey> rows(work.needs.size());
+  // Contiguous rows no loader of the node will read are not read around:
+  // they would cost bytes from storage for nothing (a chunk's are decoded
+  // anyway).
+  std::vector<cache::RowWithKey> rows;
+  rows.reserve(work.needs.size());
   const std::uint64_t now = cache_.NodeStep();
-  for (std::size_t i = 0; i < work.needs.size(); ++i) {
-    const io::RowNeed& need = work.needs[i];
-    rows[i] = {
-        .row = need.row,
-        .next_use = need.step != io::RowNeed::kNotNeeded
-                        ? (key_of_ ? key_of_(dataset, need.row, need.step) : need.step)
-                        : (oracle_ != nullptr ? oracle_->NextUse(dataset.slot(), need.row, now)
-                                              : cache::NextUseOracle::kNever)};
+  for (const io::RowNeed& need : work.needs) {
+    const std::uint64_t next_use =
+        need.step != io::RowNeed::kNotNeeded
+            ? (key_of_ ? key_of_(dataset, need.row, need.step) : need.step)
+            : (oracle_ != nullptr ? oracle_->NextUse(dataset.slot(), need.row, now)
+                                  : cache::NextUseOracle::kNever);
+    if (need.step == io::RowNeed::kNotNeeded && !chunked &&
+        next_use == cache::NextUseOracle::kNever)
+      continue;
+    rows.push_back({.row = need.row, .next_use = next_use});
   }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const cache::RowWithKey& a, const cache::RowWithKey& b) {
@@ -109,7 +140,8 @@ void PrefetchRound::PlanClaimed(DatasetWork& work, std::vector<Pending>& pending
   const bool sliced =
       slice_steps_ > 0 && std::holds_alternative<io::ContiguousLayout>(*dataset.raw_layout());
   std::vector<std::vector<std::uint64_t>> slices =
-      sliced ? io::SplitByDeadline(work.claimed, work.needs, front_, slice_steps_)
+      sliced ? io::SplitByDeadline(work.claimed, SlabDeadlines(work.needs, dataset.slab_rows()),
+                                   front_, slice_steps_)
              : std::vector<std::vector<std::uint64_t>>{work.claimed};
   work.plan = {};
   for (const std::vector<std::uint64_t>& rows : slices) {

@@ -72,8 +72,10 @@ class PrefetchRound {
   void SetLoaderFront(std::uint64_t front, std::uint64_t slice_steps);
 
   // Claims, reads and publishes `wanted` (any order, repeats allowed). Returns
-  // when every task has ended. Chunked datasets have the other rows of every
-  // slab they touch added, so that each chunk is read and decoded once.
+  // when every task has ended. The other rows of every slab a round touches
+  // (CachedDataset::slab_rows) are added when the cache admits them, so that
+  // each chunk is read and decoded once and contiguous rows are read a slab
+  // to a request.
   RoundTally Run(std::vector<WantedRow> wanted);
 
  private:

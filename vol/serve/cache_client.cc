@@ -43,14 +43,14 @@ struct ServeScratch {
   std::vector<std::byte> entry_bytes;
 };
 
-// Read-around for chunked data: a miss decodes whole chunks anyway, so the
-// other rows of every slab (chunks sharing a dim-0 index) it touches are
-// worth keeping. Returns those rows not in `missing` (ascending), capped.
+// Read-around: the other rows of every slab (CachedDataset::slab_rows) a
+// miss touches, which a cold epoch will ask for anyway. Returns those rows
+// not in `missing` (ascending), capped.
 std::vector<std::uint64_t> SlabMates(const CachedDataset& cached,
                                      std::span<const std::uint64_t> missing) {
   constexpr std::uint64_t kMaxReadAroundBytes = 64ull << 20;
   std::vector<std::uint64_t> extra;
-  const std::uint64_t rows_per_slab = cached.chunk_rows();
+  const std::uint64_t rows_per_slab = cached.slab_rows();
   if (rows_per_slab <= 1) return extra;
   const std::uint64_t budget = std::max<std::uint64_t>(
       1, kMaxReadAroundBytes / std::max<std::uint64_t>(1, cached.row_bytes()));
@@ -310,14 +310,34 @@ cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const Cac
                                               const cache::NextUseOracle* oracle,
                                               std::uint64_t* read_around) {
   std::vector<std::uint64_t> claimed;
-  // Without a schedule nothing says the chunk's other rows are needed before
-  // LRU drops them: read around only when the whole dataset fits the cache.
-  // Grouped datasets are small: their entries are their read-around.
-  const bool read_around_pays =
-      !cached.grouped() &&
-      (oracle != nullptr || cached.num_rows() * cached.row_bytes() <= cache.Stats().capacity_bytes);
+  // With a schedule the oracle's claims keep only rows due before what they
+  // would evict (Belady's admission). Without one nothing says a slab's other
+  // rows are needed before LRU drops them: chunked data (decoded whole
+  // anyway) reads around when the whole dataset fits the cache; contiguous
+  // data, whose extra rows are extra bytes read, also only until the node's
+  // cache first evicts (a cache smaller than the job's data would drop them
+  // unused: what is read in vain is bounded by one cache's worth). Grouped
+  // datasets are small: their entries are their read-around.
+  bool read_around_pays = false;
+  if (cached.grouped()) {
+    // no read-around
+  } else if (oracle != nullptr) {
+    read_around_pays = true;
+  } else {
+    const cache::CacheStats stats = cache.Stats();
+    const std::uint64_t dataset_bytes = cached.num_rows() * cached.row_bytes();
+    read_around_pays =
+        dataset_bytes <= stats.capacity_bytes && (cached.chunk_rows() > 0 || stats.evictions == 0);
+  }
   std::vector<std::uint64_t> extra;
   if (read_around_pays) extra = SlabMates(cached, missing);
+  if (oracle != nullptr && cached.chunk_rows() == 0) {
+    // Contiguous rows no loader of the node will read are not worth their bytes.
+    const std::uint64_t now = cache.NodeStep();
+    std::erase_if(extra, [&](std::uint64_t row) {
+      return oracle->NextUse(cached.slot(), row, now) == cache::NextUseOracle::kNever;
+    });
+  }
   if (!extra.empty()) {
     cache::Result<std::vector<std::uint64_t>> c = cache.Claim(cached.slot(), extra, oracle);
     if (c.ok()) claimed = std::move(c.value());

@@ -19,6 +19,7 @@
 #ifndef PRESCIENT_VOL_SERVE_CACHED_DATASET_H_
 #define PRESCIENT_VOL_SERVE_CACHED_DATASET_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -90,6 +91,17 @@ class CachedDataset {
   // Rows per chunk along dimension 0 (0: not chunked). A miss loads whole
   // chunks' rows, so each chunk is decoded once.
   std::uint64_t chunk_rows() const { return chunk_rows_; }
+  // Rows per slab: the rows a miss or a prefetch reads with a row when the
+  // cache admits them (read-around), slab s being rows [s * n, (s + 1) * n).
+  // Chunked data: the rows of a chunk (decoded whole anyway). Contiguous data
+  // read raw: kContiguousSlabBytes of consecutive rows, one storage request
+  // where a shuffled epoch would make one small random read per row. 1: none.
+  static constexpr std::uint64_t kContiguousSlabBytes = 256 * 1024;
+  std::uint64_t slab_rows() const {
+    if (chunk_rows_ > 0) return chunk_rows_;
+    if (!layout_ || row_bytes_ == 0) return 1;
+    return std::max<std::uint64_t>(1, kContiguousSlabBytes / row_bytes_);
+  }
   // How misses of this dataset are merged into reads.
   const cache::io::CoalescingOptions& coalescing() const { return coalescing_; }
 

@@ -28,16 +28,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "voltest_serving.py")
 
 
-def run_both(runner, tmp_path, args, name):
+def run_both(runner, tmp_path, args, name, writer="write", cache_size="64MiB"):
     data = tmp_path / f"{name}.h5"
     results = {}
     for mode in ("native", "connector"):
-        runner.run([SCRIPT, "write", data], "native", tmp_path)  # a fresh file for each run
+        runner.run([SCRIPT, writer, data], "native", tmp_path)  # a fresh file for each run
         out = tmp_path / f"{name}-{mode}.json"
         stats = tmp_path / f"{name}-stats"
         stats.mkdir(exist_ok=True)
         extra = {"PRESCIENT_NODE_ID": f"serving-{name}-{os.getpid()}",
-                 "PRESCIENT_CACHE_SIZE": "64MiB"}
+                 "PRESCIENT_CACHE_SIZE": cache_size}
         runner.run([SCRIPT, args[0], data, out, *args[1:]], mode, tmp_path,
                    stats=stats / "stats.json" if mode == "connector" else None, extra=extra)
         results[mode] = json.loads(out.read_text())
@@ -56,6 +56,35 @@ def test_labels_beside_images_are_exact_and_grouped(runner, tmp_path):
     # at most 188 + 6 + 1 storage reads, where one per distinct row read would be ~7,000.
     assert totals["storage_reads"] <= 195, totals
     assert totals["rows_read_around"] == 0, totals
+
+
+@pytest.mark.parametrize("cache_size", ["64MiB", "24MiB", "6MiB"])
+def test_contiguous_rows_read_around_only_while_the_cache_can_keep_them(runner, tmp_path,
+                                                                         cache_size):
+    """A cold pass over two datasets of 1,024 contiguous 16 KiB rows each (16 MiB), in
+    shuffled order, then a warm one. A miss reads the 256 KiB slab of rows around it and keeps
+    them while they can stay until used: with a cache that holds both datasets the cold pass
+    takes ~128 storage reads, not ~2,048; with one that holds one dataset and a half, reading
+    around stops at the first eviction (what is read in vain is bounded by the cache); with
+    one smaller than a dataset, rows are read one by one."""
+    name = f"samples-{cache_size}"
+    results, stats_dir = run_both(runner, tmp_path, ["samples"], name, writer="write-samples",
+                                  cache_size=cache_size)
+    assert results["connector"] == results["native"]
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    assert totals["reads_forwarded"] == 0, totals
+    rows, slab_rows = 2 * 1024, 16
+    if cache_size == "64MiB":
+        assert totals["storage_reads"] <= rows // slab_rows + 32, totals
+        assert totals["rows_read_around"] >= rows - rows // slab_rows - 32, totals
+    elif cache_size == "24MiB":
+        # The first dataset and part of the second read around; then evictions start.
+        assert 1024 - 64 <= totals["rows_read_around"] <= (24 << 20) // (16 << 10), totals
+        assert totals["storage_reads"] >= 1024 // 2, totals
+    else:
+        assert totals["rows_read_around"] == 0, totals
 
 
 @pytest.mark.parametrize("mode", ["same-size", "truncate"])

@@ -1,11 +1,16 @@
 """Read sequences for the serving tests, run natively and through the connector.
 
     python3 voltest_serving.py write FILE
+    python3 voltest_serving.py write-samples FILE
     python3 voltest_serving.py labels FILE OUT.json
+    python3 voltest_serving.py samples FILE OUT.json
     python3 voltest_serving.py rewrite FILE OUT.json MODE      (MODE: same-size | truncate)
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
-fancy lists) and by slices, twice over (the second pass from the cache). `rewrite` keeps one
+fancy lists) and by slices, twice over (the second pass from the cache). `samples` reads
+every 16 KiB row of two contiguous datasets once in shuffled order (the first dataset's,
+then the second's), then a shuffled batch of each, then all that again (a cold epoch, then a
+warm one). `rewrite` keeps one
 h5py handle open, reads rows, changes the file under it (MODE), waits for the connector's
 change check, and reads again. OUT holds a digest of every read, or the error it raised.
 """
@@ -30,6 +35,16 @@ def write(path):
         f.create_dataset("images", data=rng.random((N, *SHAPE), dtype=np.float32))
         f.create_dataset("labels", data=rng.integers(0, 1000, N, dtype=np.int64))
         f.create_dataset("flags", data=rng.integers(0, 2, N, dtype=np.uint8))
+
+
+SAMPLES, SAMPLE_SHAPE = 1024, (64, 64)  # 16 KiB float32 rows, 16 MiB contiguous per dataset
+
+
+def write_samples(path):
+    rng = np.random.default_rng(8)
+    with h5py.File(path, "w") as f:
+        for name in ("a", "b"):
+            f.create_dataset(name, data=rng.random((SAMPLES, *SAMPLE_SHAPE), dtype=np.float32))
 
 
 def digest(value):
@@ -61,6 +76,18 @@ def labels(path, out):
     json.dump(results, open(out, "w"))
 
 
+def samples(path, out):
+    rng = np.random.default_rng(12)
+    results = []
+    with h5py.File(path, "r") as f:
+        for _ in range(2):
+            for x in (f["a"], f["b"]):
+                for i in rng.permutation(SAMPLES):
+                    results.append(digest(x[i]))
+                results.append(digest(x[sorted(rng.choice(SAMPLES, 40, replace=False))]))
+    json.dump(results, open(out, "w"))
+
+
 def rewrite(path, out, mode):
     results = []
     with h5py.File(path, "r") as f:
@@ -88,7 +115,11 @@ if __name__ == "__main__":
     command = sys.argv[1]
     if command == "write":
         write(sys.argv[2])
+    elif command == "write-samples":
+        write_samples(sys.argv[2])
     elif command == "labels":
         labels(sys.argv[2], sys.argv[3])
+    elif command == "samples":
+        samples(sys.argv[2], sys.argv[3])
     else:
         rewrite(sys.argv[2], sys.argv[3], sys.argv[4])
