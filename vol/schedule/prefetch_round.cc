@@ -79,14 +79,14 @@ PrefetchRound::PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle
 
 void PrefetchRound::PlanDataset(DatasetWork& work) {
   const CachedDataset& dataset = *work.dataset;
-  // Whole slabs (CachedDataset::slab_rows): each chunk is read and decoded
-  // once, and contiguous rows come a slab to a request instead of one small
-  // random read each; rows the cache would not admit are left out by Claim.
-  // On a node agent (remote_) contiguous rows are read exactly: a slab's
-  // other rows may be other nodes' to read from storage.
+  // Whole slabs (CachedDataset::slab_rows) when that pays: each chunk is
+  // read and decoded once, and contiguous rows are read a slab to a request
+  // while the cache can keep them; rows the cache would not admit are left
+  // out by Claim. On a node agent (remote_) contiguous rows are read exactly:
+  // a slab's other rows may be other nodes' to read from storage.
   const bool chunked = dataset.chunk_rows() > 0;
-  if (const std::uint64_t per_slab = dataset.slab_rows();
-      per_slab > 1 && (chunked || remote_ == nullptr)) {
+  if ((chunked || remote_ == nullptr) && dataset.ReadAroundPays(cache_.Stats(), true)) {
+    const std::uint64_t per_slab = dataset.slab_rows();
     const std::size_t wanted = work.needs.size();
     for (std::size_t i = 0; i < wanted; ++i) {
       const std::uint64_t first = work.needs[i].row / per_slab * per_slab;

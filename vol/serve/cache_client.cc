@@ -310,25 +310,7 @@ cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const Cac
                                               const cache::NextUseOracle* oracle,
                                               std::uint64_t* read_around) {
   std::vector<std::uint64_t> claimed;
-  // With a schedule the oracle's claims keep only rows due before what they
-  // would evict (Belady's admission). Without one nothing says a slab's other
-  // rows are needed before LRU drops them: chunked data (decoded whole
-  // anyway) reads around when the whole dataset fits the cache; contiguous
-  // data, whose extra rows are extra bytes read, also only until the node's
-  // cache first evicts (a cache smaller than the job's data would drop them
-  // unused: what is read in vain is bounded by one cache's worth). Grouped
-  // datasets are small: their entries are their read-around.
-  bool read_around_pays = false;
-  if (cached.grouped()) {
-    // no read-around
-  } else if (oracle != nullptr) {
-    read_around_pays = true;
-  } else {
-    const cache::CacheStats stats = cache.Stats();
-    const std::uint64_t dataset_bytes = cached.num_rows() * cached.row_bytes();
-    read_around_pays =
-        dataset_bytes <= stats.capacity_bytes && (cached.chunk_rows() > 0 || stats.evictions == 0);
-  }
+  const bool read_around_pays = cached.ReadAroundPays(cache.Stats(), oracle != nullptr);
   std::vector<std::uint64_t> extra;
   if (read_around_pays) extra = SlabMates(cached, missing);
   if (oracle != nullptr && cached.chunk_rows() == 0) {

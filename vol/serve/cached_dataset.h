@@ -102,6 +102,21 @@ class CachedDataset {
     if (!layout_ || row_bytes_ == 0) return 1;
     return std::max<std::uint64_t>(1, kContiguousSlabBytes / row_bytes_);
   }
+  // Whether reading around pays now, given the node cache's `stats` and
+  // whether a schedule keys the rows. Grouped datasets: never (their entries
+  // are their read-around). Chunked data (decoded whole anyway): with a
+  // schedule (the oracle admits only rows due before what they displace), or
+  // when the dataset fits the cache. Contiguous data, whose extra rows are
+  // extra bytes read: only while the dataset fits the cache and the cache has
+  // never evicted. A cache smaller than the job's data would drop such rows
+  // unused (with a schedule too: a cache with free blocks admits any row), so
+  // what is read in vain is bounded by one cache's worth.
+  bool ReadAroundPays(const cache::CacheStats& stats, bool scheduled) const {
+    if (grouped() || slab_rows() <= 1) return false;
+    const bool fits = num_rows_ * row_bytes_ <= stats.capacity_bytes;
+    if (chunk_rows_ > 0) return scheduled || fits;
+    return fits && stats.evictions == 0;
+  }
   // How misses of this dataset are merged into reads.
   const cache::io::CoalescingOptions& coalescing() const { return coalescing_; }
 
