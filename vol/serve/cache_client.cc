@@ -310,16 +310,14 @@ cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const Cac
                                               const cache::NextUseOracle* oracle,
                                               std::uint64_t* read_around) {
   std::vector<std::uint64_t> claimed;
-  const bool read_around_pays = cached.ReadAroundPays(cache.Stats(), oracle != nullptr);
+  // With a schedule, contiguous slabs are the prefetcher's (PrefetchRound
+  // reads them whole, keyed by next use): a miss reads just its rows, and
+  // leaves the rest to it.
+  const bool scheduled = oracle != nullptr;
+  const bool read_around_pays =
+      (!scheduled || cached.chunk_rows() > 0) && cached.ReadAroundPays(cache.Stats(), scheduled);
   std::vector<std::uint64_t> extra;
   if (read_around_pays) extra = SlabMates(cached, missing);
-  if (oracle != nullptr && cached.chunk_rows() == 0) {
-    // Contiguous rows no loader of the node will read are not worth their bytes.
-    const std::uint64_t now = cache.NodeStep();
-    std::erase_if(extra, [&](std::uint64_t row) {
-      return oracle->NextUse(cached.slot(), row, now) == cache::NextUseOracle::kNever;
-    });
-  }
   if (!extra.empty()) {
     cache::Result<std::vector<std::uint64_t>> c = cache.Claim(cached.slot(), extra, oracle);
     if (c.ok()) claimed = std::move(c.value());
