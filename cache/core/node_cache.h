@@ -190,6 +190,12 @@ class NodeCache {
   bool TakeLeadership() noexcept;
   bool IsLeader() const noexcept;
   void ResignLeader() noexcept;
+  // fork(): the one process-local lock of the cache that a background thread
+  // takes (the prefetch leader's, in TryBecomeLeader). Held across fork() by
+  // the connector's handlers, so that a child, which has only the forking
+  // thread, never inherits it held and hangs in its own TryBecomeLeader.
+  void LockForFork() ACQUIRE(leader_watch_mu_) { leader_watch_mu_.Lock(); }
+  void UnlockAfterFork() RELEASE(leader_watch_mu_) { leader_watch_mu_.Unlock(); }
 
   // --- progress (participants.cc) ---
   // Participants are the schedule's ranks on this node (at most 256 at once).

@@ -1,6 +1,6 @@
 #include "vol/schedule/bound_fields.h"
 
-#include "cache/base/mutex.h"
+#include <memory>
 
 namespace prescient::vol {
 
@@ -18,13 +18,14 @@ bool BoundFields::Set(cache::DatasetSlot slot, const Entry& entry) {
   if (chunk >= kChunks || entry.field.field >= (1u << 15)) return false;
   Chunk* table = chunks_[chunk].load(std::memory_order_acquire);
   if (table == nullptr) {
-    cache::MutexLock lock(&grow_mutex_);
-    table = chunks_[chunk].load(std::memory_order_acquire);
-    if (table == nullptr) {
-      table = new Chunk();
-      for (std::atomic<std::uint64_t>& cell : *table) cell.store(0, std::memory_order_relaxed);
-      chunks_[chunk].store(table, std::memory_order_release);
-    }
+    // Installed by compare-and-swap, not under a lock: a forked child must
+    // never inherit a growth lock held by the parent's prefetch thread.
+    auto fresh = std::make_unique<Chunk>();
+    for (std::atomic<std::uint64_t>& cell : *fresh) cell.store(0, std::memory_order_relaxed);
+    if (chunks_[chunk].compare_exchange_strong(table, fresh.get(), std::memory_order_acq_rel,
+                                               std::memory_order_acquire)) {
+      table = fresh.release();
+    }  // else another thread installed one first: `table` is that one
   }
   const std::uint64_t previous =
       (*table)[slot % kChunkSlots].exchange(Pack(entry), std::memory_order_release);

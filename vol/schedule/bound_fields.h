@@ -4,7 +4,8 @@
 // prefetch thread for datasets it resolves) and read by the eviction oracle on
 // every thread, inside the cache's operations: reads are lock-free. Slots are
 // the cache's dataset slots (dense, below the segment's dataset limit), so the
-// table is a two-level array of atomics, grown in chunks, never moved.
+// table is a two-level array of atomics, grown in chunks, never moved, and
+// holds no lock (fork() may come at any point of a Set on another thread).
 #ifndef PRESCIENT_VOL_SCHEDULE_BOUND_FIELDS_H_
 #define PRESCIENT_VOL_SCHEDULE_BOUND_FIELDS_H_
 
@@ -12,10 +13,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 
-#include "cache/base/mutex.h"
 #include "cache/core/node_cache.h"
 #include "vol/schedule/schedule_binding.h"
 
@@ -47,7 +46,6 @@ class BoundFields {
   static std::uint64_t Pack(const Entry& entry);
 
   std::array<std::atomic<Chunk*>, kChunks> chunks_{};
-  cache::Mutex grow_mutex_;  // serialises adding chunks
   std::atomic<std::uint64_t> bound_{0};
 };
 

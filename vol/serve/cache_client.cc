@@ -104,10 +104,12 @@ void CacheClient::AtForkPrepare() {
   CacheClient& client = Get();
   client.mutex_.Lock();
   if (ScheduleFollower* follower = client.follower_.load()) follower->LockForFork();
+  if (client.cache_) client.cache_->LockForFork();  // last: a leaf
 }
 
 void CacheClient::AtForkParent() {
   CacheClient& client = Get();
+  if (client.cache_) client.cache_->UnlockAfterFork();
   if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
   client.mutex_.Unlock();
   DatasetResolver::UnlockAfterFork();
@@ -115,6 +117,7 @@ void CacheClient::AtForkParent() {
 
 void CacheClient::AtForkChild() {
   CacheClient& client = Get();
+  if (client.cache_) client.cache_->UnlockAfterFork();
   if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
   client.mutex_.Unlock();
   DatasetResolver::UnlockAfterFork();
