@@ -184,6 +184,50 @@ Result<ReadPlan> PlanChunkedReads(const ChunkedLayout& layout, std::span<const s
   return plan;
 }
 
+Result<ReadPlan> PlanContiguousSlices(const ContiguousLayout& layout,
+                                      std::span<const std::vector<std::uint64_t>> slices,
+                                      const CoalescingOptions& options) {
+  std::vector<std::uint64_t> all;
+  for (const std::vector<std::uint64_t>& slice : slices)
+    all.insert(all.end(), slice.begin(), slice.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  std::vector<bool> taken(all.size(), false);
+  auto index_of = [&](std::uint64_t row) {
+    return static_cast<std::size_t>(std::lower_bound(all.begin(), all.end(), row) - all.begin());
+  };
+  ReadPlan out;
+  std::vector<std::uint64_t> rows;
+  for (const std::vector<std::uint64_t>& slice : slices) {
+    rows.clear();
+    for (std::uint64_t row : slice) {
+      if (!taken[index_of(row)]) rows.push_back(row);
+    }
+    if (rows.empty()) continue;
+    Result<ReadPlan> plan = PlanContiguousReads(layout, rows, options);
+    if (!plan.ok()) return plan.status();
+    for (ReadTask& task : plan.value().tasks) {
+      // Every row not yet taken that lies whole inside one of the task's
+      // reads: the slice's own rows, and later slices' rows the read spans.
+      task.rows.clear();
+      for (const FileRead& read : task.reads) {
+        const std::uint64_t begin =
+            read.file_offset > layout.data_offset ? read.file_offset - layout.data_offset : 0;
+        const std::uint64_t end = read.file_offset + read.length - layout.data_offset;
+        const std::uint64_t first = (begin + layout.row_bytes - 1) / layout.row_bytes;
+        const std::uint64_t last = end / layout.row_bytes;  // rows [first, last) fit
+        for (std::size_t i = index_of(first); i < all.size() && all[i] < last; ++i) {
+          if (taken[i]) continue;
+          taken[i] = true;
+          task.rows.push_back(all[i]);
+        }
+      }
+      out.tasks.push_back(std::move(task));
+    }
+  }
+  return out;
+}
+
 Result<ReadPlan> PlanReads(const RawLayout& layout, std::span<const std::uint64_t> rows,
                            const CoalescingOptions& options) {
   if (const auto* contiguous = std::get_if<ContiguousLayout>(&layout)) {

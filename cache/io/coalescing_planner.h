@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "cache/io/coalescing_options.h"
 #include "cache/io/raw_layout.h"
@@ -37,6 +38,17 @@ Result<ReadPlan> PlanReads(const RawLayout& layout, std::span<const std::uint64_
 Result<ReadPlan> PlanContiguousReads(const ContiguousLayout& layout,
                                      std::span<const std::uint64_t> rows,
                                      const CoalescingOptions& options);
+
+// Deadline slices of contiguous rows (task_order.h: SplitByDeadline), planned
+// one after the other, most urgent first. A read of one slice that spans rows
+// of a later slice (its gap merged, or the read extended to min_read_bytes)
+// delivers them too, and they leave their own slice: bytes read are used, and
+// no row is read twice. Tasks come out slice by slice, each slice's in file
+// order; every row of every slice is in exactly one task. Rows as for PlanContiguousReads; no row
+// may be in two slices.
+Result<ReadPlan> PlanContiguousSlices(const ContiguousLayout& layout,
+                                      std::span<const std::vector<std::uint64_t>> slices,
+                                      const CoalescingOptions& options);
 
 Result<ReadPlan> PlanChunkedReads(const ChunkedLayout& layout, std::span<const std::uint64_t> rows,
                                   const CoalescingOptions& options);

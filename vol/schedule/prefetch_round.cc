@@ -65,6 +65,29 @@ std::vector<io::RowNeed> SlabDeadlines(std::span<const io::RowNeed> needs,
   return out;
 }
 
+// `needs` (normalized) and every other row of their slabs, not needed
+// itself; normalized too (merged in order: no sort of slab_rows x the needs).
+std::vector<io::RowNeed> WithSlabMates(std::span<const io::RowNeed> needs, std::uint64_t slab_rows,
+                                       std::uint64_t num_rows) {
+  std::vector<io::RowNeed> out;
+  out.reserve(needs.size() * std::min<std::uint64_t>(slab_rows, 16));
+  for (std::size_t i = 0; i < needs.size();) {
+    const std::uint64_t first = needs[i].row / slab_rows * slab_rows;
+    const std::uint64_t end = std::min(first + slab_rows, num_rows);
+    for (std::uint64_t row = first; row < end; ++row) {
+      if (i < needs.size() && needs[i].row == row) {
+        out.push_back(needs[i++]);
+      } else {
+        out.push_back({.row = row});
+      }
+    }
+    // A row at or past num_rows (never from a valid schedule) is kept as it
+    // was, so that the claim refuses it as before.
+    while (i < needs.size() && needs[i].row < first + slab_rows) out.push_back(needs[i++]);
+  }
+  return out;
+}
+
 }  // namespace
 
 PrefetchRound::PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle* oracle,
@@ -85,16 +108,9 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
   // out by Claim. On a node agent (remote_) contiguous rows are read exactly:
   // a slab's other rows may be other nodes' to read from storage.
   const bool chunked = dataset.chunk_rows() > 0;
-  if ((chunked || remote_ == nullptr) && dataset.ReadAroundPays(cache_.Stats(), true)) {
-    const std::uint64_t per_slab = dataset.slab_rows();
-    const std::size_t wanted = work.needs.size();
-    for (std::size_t i = 0; i < wanted; ++i) {
-      const std::uint64_t first = work.needs[i].row / per_slab * per_slab;
-      for (std::uint64_t r = first; r < std::min(first + per_slab, dataset.num_rows()); ++r)
-        work.needs.push_back({.row = r});
-    }
-  }
   io::NormalizeNeeds(work.needs);
+  if ((chunked || remote_ == nullptr) && dataset.ReadAroundPays(cache_.Stats(), true))
+    work.needs = WithSlabMates(work.needs, dataset.slab_rows(), dataset.num_rows());
   // Claimed in order of need, each keyed by its next use: the step that needs
   // it, or for the rest of a chunk what the oracle says. The cache admits a
   // row only if it is needed before the row it would displace, and reserves
@@ -137,25 +153,22 @@ void PrefetchRound::PlanClaimed(DatasetWork& work, std::vector<Pending>& pending
   const CachedDataset& dataset = *work.dataset;
   // Chunked data is planned whole: a chunk split across slices would be read
   // and decoded twice.
-  const bool sliced =
-      slice_steps_ > 0 && std::holds_alternative<io::ContiguousLayout>(*dataset.raw_layout());
-  std::vector<std::vector<std::uint64_t>> slices =
-      sliced ? io::SplitByDeadline(work.claimed, SlabDeadlines(work.needs, dataset.slab_rows()),
-                                   front_, slice_steps_)
-             : std::vector<std::vector<std::uint64_t>>{work.claimed};
-  work.plan = {};
-  for (const std::vector<std::uint64_t>& rows : slices) {
-    if (rows.empty()) continue;
-    io::Result<io::ReadPlan> plan =
-        io::PlanReads(*dataset.raw_layout(), rows, dataset.coalescing());
-    if (!plan.ok()) {
-      for (std::uint64_t row : work.claimed) (void)cache_.Abandon(dataset.slot(), row);
-      work.claimed.clear();
-      work.plan = {};
-      return;
-    }
-    for (io::ReadTask& task : plan.value().tasks) work.plan.tasks.push_back(std::move(task));
+  const auto* contiguous = std::get_if<io::ContiguousLayout>(dataset.raw_layout().get());
+  io::Result<io::ReadPlan> plan =
+      slice_steps_ > 0 && contiguous != nullptr
+          ? io::PlanContiguousSlices(
+                *contiguous,
+                io::SplitByDeadline(work.claimed, SlabDeadlines(work.needs, dataset.slab_rows()),
+                                    front_, slice_steps_),
+                dataset.coalescing())
+          : io::PlanReads(*dataset.raw_layout(), work.claimed, dataset.coalescing());
+  if (!plan.ok()) {
+    for (std::uint64_t row : work.claimed) (void)cache_.Abandon(dataset.slot(), row);
+    work.claimed.clear();
+    work.plan = {};
+    return;
   }
+  work.plan = std::move(plan.value());
   for (const io::ReadTask& task : work.plan.tasks)
     pending.push_back({&work, &task, FirstNeed(task, work.needs)});
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "test_dataset.h"
@@ -86,6 +87,76 @@ TEST(ContiguousPlanTest, RejectsRowsOutOfRange) {
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), Status::Code::kInvalidArgument);
   EXPECT_NE(plan.status().message().find("100"), std::string::npos);
+}
+
+// Every row of the plan's tasks, each task's rows checked to lie inside its reads.
+std::vector<std::uint64_t> RowsInsideReads(const ContiguousLayout& layout, const ReadPlan& plan) {
+  std::vector<std::uint64_t> rows;
+  for (const ReadTask& task : plan.tasks) {
+    for (std::uint64_t row : task.rows) {
+      const bool inside = std::any_of(task.reads.begin(), task.reads.end(), [&](const FileRead& r) {
+        return layout.RowOffset(row) >= r.file_offset &&
+               layout.RowOffset(row) + layout.row_bytes <= r.file_offset + r.length;
+      });
+      EXPECT_TRUE(inside) << "row " << row << " is not inside its task's reads";
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+TEST(ContiguousSlicesTest, AReadDeliversTheLaterSlicesRowsItSpans) {
+  // Slice 0 wants rows 0 and 2; the gap row 1 is read with them, and row 1
+  // belongs to slice 1: it is delivered by slice 0's read, not read again.
+  const ContiguousLayout layout = Contiguous();
+  const CoalescingOptions options{.max_gap_bytes = 1000, .max_run_bytes = 1 << 20};
+  const std::vector<std::vector<std::uint64_t>> slices = {{0, 2}, {1, 9}};
+  const ReadPlan plan = PlanContiguousSlices(layout, slices, options).value();
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  EXPECT_EQ(plan.tasks[0].rows, (std::vector<std::uint64_t>{0, 1, 2}));
+  EXPECT_EQ(plan.tasks[1].rows, std::vector<std::uint64_t>{9});  // slice order is kept
+  EXPECT_EQ(plan.bytes_read(), 4000u);
+  // Planned slice by slice without it, row 1 costs a second read.
+  EXPECT_EQ(PlanContiguousReads(layout, slices[1], options).value().bytes_read(), 2000u);
+}
+
+TEST(ContiguousSlicesTest, ExtendedReadsTakeTheRowsTheyReach) {
+  // A 1000-byte row read as 2500 bytes (the sieve-like minimum) reaches the
+  // next row whole and the one after in part: only whole rows are delivered.
+  const ContiguousLayout layout = Contiguous();
+  const CoalescingOptions options{
+      .max_gap_bytes = 0, .max_run_bytes = 1 << 20, .min_read_bytes = 2500};
+  const std::vector<std::vector<std::uint64_t>> slices = {{10}, {11, 12}};
+  const ReadPlan plan = PlanContiguousSlices(layout, slices, options).value();
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  EXPECT_EQ(plan.tasks[0].rows, (std::vector<std::uint64_t>{10, 11}));
+  EXPECT_EQ(plan.tasks[1].rows, std::vector<std::uint64_t>{12});
+}
+
+TEST(ContiguousSlicesTest, EveryRowIsDeliveredOnceWhateverTheSlices) {
+  const ContiguousLayout layout = Contiguous(1000);
+  const CoalescingOptions options{
+      .max_gap_bytes = 3000, .max_run_bytes = 20000, .min_read_bytes = 4000};
+  std::vector<std::vector<std::uint64_t>> slices(5);
+  std::vector<std::uint64_t> expected;
+  for (std::uint64_t row = 0; row < 1000; row += 1 + row % 3) {
+    slices[(row * 7919) % 5].push_back(row);
+    expected.push_back(row);
+  }
+  const ReadPlan plan = PlanContiguousSlices(layout, slices, options).value();
+  std::vector<std::uint64_t> got = RowsInsideReads(layout, plan);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, expected);
+  // Never more bytes than the slices planned on their own.
+  std::uint64_t alone = 0;
+  for (const std::vector<std::uint64_t>& slice : slices)
+    alone += PlanContiguousReads(layout, slice, options).value().bytes_read();
+  EXPECT_LT(plan.bytes_read(), alone);
+}
+
+TEST(ContiguousSlicesTest, RejectsRowsOutOfRange) {
+  const std::vector<std::vector<std::uint64_t>> slices = {{1}, {100}};
+  EXPECT_FALSE(PlanContiguousSlices(Contiguous(), slices, kNoCoalescing).ok());
 }
 
 TEST(ContiguousPlanTest, EmptyRowSetGivesEmptyPlan) {
