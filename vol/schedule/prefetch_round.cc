@@ -102,15 +102,47 @@ PrefetchRound::PrefetchRound(cache::NodeCache& cache, const cache::NextUseOracle
 
 void PrefetchRound::PlanDataset(DatasetWork& work) {
   const CachedDataset& dataset = *work.dataset;
-  // Whole slabs (CachedDataset::slab_rows) when that pays: each chunk is
+  io::NormalizeNeeds(work.needs);
+  std::vector<std::uint64_t> claimed = Claim(dataset, work.needs);
+  // Then whole slabs (CachedDataset::slab_rows) when that pays: each chunk is
   // read and decoded once, and contiguous rows are read a slab to a request
   // while the cache can keep them; rows the cache would not admit are left
-  // out by Claim. On a node agent (remote_) contiguous rows are read exactly:
-  // a slab's other rows may be other nodes' to read from storage.
+  // out by Claim. Only the slabs of rows claimed just now: a slab whose needed
+  // rows are all cached or on their way had its other rows read around with
+  // them (or they were loaded by a miss, and each is claimed when it is
+  // needed itself), and looking them up again in every round cost the leader
+  // 16 lookups per sample in epochs that were all hits. On a node agent
+  // (remote_) contiguous rows are read exactly: a slab's other rows may be
+  // other nodes' to read from storage.
   const bool chunked = dataset.chunk_rows() > 0;
-  io::NormalizeNeeds(work.needs);
-  if ((chunked || remote_ == nullptr) && dataset.ReadAroundPays(cache_.Stats(), true))
-    work.needs = WithSlabMates(work.needs, dataset.slab_rows(), dataset.num_rows());
+  if (!claimed.empty() && (chunked || remote_ == nullptr) &&
+      dataset.ReadAroundPays(cache_.Stats(), true)) {
+    std::sort(claimed.begin(), claimed.end());
+    std::vector<io::RowNeed> fresh;
+    fresh.reserve(claimed.size());
+    for (std::uint64_t row : claimed) fresh.push_back({.row = row});
+    std::vector<io::RowNeed> mates;
+    for (const io::RowNeed& mate : WithSlabMates(fresh, dataset.slab_rows(), dataset.num_rows())) {
+      const auto it = std::lower_bound(
+          work.needs.begin(), work.needs.end(), mate.row,
+          [](const io::RowNeed& need, std::uint64_t row) { return need.row < row; });
+      if (it == work.needs.end() || it->row != mate.row) mates.push_back(mate);
+    }
+    const std::vector<std::uint64_t> more = Claim(dataset, mates);
+    claimed.insert(claimed.end(), more.begin(), more.end());
+    // The mates stay in the needs (not needed themselves): the deadline
+    // slices give them their slab's step.
+    work.needs.insert(work.needs.end(), mates.begin(), mates.end());
+    io::NormalizeNeeds(work.needs);
+  }
+  if (claimed.empty()) return;
+  std::sort(claimed.begin(), claimed.end());  // the planner wants them ascending
+  work.claimed = std::move(claimed);
+  if (remote_ != nullptr) work.remote = remote_->Start(dataset, work.claimed);
+}
+
+std::vector<std::uint64_t> PrefetchRound::Claim(const CachedDataset& dataset,
+                                                std::span<const io::RowNeed> needs) {
   // Claimed in order of need, each keyed by its next use: the step that needs
   // it, or for the rest of a chunk what the oracle says. The cache admits a
   // row only if it is needed before the row it would displace, and reserves
@@ -118,10 +150,11 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
   // Contiguous rows no loader of the node will read are not read around:
   // they would cost bytes from storage for nothing (a chunk's are decoded
   // anyway).
+  const bool chunked = dataset.chunk_rows() > 0;
   std::vector<cache::RowWithKey> rows;
-  rows.reserve(work.needs.size());
+  rows.reserve(needs.size());
   const std::uint64_t now = cache_.NodeStep();
-  for (const io::RowNeed& need : work.needs) {
+  for (const io::RowNeed& need : needs) {
     const std::uint64_t next_use =
         need.step != io::RowNeed::kNotNeeded
             ? (key_of_ ? key_of_(dataset, need.row, need.step) : need.step)
@@ -132,15 +165,14 @@ void PrefetchRound::PlanDataset(DatasetWork& work) {
       continue;
     rows.push_back({.row = need.row, .next_use = next_use});
   }
+  if (rows.empty()) return {};
   std::stable_sort(rows.begin(), rows.end(),
                    [](const cache::RowWithKey& a, const cache::RowWithKey& b) {
                      return a.next_use < b.next_use;
                    });
   cache::Result<std::vector<std::uint64_t>> claimed = cache_.ClaimForPrefetch(dataset.slot(), rows);
-  if (!claimed.ok() || claimed.value().empty()) return;
-  work.claimed = std::move(claimed.value());
-  std::sort(work.claimed.begin(), work.claimed.end());  // the planner wants them ascending
-  if (remote_ != nullptr) work.remote = remote_->Start(dataset, work.claimed);
+  if (!claimed.ok()) return {};
+  return std::move(claimed.value());
 }
 
 void PrefetchRound::SetLoaderFront(std::uint64_t front, std::uint64_t slice_steps) {

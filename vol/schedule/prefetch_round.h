@@ -19,10 +19,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "cache/core/node_cache.h"
 #include "cache/io/executor.h"
+#include "cache/io/task_order.h"
 #include "vol/schedule/remote_rows.h"
 #include "vol/serve/cached_dataset.h"
 
@@ -84,6 +86,9 @@ class PrefetchRound {
   // Claims the dataset's wanted rows, sends for those other nodes own, and
   // plans the rest.
   void PlanDataset(DatasetWork& work);
+  // Claims `needs` (normalized) in order of next use; the rows claimed, or none.
+  std::vector<std::uint64_t> Claim(const CachedDataset& dataset,
+                                   std::span<const cache::io::RowNeed> needs);
   // Plans the claimed rows of `work` into coalesced reads (abandoning them if
   // that fails) and adds its tasks to `pending`.
   void PlanClaimed(DatasetWork& work, std::vector<Pending>& pending);
