@@ -31,6 +31,7 @@ import operator
 import os
 import sys
 import threading
+import time
 import weakref
 from typing import List, Optional, Sequence
 
@@ -39,6 +40,10 @@ from . import _context, _learn, _plugin
 
 # One known key in this many is recorded again (see Follower.learns).
 _RECHECK = 32
+# A worker looks again at the indices the pattern predicts (_learn.PREDICTED)
+# when this many seconds passed since its last look: one small file read, a few
+# microseconds (counted in time, not fetches: a fetch may be a batch).
+_PREDICTED_CHECK_SECONDS = 0.05
 # Items between two looks at what the workers learned, once past the first
 # looks (16, 64, 256, 1024, 4096 items: see _EpochOrder.__next__).
 _LOOK_EVERY = 4096
@@ -146,6 +151,8 @@ class Follower:
         self._learn_pid = None
         self._warned = set()
         self._fetches = 0            # known keys fetched by this process
+        self._predicted = None       # [first, end) the pattern predicts, as last read
+        self._predicted_checked = None  # time.monotonic() of the last look
         # The publisher is used by one thread at a time: the training thread
         # (publications) or the absorbing thread (epoch_progressed).
         self._publisher_lock = threading.Lock()
@@ -270,6 +277,7 @@ class Follower:
             self._recorder_pid = pid
             self._recorder = _plugin.find_recorder()
             self._learn_fd = None
+            self._predicted_checked = None
             # Workers are forked before their epoch is published (the DataLoader
             # starts them first): what is known is read from the job's directory.
             from ._publish import load_known
@@ -277,14 +285,32 @@ class Follower:
             self._known = self._known | load_known(self.context.directory)
         return self._recorder
 
+    def _predicted_here(self):
+        """[first, end) of the indices the learned pattern predicts, re-read
+        every _PREDICTED_CHECK_SECONDS (the publisher shares it in the job's
+        directory as soon as it finds the pattern, or withdraws it)."""
+        now = time.monotonic()
+        last = self._predicted_checked
+        if last is None or now - last >= _PREDICTED_CHECK_SECONDS:
+            self._predicted_checked = now
+            self._predicted = _learn.load_predicted(self.context.directory)
+        return self._predicted
+
     def learns(self, key) -> bool:
         recorder = self._recorder_here()
         indices = _as_indices(key)
         if indices is None or recorder is None:
             return False
-        if all(i in self._known for i in indices):
-            # One known key in _RECHECK is learned again: a dataset that maps its
-            # indices to rows anew every epoch shows itself (LearnedMap.unstable).
+        predicted = self._predicted_here()
+        if all(i in self._known for i in indices) or (
+                predicted is not None and all(predicted[0] <= i < predicted[1] for i in indices)):
+            # One known or predicted key in _RECHECK is learned (again): a dataset
+            # that maps its indices to rows anew every epoch shows itself
+            # (LearnedMap.unstable), and one that leaves the pattern breaks it
+            # (the publisher withdraws the prediction and every index is learned
+            # again). The first epoch of a row = index dataset records 1/32 of
+            # its fetches, not all of them: recording, writing and reading back
+            # every fetch cost ~1 s of the two cores in 40,000 fetches.
             self._fetches += 1
             return self._fetches % _RECHECK == 0
         return True

@@ -28,6 +28,10 @@ import os
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 LEARN_PREFIX = "learn-"
+# The index range the learned map's pattern predicts, shared with the workers:
+# they then learn one index of it in _RECHECK (as of known indices) instead of
+# every index of the first epoch (_follower.Follower.learns).
+PREDICTED = "predicted"
 # Learned indices needed before a pattern is believed (every one must fit it).
 _MIN_PATTERN_EVIDENCE = 32
 
@@ -56,6 +60,39 @@ def parse_reads(text: str) -> Optional[List[Read]]:
             continue
         reads.append((parts[0], parts[1].lstrip("/"), int(parts[2]), _rows_of(parts[3])))
     return reads
+
+
+def save_predicted(directory: str, indices: Optional[Tuple[int, int]]) -> None:
+    """Shares [first, end) as the indices the pattern predicts; None withdraws it."""
+    path = os.path.join(directory, PREDICTED)
+    if indices is None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{int(indices[0])} {int(indices[1])}\n")
+        os.replace(tmp, path)  # a worker never reads half a file
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load_predicted(directory: str) -> Optional[Tuple[int, int]]:
+    """What save_predicted shared, or None (nothing shared, or unreadable)."""
+    try:
+        with open(os.path.join(directory, PREDICTED)) as f:
+            first, end = (int(v) for v in f.read().split())
+    except (OSError, ValueError):
+        return None
+    return (first, end) if first < end else None
 
 
 def format_record(key: Sequence[int], recorded: str) -> bytes:
@@ -354,6 +391,17 @@ class LearnedMap:
         if self.sample_map() is None or self._pattern is None:
             return None
         return self._pattern[0], self._pattern[1], self._map.num_samples
+
+    def predicted_indices(self) -> Optional[Tuple[int, int]]:
+        """[first, end): the indices the evident pattern maps into the map's
+        samples, or None without a pattern."""
+        pattern = self.pattern()
+        if pattern is None:
+            return None
+        per, offset, num_samples = pattern
+        first = max(0, -(offset // per))  # the least i with i * per + offset >= 0
+        end = (num_samples - per - offset) // per + 1  # i * per + offset + per <= num_samples
+        return (first, end) if first < end else None
 
     def predicts(self) -> bool:
         """True when indices not read yet are predicted (an evident pattern)."""

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._learn import LearnedMap
+from ._learn import LearnedMap, save_predicted
 from ._schedule_writer import WriterField, WriterFile, write_schedule
 
 _ORDER = re.compile(r"order-r(\d+)-e(\d+)\.npy$")
@@ -142,6 +142,15 @@ class Publisher:
         # stat'ed again at every publish (a file changed since is found by the
         # connector, which compares both before binding it).
         self._stats: Dict[str, Tuple[int, int]] = {}
+        self._shared_prediction: Optional[Tuple[int, int]] = None
+
+    def _share_prediction(self) -> None:
+        """Tells the workers which indices the pattern predicts (or that it
+        broke), when that changed since this publisher last said."""
+        predicted = self.learned.predicted_indices()
+        if predicted != self._shared_prediction:
+            save_predicted(self._directory, predicted)
+            self._shared_prediction = predicted
 
     def _stat(self, path: str) -> Tuple[int, int]:
         known = self._stats.get(path)
@@ -159,6 +168,7 @@ class Publisher:
         written); returns the records read."""
         added = self.learned.read_files(self._directory)
         self.learned.sample_map()  # built now if the records call for it
+        self._share_prediction()
         return added
 
     def publish(self) -> bool:
@@ -170,6 +180,7 @@ class Publisher:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self.learned.read_files(self._directory)
             sample_map = self.learned.sample_map()
+            self._share_prediction()
             if sample_map is None:
                 return False
             # Indices that read other rows each epoch: nothing is described

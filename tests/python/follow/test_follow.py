@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 LOADERS = os.path.join(HERE, "follow_loaders.py")
 EPOCHS = 3
+SAMPLES = 8 * 500  # follow_loaders.SAMPLES
 
 
 def plugin_dir():
@@ -121,6 +122,19 @@ def test_loader_followed_without_a_schedule(shape, start, data, tmp_path):
     assert any(os.path.basename(p) == "schedule" for p in job_files)
     for p in job_files:
         assert os.stat(p).st_mode & 0o077 == 0, p
+    # Indices recorded by the workers: every one in the first epoch, then one in 32 (a check
+    # that the dataset still maps them to the same rows); with an evident pattern (row =
+    # index, file = index // rows, whole batches: every shape but "list", whose index table
+    # is a permutation), one in 32 already once the training process shares the pattern,
+    # 400-1,600 samples into the first epoch ("files" shows it once a second file was read;
+    # before: 4,000 + 8,000 / 32).
+    recorded = 0
+    for p in job_files:
+        if os.path.basename(p).startswith("learn-"):
+            with open(p) as f:
+                recorded += sum(len(line[2:].split(",")) for line in f if line.startswith("K "))
+    later = SAMPLES * (EPOCHS - 1) // 16
+    assert 0 < recorded <= (SAMPLES + later if shape == "list" else SAMPLES // 2 + later), recorded
 
 
 def test_follower_off_without_the_variable(data, tmp_path):

@@ -2,6 +2,7 @@
 and the pattern that predicts the indices not read yet."""
 
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -158,3 +159,53 @@ def test_learn_files_read_during_the_epoch_are_not_read_again_at_its_publication
     assert follower._absorbing is not None
     follower._absorbing.join(60)
     assert len(publisher.learned) == 600 and publisher.absorb() == 0
+
+
+def test_the_indices_a_pattern_predicts():
+    learned = LearnedMap()
+    assert learned.predicted_indices() is None
+    for i in range(5, 300, 3):  # index i reads row i - 5 of 1,000
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{i - 5}+1\n"])
+    assert learned.predicted_indices() == (5, 1005)
+    blocks = LearnedMap()
+    for b in range(0, 40):  # whole contiguous batches of 25 rows
+        record(blocks, [b], [f"/d/a.h5\t/x\t1010\t{b * 25}+25\n"])
+    assert blocks.predicted_indices() == (0, 40)  # the last 10 rows make no whole batch
+
+
+def test_workers_learn_one_predicted_index_in_32_until_the_pattern_breaks(tmp_path):
+    from prescient import _follower, _publish
+    from prescient._context import FollowContext
+    from prescient._learn import load_predicted
+
+    data = tmp_path / "a.h5"
+    data.write_bytes(b"\0" * 64)
+
+    def append(indices, row_of=lambda i: i):
+        with open(tmp_path / "learn-1", "ab") as f:
+            for i in indices:
+                f.write(format_record([i], f"{data}\t/x\t1000\t{row_of(i)}+1\n"))
+
+    # The training process shares what the pattern predicts as soon as it finds it.
+    publisher = _publish.Publisher(str(tmp_path), str(tmp_path / "schedule.bin"), 1)
+    append(range(0, 100))
+    publisher.absorb()
+    assert load_predicted(str(tmp_path)) == (0, 1000)
+
+    # A worker (here without a connector: a stand-in recorder) then learns 1 index in 32.
+    class Recorder:
+        pass
+
+    follower = _follower.Follower(FollowContext(directory=str(tmp_path), rank=0, local_ranks=1))
+    follower._recorder_here = lambda: Recorder()
+    assert sum(follower.learns(i) for i in range(100, 740)) == 20
+    assert sum(follower.learns([i, i + 1]) for i in range(200, 520, 2)) == 5  # batch keys too
+    assert follower.learns(1000) and follower.learns([999, 1000])  # outside: always learned
+
+    # A learned record that leaves the pattern withdraws the prediction, and the worker
+    # learns every index again at its next look (_PREDICTED_CHECK_SECONDS after the last).
+    append([300], row_of=lambda i: 7)
+    publisher.absorb()
+    assert load_predicted(str(tmp_path)) is None
+    time.sleep(_follower._PREDICTED_CHECK_SECONDS)
+    assert all(follower.learns(i) for i in range(400, 464))
