@@ -24,7 +24,8 @@ Around the loop (the harness's part): before each epoch every file of the worklo
 checked against the float64 sums saved at generation (the check's time is left out of the epoch);
 an optional compute sleep per batch; a slowdown factor f stretches every step of this rank to f
 times its length (ranks that do not move in lockstep); the connector's statistics files of this
-rank (main process and workers) and the block device's counters are read at every epoch's end.
+rank (main process and workers), the block device's counters and the CPU time the hypervisor
+stole from the machine (storage.cpu_steal_s) are read at every epoch's end.
 """
 
 import bisect
@@ -178,6 +179,7 @@ def main():
             storage.drop_from_page_cache(files)
         sampler.set_epoch(epoch)
         dev0 = storage.device_reads(device)
+        steal0 = storage.cpu_steal_s()
         samples = batches = bad = 0
         wait = check = slept = first_wait = 0.0
         start = time.perf_counter()
@@ -210,9 +212,10 @@ def main():
         del it  # shuts non-persistent workers down: their statistics are final
         elapsed = time.perf_counter() - start - check
         dev1 = storage.device_reads(device)
+        steal = storage.cpu_steal_s() - steal0
         record = {"epoch": epoch, "seconds": elapsed, "samples": samples, "batches": batches, "wait_s": wait,
                   "first_wait_s": first_wait, "compute_s": slept, "check_s": check, "bad_samples": bad,
-                  "device_reads": dev1[0] - dev0[0], "device_bytes": dev1[1] - dev0[1]}
+                  "device_reads": dev1[0] - dev0[0], "device_bytes": dev1[1] - dev0[1], "steal_s": steal}
         if stats_files:
             record["stats_cumulative"] = counters.snapshot(stats_files)
         epochs.append(record)

@@ -169,6 +169,8 @@ class Suite:
     def one_line(record):
         times = ", ".join(f"{e['seconds']:.2f}" for e in record["epochs"])
         waits = ", ".join(f"{e['wait_s']:.2f}" for e in record["epochs"])
-        return (f"  {record['label']}: epochs {times} s, loop wait {waits} s, wrong samples {record['wrong_samples']}"
+        steals = ", ".join(f"{e.get('steal_s', 0.0):.2f}" for e in record["epochs"])
+        return (f"  {record['label']}: epochs {times} s, loop wait {waits} s, steal {steals} s, "
+                f"wrong samples {record['wrong_samples']}"
                 + ("; TIMED OUT" if record["timed_out"] else "")
                 + (f"; FAILED ranks {record['failed_ranks']}" if record["failed_ranks"] else ""))

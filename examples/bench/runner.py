@@ -179,7 +179,9 @@ class Runner:
             row = {"epoch": i, "seconds": max(e["seconds"] for e in es), "per_rank_s": [e["seconds"] for e in es],
                    "wait_s": sum(e["wait_s"] for e in es), "first_wait_s": sum(e["first_wait_s"] for e in es),
                    "samples": sum(e["samples"] for e in es), "bad_samples": sum(e["bad_samples"] for e in es),
-                   "device_reads": es[0]["device_reads"], "device_bytes": es[0]["device_bytes"]}
+                   "device_reads": es[0]["device_reads"], "device_bytes": es[0]["device_bytes"],
+                   # Machine-wide, like the device's counters: rank 0's view.
+                   "steal_s": es[0].get("steal_s", 0.0)}
             if final is not None:
                 snaps = [rows[i] for rows in per_rank_counters if rows[i] is not None]
                 summed, fields = {}, {}

@@ -1,4 +1,5 @@
-"""What the suites do to and read from storage around a loop: cold files and device counters.
+"""What the suites do to and read from storage around a loop: cold files and device counters,
+and the CPU time the hypervisor took from the machine (steal), which explains slow epochs on a VM.
 
 "Cold" means: every file of the workload is written back (fdatasync) and dropped from the page
 cache (POSIX_FADV_DONTNEED) before an epoch; the node cache in /dev/shm is what survives. On a VM
@@ -47,3 +48,15 @@ def device_reads(device):
     except OSError:
         pass
     return (0, 0)
+
+
+def cpu_steal_s():
+    """CPU seconds stolen from this machine by its hypervisor so far, summed over its CPUs (the
+    8th value of /proc/stat's "cpu" line): time the loop's processes were runnable but the
+    virtual CPU was not running. 0.0 when unknown (no /proc, or a kernel that does not count it)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK") if fields[0] == "cpu" else 0.0
+    except (OSError, IndexError, ValueError):
+        return 0.0

@@ -328,10 +328,16 @@ def test_never_slower_compares_each_run_with_the_native_runs_around_it():
     # Storage drifts slower over the case: each run is judged against its neighbours, not run 0.
     runs = [native(0, [1.0]), prescient("a", [1.1], [0, 1]), native(1, [1.2]), prescient("b", [1.5], [1, 2]),
             native(2, [1.6])]
+    # CPU time the hypervisor stole during each epoch (machine noise), the native runs' averaged.
+    for run, steal in zip(runs, [0.1, 0.0, 0.3, 2.5, 0.0]):
+        run["epochs"][0]["steal_s"] = steal
     rows = tables.never_slower_rows({"suite": "never-slower", "runs": runs})
     assert [(r["run"], round(r["native_s"], 2), r["verdict"]) for r in rows] == [("a", 1.1, "met"),
                                                                                   ("b", 1.4, "MISSED")]
     assert rows[0]["baseline"] == "native (mean of the 2 runs around it)"
+    assert [(round(r["native_steal_s"], 2), r["prescient_steal_s"]) for r in rows] == [(0.2, 0.0), (0.15, 2.5)]
+    text = "\n".join(tables.never_slower_tables({"suite": "never-slower", "runs": runs}))
+    assert "| 0.15 | 2.50 | 0 |" in text
 
 
 def test_tables_command_prints_a_results_file(tmp_path):
@@ -352,6 +358,7 @@ def test_a_native_run_and_a_deadline_that_ends_it_whole(tmp_path):
     rec = run.run(runner.Run("ok", "native", w, epochs=2, workers=1, batch=16, ranks=2))
     assert not rec["timed_out"] and not rec["failed_ranks"] and rec["wrong_samples"] == 0
     assert [e["samples"] for e in rec["epochs"]] == [64, 64] and rec["stats"] is None
+    assert all(e["steal_s"] >= 0.0 for e in rec["epochs"])
     run.timeout_s = 3
     rec = run.run(runner.Run("slow", "native", w, epochs=1, workers=1, batch=16, compute_s=30.0))
     assert rec["timed_out"]
