@@ -329,15 +329,20 @@ def test_never_slower_compares_each_run_with_the_native_runs_around_it():
     runs = [native(0, [1.0]), prescient("a", [1.1], [0, 1]), native(1, [1.2]), prescient("b", [1.5], [1, 2]),
             native(2, [1.6])]
     # CPU time the hypervisor stole during each epoch (machine noise), the native runs' averaged.
-    for run, steal in zip(runs, [0.1, 0.0, 0.3, 2.5, 0.0]):
+    for run, steal in zip(runs, [0.02, 0.0, 0.04, 2.5, 0.0]):
         run["epochs"][0]["steal_s"] = steal
     rows = tables.never_slower_rows({"suite": "never-slower", "runs": runs})
     assert [(r["run"], round(r["native_s"], 2), r["verdict"]) for r in rows] == [("a", 1.1, "met"),
                                                                                   ("b", 1.4, "MISSED")]
     assert rows[0]["baseline"] == "native (mean of the 2 runs around it)"
-    assert [(round(r["native_steal_s"], 2), r["prescient_steal_s"]) for r in rows] == [(0.2, 0.0), (0.15, 2.5)]
+    assert [(round(r["native_steal_s"], 2), r["prescient_steal_s"], r["disturbed"]) for r in rows] == [
+        (0.03, 0.0, False), (0.02, 2.5, True)]
     text = "\n".join(tables.never_slower_tables({"suite": "never-slower", "runs": runs}))
-    assert "| 0.15 | 2.50 | 0 |" in text
+    assert "| MISSED (disturbed) |" in text and "| 0.02 | 2.50 | 0 |" in text
+    # A disturbed native run is left out of its epoch's baseline when the other is calm.
+    runs[2]["epochs"][0]["steal_s"] = 0.5
+    rows = tables.never_slower_rows({"suite": "never-slower", "runs": runs})
+    assert [round(r["native_s"], 2) for r in rows] == [1.0, 1.6]
 
 
 def test_tables_command_prints_a_results_file(tmp_path):
@@ -422,7 +427,31 @@ def test_never_slower_rounds_are_judged_by_their_median_ratio():
     assert [(m["epoch"], m["rounds"], round(m["median"], 2), round(m["low"], 2), m["rounds_met"], m["verdict"])
             for m in medians] == [(0, 3, 1.1, 0.9, 2, "met"), (1, 3, 0.9, 0.8, 1, "MISSED")]
     text = "\n".join(tables.markdown(results))
-    assert "met in 1 of 2 epochs" in text and "| 3 | 1.10 | 0.90 | 1.20 | 2 of 3 | met |" in text
+    assert "met in 1 of 2 epochs" in text and "| 3 | 3 | 1.10 | 0.90 | 1.20 | 2 of 3 | met |" in text
+    # An epoch is judged on its rounds the hypervisor did not disturb: round 1's Prescient run lost
+    # 30% of the (2-CPU) machine in epoch 0; round 2's native run after it lost 10% in epoch 1, so
+    # that round's baseline is the native run before it alone.
+    results["machine_before"] = {"cpus": 2}
+    results["tool"] = {"sample_maps": True, "block_bytes": True}
+    runs[3]["epochs"][0]["steal_s"] = 0.3 * 2 * runs[3]["epochs"][0]["seconds"]
+    runs[6]["epochs"][1]["steal_s"] = 0.1 * 2 * 1.0
+    runs[0]["epochs"][1]["steal_s"] = 0.04 * 2 * 1.0  # below the limit
+    medians = tables.never_slower_medians(tables.never_slower_rows(results))
+    assert [(m["epoch"], m["judged"], round(m["median"], 2), m["verdict"]) for m in medians] == [
+        (0, 2, 1.15, "met"), (1, 3, 0.9, "MISSED")]
+    text = "\n".join(tables.markdown(results))
+    assert "| 3 | 2 | 1.15 | 1.10 | 1.20 | 2 of 3 | met |" in text and "| MISSED (disturbed) |" in text
+    # Every round disturbed: judged on all of them, and said so.
+    for r in runs:
+        for e in r["epochs"]:
+            e["steal_s"] = e["seconds"]
+    medians = tables.never_slower_medians(tables.never_slower_rows(results))
+    assert [(m["judged"], round(m["median"], 2)) for m in medians] == [(0, 1.1), (0, 0.9)]
+    assert "(2 judged on disturbed rounds only)" in "\n".join(tables.markdown(results))
+    for r in runs:
+        for e in r["epochs"]:
+            e.pop("steal_s")
+    del results["machine_before"]
     # A wrong byte in any round misses the epoch whatever the median.
     runs[3] = prescient("a-r1", [1.0 / 0.9 * 1.2, 1.0 / 1.05], [1, 2], 1, bad=1)
     medians = tables.never_slower_medians(tables.never_slower_rows({"suite": "never-slower", "runs": runs}))
