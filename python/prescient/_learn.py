@@ -62,31 +62,8 @@ def parse_reads(text: str) -> Optional[List[Read]]:
     return reads
 
 
-def save_predicted(directory: str, indices: Optional[Tuple[int, int]]) -> None:
-    """Shares [first, end) as the indices the pattern predicts; None withdraws it."""
-    path = os.path.join(directory, PREDICTED)
-    if indices is None:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        return
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{int(indices[0])} {int(indices[1])}\n")
-        os.replace(tmp, path)  # a worker never reads half a file
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def load_predicted(directory: str) -> Optional[Tuple[int, int]]:
-    """What save_predicted shared, or None (nothing shared, or unreadable)."""
+    """What the publisher shared (_publish.Publisher), or None (nothing shared, or unreadable)."""
     try:
         with open(os.path.join(directory, PREDICTED)) as f:
             first, end = (int(v) for v in f.read().split())

@@ -27,8 +27,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._learn import LearnedMap, save_predicted
-from ._schedule_writer import WriterField, WriterFile, write_schedule
+from ._learn import PREDICTED, LearnedMap
+from ._schedule_writer import WriterField, WriterFile, write_atomically, write_schedule
 
 _ORDER = re.compile(r"order-r(\d+)-e(\d+)\.npy$")
 _LOCK = "publish.lock"
@@ -48,18 +48,21 @@ def save_order(directory: str, rank: int, epoch: int, items: Sequence[Sequence[i
 
 
 def _save_atomically(path: str, data: np.ndarray) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, data, allow_pickle=False)
-        os.replace(tmp, path)
-    except BaseException:
+    write_atomically(path, lambda out: np.save(out, data, allow_pickle=False))
+
+
+def save_predicted(directory: str, indices: Optional[Tuple[int, int]]) -> None:
+    """Shares [first, end) as the indices the learned pattern predicts
+    (_learn.load_predicted reads it in the workers); None withdraws it."""
+    path = os.path.join(directory, PREDICTED)
+    if indices is None:
         try:
-            os.unlink(tmp)
-        except OSError:
+            os.unlink(path)
+        except FileNotFoundError:
             pass
-        raise
+        return
+    text = f"{int(indices[0])} {int(indices[1])}\n".encode()
+    write_atomically(path, lambda out: out.write(text))
 
 
 def save_known(directory: str, known) -> None:

@@ -307,7 +307,7 @@ def _write_sections(out, preamble: bytes, header: bytes, index_offset: int, inde
         out.write(part.bounds)
 
 
-def _write_atomically(path: str, write) -> None:
+def write_atomically(path: str, write) -> None:
     """write(file object) into PATH.tmp-<pid> (created with mode 0600), then
     rename it over PATH; the temporary is removed on any error."""
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -363,5 +363,5 @@ def write_schedule(path, *, parts, ranks, ranks_per_node, num_samples, files=(),
     preamble = _encode_preamble(file_size=file_size, header_size=len(header),
                                 header_crc=zlib.crc32(header), index_offset=index_offset,
                                 index_size=index_size, index_crc=zlib.crc32(index.tobytes()))
-    _write_atomically(path, lambda out: _write_sections(out, preamble, header, index_offset,
+    write_atomically(path, lambda out: _write_sections(out, preamble, header, index_offset,
                                                         index, ordered))
