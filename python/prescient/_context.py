@@ -5,9 +5,12 @@ workers, forked or spawned) must agree on one directory, private to the user:
 
     <PRESCIENT_SHM_DIR or /dev/shm>/prescient-follow-u<uid>/<node id>/<job key>/
 
-The job key comes from the launcher (PRESCIENT_FOLLOW_JOB, TORCHELASTIC_RUN_ID,
-SLURM_JOB_ID.SLURM_STEP_ID, PMIX_NAMESPACE), else from the first process that
-enables following (its pid), and is exported so that spawned children agree.
+The job key comes from the launcher (PRESCIENT_FOLLOW_JOB, TORCHELASTIC_RUN_ID
+with its restart count, or torchrun's agent when the run id is its default
+"none", PMIX_NAMESPACE, SLURM_JOB_ID.SLURM_STEP_ID), else from the first process
+that enables following (its pid), and is exported so that spawned children
+agree. It must name one launch: files left by another job under the same key
+would be read as this job's (orders, learned rows).
 The connector reads the schedule at PRESCIENT_SCHEDULE, which is exported here
 too, before h5py loads the connector.
 """
@@ -50,10 +53,38 @@ def _first_int(env: Mapping[str, str], names) -> Optional[int]:
     return None
 
 
+def _parent_identity() -> str:
+    """This process's parent as "<pid>.<start time>": torchrun's agent for its
+    ranks (a pid alone may be reused by a later job)."""
+    ppid = os.getppid()
+    try:
+        with open(f"/proc/{ppid}/stat") as f:
+            # Field 22 (start time), counted after the ")" that ends the command name.
+            start = f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return str(ppid)
+    return f"{ppid}.{start}"
+
+
+def _torchrun_key(env: Mapping[str, str]) -> str:
+    """torchrun's run id names one job only when given (`--rdzv-id`, or a
+    random one with `--standalone`): its default is "none" for every job, and
+    consecutive jobs of a node would share (and misread) one directory. The
+    agent that started this rank stands for the job then. A restarted worker
+    group starts its epochs anew: it gets a directory of its own."""
+    run_id = env["TORCHELASTIC_RUN_ID"]
+    key = f"torchrun-{_parent_identity()}" if run_id == "none" else run_id
+    restart = env.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return key if restart in ("", "0") else f"{key}.restart{restart}"
+
+
 def _job_key(env: Mapping[str, str]) -> str:
-    for name in ("PRESCIENT_FOLLOW_JOB", "TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE"):
-        if env.get(name):
-            return env[name]
+    if env.get("PRESCIENT_FOLLOW_JOB"):
+        return env["PRESCIENT_FOLLOW_JOB"]
+    if env.get("TORCHELASTIC_RUN_ID"):
+        return _torchrun_key(env)
+    if env.get("PMIX_NAMESPACE"):
+        return env["PMIX_NAMESPACE"]
     if env.get("SLURM_JOB_ID"):
         return f"slurm-{env['SLURM_JOB_ID']}.{env.get('SLURM_STEP_ID', '0')}"
     return f"pid{os.getpid()}"

@@ -1,0 +1,53 @@
+"""python/prescient/_context.py: which job directory a followed process uses."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "python"))
+
+from prescient import _context  # noqa: E402
+
+KEY_OF_CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); from prescient import _context; "
+                "print(_context._job_key({'TORCHELASTIC_RUN_ID': 'none'}))")
+
+
+def child_key():
+    return subprocess.run([sys.executable, "-c", KEY_OF_CHILD, str(REPO / "python")],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_torchruns_default_run_id_is_replaced_by_the_agent_that_started_the_ranks():
+    # torchrun without --rdzv-id sets TORCHELASTIC_RUN_ID=none for every job: two jobs one after
+    # the other on a node must not share a directory, the ranks of one job must.
+    first, second = child_key(), child_key()  # two ranks of one agent (this process)
+    assert first == second and first.startswith(f"torchrun-{os.getpid()}.")
+    assert _context._job_key({"TORCHELASTIC_RUN_ID": "none"}) != first  # another agent
+    start = open(f"/proc/{os.getpid()}/stat").read().rsplit(")", 1)[1].split()[19]
+    assert first == f"torchrun-{os.getpid()}.{start}"
+
+
+def test_a_run_id_given_to_torchrun_is_kept_and_a_restarted_group_starts_afresh():
+    assert _context._job_key({"TORCHELASTIC_RUN_ID": "job42"}) == "job42"
+    assert _context._job_key({"TORCHELASTIC_RUN_ID": "job42", "TORCHELASTIC_RESTART_COUNT": "0"}) == "job42"
+    assert _context._job_key({"TORCHELASTIC_RUN_ID": "job42",
+                              "TORCHELASTIC_RESTART_COUNT": "2"}) == "job42.restart2"
+
+
+def test_the_launchers_ids_in_order():
+    assert _context._job_key({"PRESCIENT_FOLLOW_JOB": "mine", "TORCHELASTIC_RUN_ID": "t",
+                              "SLURM_JOB_ID": "7"}) == "mine"
+    assert _context._job_key({"PMIX_NAMESPACE": "ns", "SLURM_JOB_ID": "7"}) == "ns"
+    assert _context._job_key({"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "3"}) == "slurm-7.3"
+    assert _context._job_key({}) == f"pid{os.getpid()}"
+
+
+def test_resolve_names_the_directory_after_the_key(tmp_path):
+    context = _context.resolve({"PRESCIENT_SHM_DIR": str(tmp_path), "PRESCIENT_NODE_ID": "n0",
+                                "TORCHELASTIC_RUN_ID": "job42", "TORCHELASTIC_RESTART_COUNT": "1",
+                                "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"})
+    assert context.directory == str(tmp_path / f"prescient-follow-u{os.getuid()}" / "n0" / "job42.restart1")
+    assert (context.rank, context.local_ranks) == (1, 2)
+    assert os.stat(context.directory).st_mode & 0o777 == 0o700
