@@ -18,7 +18,9 @@ Two functions of torch.utils.data are wrapped (install()):
 * `_MapDatasetFetcher.fetch`, which runs `dataset[index]` (or `__getitems__`)
   in a worker: an index whose rows are not known yet is bracketed by the
   connector's read recorder, and what it read is appended to the worker's
-  learn file.
+  learn file; once the learned map's pattern predicts the index (the
+  training process shares the predicted range), or its rows are known, one
+  such fetch in _RECHECK is recorded, to notice a dataset that leaves them.
 
 One DataLoader is followed per process: the one given to prescient.follow(),
 else the first that asks its sampler for an epoch (a validation loader that
