@@ -8,7 +8,16 @@ the process is given. The loop is what users write:
   Dataset   map-style; opens each file lazily, once per process (DataLoader workers open their own),
             except `onefile` workloads, where every sample is opened, read and closed (what the
             loaders of that layout do); reads every field of a sample.
-  sampler   DistributedSampler(num_replicas=R, rank=r, shuffle, seed) with set_epoch(e).
+  sampler   DistributedSampler(num_replicas=R, rank=r, shuffle, seed) with set_epoch(e), or (one rank,
+            `sampler` in the configuration) one of the orders public loaders make that no seed-based
+            schedule can describe (issue 12's four shapes):
+              index-table      the dataset maps index i to sample table[i], a table shuffled once with
+                               np.random.shuffle (unseeded); DistributedSampler(shuffle=False) (mode sample)
+              file-then-row    files in a new unseeded permutation every epoch, the rows of each file in
+                               a new unseeded permutation (mode sample, several files)
+              random-batches   BatchSampler(RandomSampler(generator=g)), the DataLoader given g too
+                               (mode batch)
+              shuffled-blocks  whole contiguous batches in a new unseeded permutation (mode slices)
   modes     sample  DataLoader(ds, batch_size=B, sampler=sampler): ds[i] one sample at a time
             batch   DataLoader(ds, batch_size=None, sampler=BatchSampler(sampler, B)): ds[batch]
                     reads d[sorted(batch)] (one file only)
@@ -41,7 +50,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "report"))
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from torch.utils.data import BatchSampler, DataLoader, Dataset, DistributedSampler  # noqa: E402
+from torch.utils.data import (BatchSampler, DataLoader, Dataset, DistributedSampler,  # noqa: E402
+                              RandomSampler, Sampler)
 
 import counters  # noqa: E402
 import storage  # noqa: E402
@@ -104,9 +114,88 @@ class Slices(Dataset):
         return (torch.arange(begin, end),) + tuple(torch.from_numpy(d[begin:end]) for d in ds)
 
 
+class IndexTable(Dataset):
+    """Index i -> sample table[i]: the loader's own index table, shuffled once and unseeded."""
+
+    def __init__(self, samples):
+        self.samples = samples
+        self.table = list(range(len(samples)))
+        np.random.shuffle(self.table)
+
+    def __len__(self):
+        return len(self.table)
+
+    def __getitem__(self, i):
+        return self.samples[self.table[i]]
+
+
+class FileThenRow(Sampler):
+    """Every epoch: the files in a new unseeded permutation, each file's rows in another."""
+
+    def __init__(self, samples):
+        self.starts = samples.starts
+
+    def __len__(self):
+        return self.starts[-1]
+
+    def __iter__(self):
+        for k in np.random.permutation(len(self.starts) - 1):
+            begin, end = self.starts[k], self.starts[k + 1]
+            for row in np.random.permutation(end - begin):
+                yield begin + int(row)
+
+
+class ShuffledBlocks(Sampler):
+    """Every epoch: the blocks (whole contiguous batches) in a new unseeded permutation."""
+
+    def __init__(self, blocks):
+        self.blocks = blocks
+
+    def __len__(self):
+        return self.blocks
+
+    def __iter__(self):
+        return iter(np.random.permutation(self.blocks).tolist())
+
+
+# sampler -> the mode it reads in.
+PUBLIC_ORDERS = {"index-table": "sample", "file-then-row": "sample", "random-batches": "batch",
+                 "shuffled-blocks": "slices"}
+
+
+def make_public_loader(config, ds):
+    """(sampler, DataLoader) of one of the orders of PUBLIC_ORDERS (one rank)."""
+    order, mode, batch = config["sampler"], config["mode"], config["batch_size"]
+    if order not in PUBLIC_ORDERS:
+        raise ValueError(f"unknown sampler '{order}'")
+    if PUBLIC_ORDERS[order] != mode:
+        raise ValueError(f"sampler '{order}' reads in mode '{PUBLIC_ORDERS[order]}', not '{mode}'")
+    kwargs = dict(num_workers=config["workers"],
+                  persistent_workers=bool(config.get("persistent_workers")) and config["workers"] > 0)
+    if order == "index-table":
+        table = IndexTable(ds)
+        sampler = DistributedSampler(table, num_replicas=1, rank=0, shuffle=False)
+        return sampler, DataLoader(table, batch_size=batch, sampler=sampler, **kwargs)
+    if order == "file-then-row":
+        sampler = FileThenRow(ds)
+        return sampler, DataLoader(ds, batch_size=batch, sampler=sampler, **kwargs)
+    if order == "random-batches":
+        g = torch.Generator()
+        g.manual_seed(config["seed"])
+        sampler = BatchSampler(RandomSampler(ds, generator=g), batch, drop_last=False)
+        return sampler, DataLoader(ds, batch_size=None, sampler=sampler, generator=g, **kwargs)
+    slices = Slices(ds, batch)
+    sampler = ShuffledBlocks(len(slices))
+    return sampler, DataLoader(slices, batch_size=None, sampler=sampler, **kwargs)
+
+
 def make_loader(config, ds, rank, ranks):
     mode, batch, workers = config["mode"], config["batch_size"], config["workers"]
     persistent = bool(config.get("persistent_workers")) and workers > 0
+    if config.get("sampler", "distributed") != "distributed":
+        if ranks != 1:
+            raise ValueError(f"sampler '{config['sampler']}' runs one rank, not {ranks}")
+        return make_public_loader(config, ds)
     if mode == "slices":
         slices = Slices(ds, batch)
         sampler = DistributedSampler(slices, num_replicas=ranks, rank=rank, shuffle=config["shuffle"],
@@ -177,7 +266,8 @@ def main():
     for epoch in range(config["epochs"]):
         if config.get("cold", True):
             storage.drop_from_page_cache(files)
-        sampler.set_epoch(epoch)
+        if hasattr(sampler, "set_epoch"):  # the public orders reshuffle by themselves
+            sampler.set_epoch(epoch)
         dev0 = storage.device_reads(device)
         steal0 = storage.cpu_steal_s()
         samples = batches = bad = 0

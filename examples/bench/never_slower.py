@@ -27,6 +27,14 @@ Cases:
   dlio           records_0, records_1 and labels per sample, 2 workers
   imglab-slices  (on request) imglab, d[i:i+B] for shuffled batch starts, without a schedule (a
                  schedule of samples cannot describe slice reads today)
+  shape-list, shape-files, shape-batches, shape-blocks
+                 (on request) issue 12's four public loader shapes, whose orders no seed-based schedule
+                 describes (loop.PUBLIC_ORDERS), followed at run time only (PRESCIENT_FOLLOW=1, default
+                 and quarter cache; no --follow needed): an unseeded index table read with
+                 DistributedSampler(shuffle=False) (imglab), per-epoch file and in-file permutations over 8
+                 files (dlio, 8 files of the imglab row count / 8), BatchSampler(RandomSampler(generator=g))
+                 with d[sorted(batch)] reads (imglab), shuffled whole contiguous batches d[b*B:(b+1)*B]
+                 (imglab); 2 workers
 """
 
 import os
@@ -37,7 +45,10 @@ import schedtool
 import workloads
 
 CASES = ("imglab-dl", "imglab-rows", "imglab-batch", "cosmo", "onefile", "dlio")
-EXTRA_CASES = ("imglab-slices",)
+# Issue 12's loader shapes: case -> (mode, loop.py sampler).
+SHAPES = {"shape-list": ("sample", "index-table"), "shape-files": ("sample", "file-then-row"),
+          "shape-batches": ("batch", "random-batches"), "shape-blocks": ("slices", "shuffled-blocks")}
+EXTRA_CASES = ("imglab-slices",) + tuple(SHAPES)
 # Stands for "no schedule file: the sampler is followed at run time" among the variants.
 FOLLOW = object()
 
@@ -65,7 +76,9 @@ class Suite:
 
     def workload(self, case):
         a = self.args
-        if case.startswith("imglab"):
+        if case == "shape-files":
+            rec = workloads.recipe("dlio", files=8, samples_per_file=max(1, a.ns_samples // 8))
+        elif case.startswith("imglab") or case in SHAPES:
             rec = workloads.recipe("imglab", samples=a.ns_samples)
         elif case == "cosmo":
             rec = workloads.recipe("cosmo", files=a.cosmo_files)
@@ -77,9 +90,13 @@ class Suite:
 
     @staticmethod
     def shape(case):
-        """(mode, workers) of a case."""
-        return {"imglab-rows": ("rows", 0), "imglab-batch": ("batch", 2), "imglab-slices": ("slices", 2)}.get(
-            case, ("sample", 2))
+        """(mode, workers, sampler) of a case."""
+        if case in SHAPES:
+            mode, sampler = SHAPES[case]
+            return mode, 2, sampler
+        mode, workers = {"imglab-rows": ("rows", 0), "imglab-batch": ("batch", 2),
+                         "imglab-slices": ("slices", 2)}.get(case, ("sample", 2))
+        return mode, workers, "distributed"
 
     def schedule(self, w, workers):
         a = self.args
@@ -105,8 +122,8 @@ class Suite:
             w = self.workload(case)
             if not cold:
                 warm_up(w.files)  # so the first run's first epoch is warm too
-            mode, workers = self.shape(case)
-            common = dict(workload=w, mode=mode, workers=workers, persistent=a.persistent_workers, batch=a.batch,
+            mode, workers, sampler = self.shape(case)
+            common = dict(workload=w, mode=mode, sampler=sampler, workers=workers, persistent=a.persistent_workers, batch=a.batch,
                           epochs=a.epochs, seed=a.seed, compute_s=a.compute_ms / 1e3, main_opens=a.main_opens,
                           cold=cold)
             self.log(f"\n-- {case}: {w.samples} samples in {len(w.files)} file(s), "
@@ -134,15 +151,21 @@ class Suite:
                                                     tags={"case": case, "role": "baseline", "baseline": key},
                                                     **common))
                 self.log(self.one_line(record))
-            sched, note = (None, "no schedule: slice reads") if case == "imglab-slices" else self.schedule(w, workers)
-            variants = [("lru-default", "Prescient, no schedule, default cache", None, None),
-                        ("lru-quarter", "Prescient, no schedule, quarter cache", 0.25, None)]
+            followed = [("follow-default", "Prescient, followed sampler, default cache", None, FOLLOW),
+                        ("follow-quarter", "Prescient, followed sampler, quarter cache", 0.25, FOLLOW)]
+            if case in SHAPES:
+                # What these cases are for: no schedule can describe their orders, only the follower.
+                sched, note, variants = None, "no schedule: an order no seed describes", followed
+            else:
+                sched, note = ((None, "no schedule: slice reads") if case == "imglab-slices"
+                               else self.schedule(w, workers))
+                variants = [("lru-default", "Prescient, no schedule, default cache", None, None),
+                            ("lru-quarter", "Prescient, no schedule, quarter cache", 0.25, None)]
             if sched:
                 variants += [("sched-default", "Prescient, schedule, default cache", None, sched),
                              ("sched-quarter", "Prescient, schedule, quarter cache", 0.25, sched)]
-            if a.follow and case != "imglab-rows":  # the follower follows a DataLoader
-                variants += [("follow-default", "Prescient, followed sampler, default cache", None, FOLLOW),
-                             ("follow-quarter", "Prescient, followed sampler, quarter cache", 0.25, FOLLOW)]
+            if a.follow and case != "imglab-rows" and case not in SHAPES:  # the follower follows a DataLoader
+                variants += followed
             bracket = 0
             rounds = max(1, getattr(a, "rounds", 1) or 1)
             for round_ in range(rounds):
@@ -160,7 +183,7 @@ class Suite:
                     self.log(self.one_line(record))
                     bracket += 1
                     native(bracket)
-            if not sched and case != "imglab-slices":
+            if not sched and case != "imglab-slices" and case not in SHAPES:
                 self.log(f"  (scheduled runs left out: {note})")
                 notes.append(f"{case}: scheduled runs left out ({note})")
         return {"notes": notes}

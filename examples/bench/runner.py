@@ -29,6 +29,7 @@ class Run:
     label: str                  # what the tables call it
     workload: object            # workloads.Workload
     mode: str = "sample"        # sample | batch | slices | rows (loop.py)
+    sampler: str = "distributed"  # distributed, or one of loop.PUBLIC_ORDERS (one rank)
     ranks: int = 1
     workers: int = 2
     persistent: bool = False
@@ -97,7 +98,7 @@ class Runner:
         config = {
             "workload": {"files": w.files, "rows_per_file": w.rows_per_file, "fields": [f.name for f in w.fields],
                          "sums": w.sums_path, "open_per_sample": w.kind == "onefile"},
-            "mode": spec.mode, "workers": spec.workers, "persistent_workers": spec.persistent,
+            "mode": spec.mode, "sampler": spec.sampler, "workers": spec.workers, "persistent_workers": spec.persistent,
             "batch_size": spec.batch, "epochs": spec.epochs, "seed": spec.seed, "shuffle": True,
             "compute_s": spec.compute_s, "slowdown": list(spec.slowdown), "cold": spec.cold,
             "rdcc_nbytes": spec.rdcc_nbytes, "main_opens": spec.main_opens,

@@ -160,6 +160,37 @@ def test_loop_batch_and_slice_reads(tmp_path):
     assert seen == list(range(10))
 
 
+
+@pytest.mark.parametrize("order", ["index-table", "file-then-row", "random-batches", "shuffled-blocks"])
+def test_public_orders_read_every_sample_once_per_epoch(tmp_path, order):
+    loop = _loop()
+    kind = dict(kind="dlio", files=4, samples_per_file=24) if order == "file-then-row" else dict(
+        kind="imglab", samples=96)
+    w = workloads.ensure(str(tmp_path), workloads.recipe(kind.pop("kind"), **kind), log=lambda m: None)
+    names = [f.name for f in w.fields]
+    sums = dict(np.load(w.sums_path))
+    ds = loop.Samples(w.files, w.rows_per_file, names)
+    config = {"mode": loop.PUBLIC_ORDERS[order], "sampler": order, "batch_size": 8, "workers": 0, "seed": 5}
+    sampler, loader = loop.make_loader(config, ds, 0, 1)
+    epochs = []
+    for _ in range(2):
+        ids = []
+        for batch in loader:
+            assert loop.wrong_samples(batch, sums, names)[0] == 0
+            ids += np.asarray(batch[0]).tolist()
+        assert sorted(ids) == list(range(w.samples))
+        epochs.append(ids)
+    # The index table is shuffled once: its order repeats, as the published loader's does.
+    assert (epochs[0] == epochs[1]) == (order == "index-table")
+    assert epochs[0] != sorted(epochs[0])
+    if order == "file-then-row":  # each file's rows come together
+        files = [i // 24 for i in epochs[0]]
+        assert [k for j, k in enumerate(files) if j == 0 or files[j - 1] != k] == sorted(set(files), key=files.index)
+    with pytest.raises(ValueError, match="one rank"):
+        loop.make_loader(config, ds, 0, 2)
+    with pytest.raises(ValueError, match="reads in mode"):
+        loop.make_loader(dict(config, mode="rows"), ds, 0, 1)
+
 # -- statistics arithmetic ------------------------------------------------------------------------------
 
 def test_fields_are_merged_per_name():
