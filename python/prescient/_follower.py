@@ -299,13 +299,22 @@ class Follower:
         return self._predicted
 
     def learns(self, key) -> bool:
+        """Whether the fetch of `key` (an index or a batch of them) is recorded."""
         recorder = self._recorder_here()
         indices = _as_indices(key)
         if indices is None or recorder is None:
             return False
+        return self._learns(indices)
+
+    def _learns(self, indices: List[int]) -> bool:
         predicted = self._predicted_here()
-        if all(i in self._known for i in indices) or (
-                predicted is not None and all(predicted[0] <= i < predicted[1] for i in indices)):
+        known = self._known
+        if predicted is None:
+            covered = all(i in known for i in indices)
+        else:
+            first, end = predicted
+            covered = all(i in known or first <= i < end for i in indices)
+        if covered:
             # One known or predicted key in _RECHECK is learned (again): a dataset
             # that maps its indices to rows anew every epoch shows itself
             # (LearnedMap.unstable), and one that leaves the pattern breaks it
@@ -318,10 +327,37 @@ class Follower:
         return True
 
     def call_learning(self, key, call):
-        """Runs call() (a dataset access for `key`), recording its reads."""
-        if not self.learns(key):
+        """Runs call() (a dataset access for `key`), recording its reads when
+        `key` is being learned."""
+        recorder = self._recorder_here()
+        indices = _as_indices(key) if recorder is not None else None
+        if indices is None or not self._learns(indices):
             return call()
-        recorder = self._recorder
+        return self._recorded(recorder, indices, call)
+
+    def fetch_each(self, dataset, indices) -> list:
+        """[dataset[i] for i in indices], recording the reads of the indices
+        being learned: an auto-collating loader's fetch, one sample at a time.
+        The per-sample work is kept to what deciding needs (one look for the
+        process and the prediction per batch): it runs for every sample."""
+        recorder = self._recorder_here()
+        if recorder is None:
+            return [dataset[i] for i in indices]
+        data = []
+        for i in indices:
+            try:
+                key = [operator.index(i)]
+            except (TypeError, ValueError, RuntimeError):
+                data.append(dataset[i])  # not an index: nothing to learn from
+                continue
+            if self._learns(key):
+                data.append(self._recorded(recorder, key, lambda: dataset[i]))
+            else:
+                data.append(dataset[i])
+        return data
+
+    def _recorded(self, recorder, indices: List[int], call):
+        """call(), with the reads it makes recorded for `indices`."""
         if not recorder.begin():  # the connector is not loaded (yet), or is another version
             return call()
         try:
@@ -329,13 +365,13 @@ class Follower:
         finally:
             recorded = recorder.end()
         try:
-            self._append(_learn.format_record(_as_indices(key), recorded))
+            self._append(_learn.format_record(indices, recorded))
         except OSError as e:
             self._warn_once("learn", f"cannot write what the workers learn ({e.strerror})")
         return result
 
     def _append(self, record: bytes) -> None:
-        pid = os.getpid()
+        pid = self._recorder_pid  # this process's (_recorder_here ran first)
         if self._learn_fd is None or self._learn_pid != pid:
             path = os.path.join(self.context.directory, f"{_learn.LEARN_PREFIX}{pid}")
             self._learn_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
@@ -395,8 +431,7 @@ def patch_fetch(fetch_module) -> None:
                 data = follower.call_learning(
                     possibly_batched_index, lambda: dataset.__getitems__(possibly_batched_index))
             else:
-                data = [follower.call_learning(idx, lambda idx=idx: dataset[idx])
-                        for idx in possibly_batched_index]
+                data = follower.fetch_each(dataset, possibly_batched_index)
         else:
             data = follower.call_learning(possibly_batched_index,
                                           lambda: dataset[possibly_batched_index])

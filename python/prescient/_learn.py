@@ -112,6 +112,9 @@ class LearnedMap:
         self.changed = 0      # ... that read other rows than before
         self._map: Optional[LearnedSampleMap] = None
         self._pattern: Optional[Tuple[int, int]] = None
+        # Records the map was built from: its "no pattern" verdict stands for
+        # good only when they were enough evidence (see _still_fits).
+        self._built_from = 0
         self._samples: Dict[int, Tuple[int, ...]] = {}
         self._sibling_cache: Dict[Tuple[str, str], Tuple[str, ...]] = {}
 
@@ -168,20 +171,30 @@ class LearnedMap:
             if known == reads:
                 return
         self._reads[index] = reads
-        if not self._still_fits(index, reads):
+        if not self._still_fits(index, reads, new=known is None):
             self._map = None
 
-    def _still_fits(self, index: int, reads) -> bool:
+    def _still_fits(self, index: int, reads, new: bool) -> bool:
         """Whether the map and pattern built so far stand with this record
         added, checked for it alone: its files and fields are the map's and
-        its samples fit the pattern. Otherwise both are rebuilt from every
-        record at the next use (what a map without a pattern always does)."""
+        its samples fit the pattern; or, for a map without a pattern found in
+        enough records, a new index reading only the map's files and fields
+        (no pattern can appear by adding records: one fits none already).
+        Otherwise both are rebuilt from every record at the next use: without
+        that second case a map without a pattern (a loader's shuffled index
+        table) was rebuilt at every look, ~40 ms per 40,000 records, a dozen
+        times in the first epoch."""
         m = self._map
-        if m is None or self._pattern is None:
+        if m is None:
             return False
         if any(path not in m.first_sample or dataset not in m.fields
                for path, dataset, _ in reads):
             return False
+        if self._pattern is None:
+            if not new or self._built_from < _MIN_PATTERN_EVIDENCE:
+                return False
+            self._samples.pop(index, None)
+            return True
         self._samples.pop(index, None)
         samples = self._learned_samples(index)
         per, offset = self._pattern
@@ -230,6 +243,7 @@ class LearnedMap:
     def sample_map(self) -> Optional[LearnedSampleMap]:
         if self._map is None:
             self._map = self._build_map()
+            self._built_from = len(self._reads)
             self._samples = {}
             self._pattern = self._find_pattern() if self._map is not None else None
             if self._map is not None and self._pattern is None:

@@ -116,6 +116,13 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
             bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
             np.cumsum(np.asarray(lengths, dtype=np.uint64) * np.uint64(per), out=bounds[1:])
             return samples.astype(np.uint32), bounds
+    # Cheap first: at most len(learned) of the order's distinct indices are
+    # learned, so the rest are unknown (each at least once). While the first
+    # epoch of a map without a pattern is learned, every look ends here, not
+    # in the loop below.
+    allowed = (1 - _MIN_LEARNED) * len(indices)
+    if len(np.unique(np.asarray(indices, dtype=np.int64))) - len(learned) > allowed:
+        return None
     samples: List[int] = []
     bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
     pos = unknown = 0
@@ -126,7 +133,7 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
             samples.extend(of_index)
         pos += int(length)
         bounds[step + 1] = len(samples)
-    if unknown > (1 - _MIN_LEARNED) * len(indices):
+    if unknown > allowed:
         return None
     return np.asarray(samples, dtype=np.uint32), bounds
 

@@ -39,6 +39,47 @@ def test_a_permuted_index_table_is_learned_but_not_predicted():
     assert learned.samples_of(500) == ()
 
 
+def test_a_map_without_a_pattern_is_not_rebuilt_for_every_new_index(monkeypatch):
+    learned = LearnedMap()
+    table = [(i * 37) % 1000 for i in range(1000)]
+    for i in range(40):
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{table[i]}+1\n"])
+    assert learned.sample_map() is not None and not learned.predicts()
+    builds = []
+    build = LearnedMap._build_map
+    monkeypatch.setattr(LearnedMap, "_build_map", lambda self: builds.append(1) or build(self))
+    for i in range(40, 1000):  # what the workers record over the first epoch, looked at often
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{table[i]}+1\n"])
+        if i % 50 == 0:
+            learned.sample_map()
+    assert builds == []
+    assert [learned.samples_of(i) for i in (5, 500, 999)] == [(table[5],), (table[500],), (table[999],)]
+    # A record outside the map (another file), or an index read again at other rows, rebuilds it.
+    record(learned, [1000], ["/d/b.h5\t/x\t10\t3+1\n"])
+    assert learned.samples_of(1000) == (1003,) and len(builds) == 1
+    record(learned, [7], [f"/d/a.h5\t/x\t1000\t{table[8]}+1\n"])
+    assert learned.samples_of(7) == (table[8],) and len(builds) == 2
+
+
+def test_too_few_learned_indices_end_a_translation_before_the_loop(monkeypatch):
+    import numpy as np
+    from prescient import _publish
+
+    learned = LearnedMap()
+    table = [(i * 37) % 1000 for i in range(1000)]
+    for i in range(500):
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{table[i]}+1\n"])
+    looked = []
+    monkeypatch.setattr(LearnedMap, "samples_of", lambda self, i: looked.append(i) or ())
+    order = np.arange(1000, dtype=np.int64)[::-1]  # an epoch of every index, half of them learned
+    assert _publish._translate(learned, np.full(40, 25), order) is None
+    assert looked == []
+    # Every index of the order learned: translated (samples_of as the map has it).
+    monkeypatch.undo()
+    samples, bounds = _publish._translate(learned, np.full(20, 25), order[500:])
+    assert samples.tolist() == [table[i] for i in order[500:]] and bounds[-1] == 500
+
+
 def test_whole_contiguous_batches_and_sorted_batch_reads():
     blocks = LearnedMap()
     for b in range(0, 40, 1):
