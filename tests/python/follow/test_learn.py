@@ -202,6 +202,34 @@ def test_learn_files_read_during_the_epoch_are_not_read_again_at_its_publication
     assert len(publisher.learned) == 600 and publisher.absorb() == 0
 
 
+def test_no_schedule_is_written_before_it_describes_a_read(tmp_path):
+    """A map without a pattern, learned during the first epoch: its looks write no schedule
+    (the connector would bind one that describes nothing) until the epoch is learned."""
+    from prescient import _publish
+
+    data = tmp_path / "a.h5"
+    data.write_bytes(b"\0" * 64)
+    table = [(i * 37) % 1000 for i in range(1000)]
+
+    def append(indices):
+        with open(tmp_path / "learn-1", "ab") as f:
+            for i in indices:
+                f.write(format_record([i], f"{data}\t/x\t1000\t{table[i]}+1\n"))
+
+    schedule = tmp_path / "schedule.bin"
+    publisher = _publish.Publisher(str(tmp_path), str(schedule), 1)
+    _publish.save_order(str(tmp_path), 0, 0, [[i] for i in range(1000)], 2)
+    append(range(600))
+    assert not publisher.publish() and not schedule.exists()
+    assert _publish.load_known(str(tmp_path)) == frozenset(range(600))  # for workers forked now
+    append(range(600, 1000))
+    assert publisher.publish() and schedule.exists() and publisher.covered == {(0, 0)}
+    # Once a version exists, one that describes nothing is written: it withdraws the last
+    # (epoch 1's indices are not learned, epoch 0 is over).
+    _publish.save_order(str(tmp_path), 0, 1, [[i] for i in range(1000, 1500)], 2)
+    assert publisher.publish() and publisher.covered == set() and publisher.published == 2
+
+
 def test_the_indices_a_pattern_predicts():
     learned = LearnedMap()
     assert learned.predicted_indices() is None
