@@ -116,12 +116,13 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
             bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
             np.cumsum(np.asarray(lengths, dtype=np.uint64) * np.uint64(per), out=bounds[1:])
             return samples.astype(np.uint32), bounds
-    # Cheap first: at most len(learned) of the order's distinct indices are
-    # learned, so the rest are unknown (each at least once). While the first
-    # epoch of a map without a pattern is learned, every look ends here, not
-    # in the loop below.
+    # Cheap first, without a pattern (nothing predicted): at most len(learned)
+    # of the order's distinct indices are learned, so the rest are unknown
+    # (each at least once). While the first epoch of such a map is learned,
+    # every look ends here, not in the loop below.
     allowed = (1 - _MIN_LEARNED) * len(indices)
-    if len(np.unique(np.asarray(indices, dtype=np.int64))) - len(learned) > allowed:
+    if pattern is None and (len(np.unique(np.asarray(indices, dtype=np.int64))) - len(learned)
+                            > allowed):
         return None
     samples: List[int] = []
     bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)

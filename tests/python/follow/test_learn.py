@@ -79,6 +79,16 @@ def test_too_few_learned_indices_end_a_translation_before_the_loop(monkeypatch):
     samples, bounds = _publish._translate(learned, np.full(20, 25), order[500:])
     assert samples.tolist() == [table[i] for i in order[500:]] and bounds[-1] == 500
 
+    # With a pattern, indices not learned are predicted: an order with a few indices past
+    # the map (here 5 of 1,005) is still translated, index by index.
+    rows = LearnedMap()
+    for i in range(100):
+        record(rows, [i], [f"/d/a.h5\t/x\t1000\t{i}+1\n"])
+    assert rows.predicts()
+    order = np.arange(1005, dtype=np.int64)
+    samples, bounds = _publish._translate(rows, np.full(201, 5), order)
+    assert samples.tolist() == list(range(1000)) and bounds[-1] == 1000
+
 
 def test_whole_contiguous_batches_and_sorted_batch_reads():
     blocks = LearnedMap()
