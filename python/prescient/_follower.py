@@ -338,8 +338,8 @@ class Follower:
     def fetch_each(self, dataset, indices) -> list:
         """[dataset[i] for i in indices], recording the reads of the indices
         being learned: an auto-collating loader's fetch, one sample at a time.
-        The per-sample work is kept to what deciding needs (one look for the
-        process and the prediction per batch): it runs for every sample."""
+        It runs for every sample, so it looks up its process once per batch
+        and creates no bracket for a sample it does not learn."""
         recorder = self._recorder_here()
         if recorder is None:
             return [dataset[i] for i in indices]
