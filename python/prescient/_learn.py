@@ -190,12 +190,11 @@ class LearnedMap:
         if any(path not in m.first_sample or dataset not in m.fields
                for path, dataset, _ in reads):
             return False
-        if self._pattern is None:
-            if not new or self._built_from < _MIN_PATTERN_EVIDENCE:
-                return False
-            self._samples.pop(index, None)
-            return True
+        if self._pattern is None and (not new or self._built_from < _MIN_PATTERN_EVIDENCE):
+            return False
         self._samples.pop(index, None)
+        if self._pattern is None:
+            return True
         samples = self._learned_samples(index)
         per, offset = self._pattern
         return (len(samples) == per and samples[0] == index * per + offset

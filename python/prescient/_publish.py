@@ -242,12 +242,13 @@ class Publisher:
                     padded = np.full(steps[e] + 1, bounds[-1], dtype=np.uint64)
                     padded[: len(bounds)] = bounds
                     parts[(e, r)] = (samples, padded)
+            # For workers forked before their epoch's next look.
+            save_known(self._directory, self.learned.known())
             if not self.covered and not os.path.exists(self._schedule_path):
                 # Nothing to follow yet, and no earlier version to withdraw: the
                 # connector would bind a schedule that describes no read (the
                 # looks while a map without a pattern is learned, a dozen in a
-                # first epoch). Workers forked later still get what is known.
-                save_known(self._directory, self.learned.known())
+                # first epoch).
                 return False
             files = []
             for f in sample_map.files:
@@ -260,5 +261,4 @@ class Publisher:
                 workers=workers, batch_size=batch,
                 source="import", parameters="follow=1")
             self.published += 1
-            save_known(self._directory, self.learned.known())
             return True
