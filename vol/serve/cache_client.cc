@@ -123,6 +123,13 @@ void CacheClient::AtForkChild() {
   DatasetResolver::UnlockAfterFork();
 }
 
+std::unique_ptr<cache::NodeCache> CacheClient::ExchangeSegmentForTesting(
+    std::unique_ptr<cache::NodeCache> segment) {
+  cache::MutexLock lock(&mutex_);
+  std::swap(cache_, segment);
+  return segment;
+}
+
 void CacheClient::Shutdown() noexcept {
   cache::MutexLock lock(&mutex_);
   if (follower_owner_) follower_owner_->Stop();

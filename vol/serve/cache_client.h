@@ -64,6 +64,12 @@ class CacheClient {
   // Every process of the node, and its agent, opens the segment with these.
   static cache::CacheOptions SegmentOptions(const Options& options, const ScheduleBinding* binding);
 
+  // Tests only: makes `segment` this process's node segment, as the first
+  // dataset's opening would have, and returns the one it replaces (the fork
+  // handlers then hold its locks across fork(); tests/unit/vol/fork_gate_test).
+  std::unique_ptr<cache::NodeCache> ExchangeSegmentForTesting(
+      std::unique_ptr<cache::NodeCache> segment) EXCLUDES(mutex_);
+
  private:
   using Identity = std::pair<std::uint64_t, std::uint64_t>;
 

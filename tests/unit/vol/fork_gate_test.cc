@@ -1,8 +1,12 @@
-// fork() while the prefetch leader's thread resolves a dataset through HDF5
-// (vol/schedule/dataset_resolver.h): a child forked then would inherit HDF5's
-// global lock held by a thread it does not have, and hang on its first HDF5
-// call. The connector's fork handlers (vol/serve/cache_client.cc) make fork()
-// wait for the resolution under way. Real fork(), real HDF5.
+// fork() while the prefetch leader's thread holds a lock the child needs: a
+// child forked then would inherit the lock held by a thread it does not have,
+// and hang. Two such locks: HDF5's global lock while the thread resolves a
+// dataset (vol/schedule/dataset_resolver.h; the child hangs on its first HDF5
+// call), and the node segment's leader watch while the thread judges whether
+// the leader is stuck (NodeCache::TryBecomeLeader; the child hangs at its
+// first look at the leader). The connector's fork handlers
+// (vol/serve/cache_client.cc) make fork() wait for both. Real fork(), real
+// HDF5, a real segment.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <signal.h>
@@ -16,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "cache/core/node_cache.h"
+#include "tests/unit/cache/test_support.h"
 #include "vol/schedule/dataset_resolver.h"
 #include "vol/serve/cache_client.h"
 
@@ -109,6 +115,40 @@ TEST_F(ForkGate, ForkWaitsForTheResolutionUnderWay) {
   EXPECT_EQ(WaitBounded(pid, std::chrono::seconds(10)), 0);
   EXPECT_GE(std::chrono::duration_cast<std::chrono::microseconds>(forked - released).count(), 0)
       << "fork() returned before the resolution ended (microseconds)";
+}
+
+TEST_F(ForkGate, ForkWaitsForTheLeaderWatchUnderWay) {
+  cache::testing::ScopedSegmentName name;
+  auto opened = cache::NodeCache::Open(name.options());
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  cache::NodeCache* segment = opened.value().get();
+  // This process leads: a child's look at the leader then judges it (under the watch).
+  ASSERT_TRUE(segment->TryBecomeLeader());
+  (void)CacheClient::Get().ExchangeSegmentForTesting(std::move(opened.value()));
+
+  std::atomic<bool> held{false};
+  Clock::time_point released;
+  std::thread prefetch([&] {
+    segment->LockForFork();  // the watch, as TryBecomeLeader holds it while it judges
+    held = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    released = Clock::now();
+    segment->UnlockAfterFork();
+  });
+  while (!held) std::this_thread::yield();
+  const pid_t pid = fork();
+  // The child: its leader (this process) is alive and beating, so it does not lead.
+  if (pid == 0) _exit(segment->TryBecomeLeader() ? 1 : 0);
+  const Clock::time_point forked = Clock::now();
+  prefetch.join();
+  std::unique_ptr<cache::NodeCache> restored =
+      CacheClient::Get().ExchangeSegmentForTesting(nullptr);
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(WaitBounded(pid, std::chrono::seconds(10)), 0) << "-1: the child hung at the watch";
+  EXPECT_GE(std::chrono::duration_cast<std::chrono::microseconds>(forked - released).count(), 0)
+      << "fork() returned while the leader watch was held (microseconds)";
+  restored.reset();
+  ::unlink(name.path().c_str());
 }
 
 TEST_F(ForkGate, ChildrenForkedWhileDatasetsAreResolvedUseHdf5) {
