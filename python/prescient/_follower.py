@@ -338,22 +338,35 @@ class Follower:
     def fetch_each(self, dataset, indices) -> list:
         """[dataset[i] for i in indices], recording the reads of the indices
         being learned: an auto-collating loader's fetch, one sample at a time.
-        It runs for every sample, so it looks up its process once per batch
-        and creates no bracket for a sample it does not learn."""
+        It runs for every sample, so it looks up its process once per batch,
+        creates no bracket for a sample it does not learn, and writes the
+        batch's records in one append (those fetched, also when a later
+        fetch of the batch raises)."""
         recorder = self._recorder_here()
         if recorder is None:
             return [dataset[i] for i in indices]
         data = []
-        for i in indices:
-            try:
-                key = [operator.index(i)]
-            except (TypeError, ValueError, RuntimeError):
-                data.append(dataset[i])  # not an index: nothing to learn from
-                continue
-            if self._learns(key):
-                data.append(self._recorded(recorder, key, lambda: dataset[i]))
-            else:
-                data.append(dataset[i])
+        records = []
+        try:
+            for i in indices:
+                try:
+                    key = [operator.index(i)]
+                except (TypeError, ValueError, RuntimeError):
+                    data.append(dataset[i])  # not an index: nothing to learn from
+                    continue
+                if not self._learns(key) or not recorder.begin():
+                    data.append(dataset[i])
+                    continue
+                try:
+                    item = dataset[i]
+                except BaseException:
+                    recorder.end()  # a failed fetch teaches nothing
+                    raise
+                records.append(_learn.format_record(key, recorder.end()))
+                data.append(item)
+        finally:
+            if records:
+                self._append(b"".join(records))
         return data
 
     def _recorded(self, recorder, indices: List[int], call):
@@ -362,22 +375,27 @@ class Follower:
             return call()
         try:
             result = call()
-        finally:
-            recorded = recorder.end()
-        try:
-            self._append(_learn.format_record(indices, recorded))
-        except OSError as e:
-            self._warn_once("learn", f"cannot write what the workers learn ({e.strerror})")
+        except BaseException:
+            recorder.end()  # a failed fetch teaches nothing
+            raise
+        self._append(_learn.format_record(indices, recorder.end()))
         return result
 
-    def _append(self, record: bytes) -> None:
-        pid = self._recorder_pid  # this process's (_recorder_here ran first)
-        if self._learn_fd is None or self._learn_pid != pid:
-            path = os.path.join(self.context.directory, f"{_learn.LEARN_PREFIX}{pid}")
-            self._learn_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                                     0o600)
-            self._learn_pid = pid
-        os.write(self._learn_fd, record)
+    def _append(self, records: bytes) -> None:
+        """Appends whole records to this process's learn file; a failure is
+        warned about once and costs the learning, never the fetch."""
+        try:
+            pid = self._recorder_pid  # this process's (_recorder_here ran first)
+            if self._learn_fd is None or self._learn_pid != pid:
+                path = os.path.join(self.context.directory, f"{_learn.LEARN_PREFIX}{pid}")
+                self._learn_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                                         0o600)
+                self._learn_pid = pid
+            view = memoryview(records)
+            while view:  # a regular file takes it whole but for a full device
+                view = view[os.write(self._learn_fd, view):]
+        except OSError as e:
+            self._warn_once("learn", f"cannot write what the workers learn ({e.strerror})")
 
 
 _follower: Optional[Follower] = None

@@ -39,26 +39,51 @@ Read = Tuple[str, str, int, Tuple[int, ...]]  # file, dataset, dataset rows, row
 
 
 def _rows_of(runs: str) -> Tuple[int, ...]:
+    if "," not in runs:  # one run: a sample's read, nearly always one row
+        first, _, count = runs.partition("+")
+        first_i = int(first)
+        return (first_i,) if count == "1" else tuple(range(first_i, first_i + int(count)))
     rows: List[int] = []
     for run in runs.split(","):
         if not run:
             continue
-        first, count = run.split("+")
+        first, _, count = run.partition("+")
         first_i = int(first)
         rows.extend(range(first_i, first_i + int(count)))
     return tuple(rows)
 
 
-def parse_reads(text: str) -> Optional[List[Read]]:
-    """The recorder's lines; None when the bracket overflowed."""
+def _read_of(prefix: str) -> Tuple[str, str, int]:
+    path, dataset, rows_total = prefix.split("\t")
+    return path, dataset.lstrip("/"), int(rows_total)
+
+
+def parse_reads(text: str, prefixes: Optional[Dict[str, Tuple[str, str, int]]] = None
+                ) -> Optional[List[Read]]:
+    """The recorder's lines; None when the bracket overflowed. `prefixes`
+    keeps the parsed "<file>\t<dataset>\t<rows>" of every line seen before:
+    a learn file repeats a handful of them 40,000 times."""
+    if prefixes is None:
+        prefixes = {}
     reads: List[Read] = []
     for line in text.splitlines():
-        if line == "overflow":
-            return None
-        parts = line.split("\t")
-        if len(parts) != 4:
+        prefix, tab, runs = line.rpartition("\t")
+        if not tab:
+            if line == "overflow":
+                return None
             continue
-        reads.append((parts[0], parts[1].lstrip("/"), int(parts[2]), _rows_of(parts[3])))
+        head = prefixes.get(prefix)
+        if head is None:
+            try:
+                head = _read_of(prefix)
+            except ValueError:  # not a recorder's line
+                continue
+            prefixes[prefix] = head
+        try:
+            rows = _rows_of(runs)
+        except ValueError:  # not a recorder's line: nothing is learned from the record
+            return None
+        reads.append(head + (rows,))
     return reads
 
 
@@ -72,10 +97,14 @@ def load_predicted(directory: str) -> Optional[Tuple[int, int]]:
     return (first, end) if first < end else None
 
 
-def format_record(key: Sequence[int], recorded: str) -> bytes:
-    head = "K " + ",".join(str(int(k)) for k in key) + "\n"
-    body = recorded if recorded.endswith("\n") or not recorded else recorded + "\n"
-    return (head + body + "E\n").encode()
+def format_record(key: Sequence[int], recorded: bytes) -> bytes:
+    """One record of a learn file: the key, the recorder's lines (bytes, as
+    ReadRecorder::End returns them), its end."""
+    if recorded and not recorded.endswith(b"\n"):
+        recorded += b"\n"
+    if len(key) == 1:
+        return b"K %d\n%sE\n" % (int(key[0]), recorded)
+    return b"K %s\n%sE\n" % (b",".join(b"%d" % int(k) for k in key), recorded)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +146,7 @@ class LearnedMap:
         self._built_from = 0
         self._samples: Dict[int, Tuple[int, ...]] = {}
         self._sibling_cache: Dict[Tuple[str, str], Tuple[str, ...]] = {}
+        self._prefixes: Dict[str, Tuple[str, str, int]] = {}  # parse_reads' memo
 
     # ----------------------------------------------------------- learning --
     def known(self) -> frozenset:
@@ -229,12 +259,15 @@ class LearnedMap:
             chunk = data[: end + 3].decode("utf-8", "replace")
             self._offsets[name] = offset + end + 3
             for record in chunk.split("\nE\n"):
-                record = record.strip("\n")
-                if not record.startswith("K "):
+                head, _, body = record.strip("\n").partition("\n")
+                if not head.startswith("K "):
                     continue
-                head, _, body = record.partition("\n")
-                key = [int(k) for k in head[2:].split(",") if k]
-                self.add(key, parse_reads(body))
+                try:
+                    key = [int(k) for k in head[2:].split(",") if k]
+                except ValueError:
+                    self.unlearnable += 1
+                    continue
+                self.add(key, parse_reads(body, self._prefixes))
                 added += 1
         return added
 

@@ -30,9 +30,10 @@ class Recorder:
     def begin(self) -> bool:
         return self._begin() == _INTERFACE_VERSION
 
-    def end(self) -> str:
-        text = self._end()
-        return text.decode("utf-8", "replace") if text else ""
+    def end(self) -> bytes:
+        """The bracket's lines, as recorded (ReadRecorder::End); kept in bytes:
+        the worker appends them to its learn file as they are."""
+        return self._end() or b""
 
 
 def _mapped_plugins():

@@ -12,7 +12,7 @@ from prescient._learn import LearnedMap, format_record, parse_reads  # noqa: E40
 
 
 def record(learned, key, lines):
-    text = format_record(key, "".join(lines)).decode()
+    text = format_record(key, "".join(lines).encode()).decode()
     head, _, body = text.partition("\n")
     learned.add([int(k) for k in head[2:].split(",")], parse_reads(body.rsplit("E\n", 1)[0]))
 
@@ -186,7 +186,7 @@ def test_learn_files_read_during_the_epoch_are_not_read_again_at_its_publication
     def append(first, count):
         with open(tmp_path / "learn-1", "ab") as f:
             for i in range(first, first + count):
-                f.write(format_record([i], f"{data}\t/x\t1000\t{i}+1\n"))
+                f.write(format_record([i], f"{data}\t/x\t1000\t{i}+1\n".encode()))
 
     publisher = _publish.Publisher(str(tmp_path), str(tmp_path / "schedule.bin"), 1)
     append(0, 300)
@@ -224,7 +224,7 @@ def test_no_schedule_is_written_before_it_describes_a_read(tmp_path):
     def append(indices):
         with open(tmp_path / "learn-1", "ab") as f:
             for i in indices:
-                f.write(format_record([i], f"{data}\t/x\t1000\t{table[i]}+1\n"))
+                f.write(format_record([i], f"{data}\t/x\t1000\t{table[i]}+1\n".encode()))
 
     schedule = tmp_path / "schedule.bin"
     publisher = _publish.Publisher(str(tmp_path), str(schedule), 1)
@@ -263,7 +263,7 @@ def test_workers_learn_one_predicted_index_in_32_until_the_pattern_breaks(tmp_pa
     def append(indices, row_of=lambda i: i):
         with open(tmp_path / "learn-1", "ab") as f:
             for i in indices:
-                f.write(format_record([i], f"{data}\t/x\t1000\t{row_of(i)}+1\n"))
+                f.write(format_record([i], f"{data}\t/x\t1000\t{row_of(i)}+1\n".encode()))
 
     # The training process shares what the pattern predicts as soon as it finds it.
     publisher = _publish.Publisher(str(tmp_path), str(tmp_path / "schedule.bin"), 1)
@@ -288,3 +288,64 @@ def test_workers_learn_one_predicted_index_in_32_until_the_pattern_breaks(tmp_pa
     assert load_predicted(str(tmp_path)) is None
     time.sleep(_follower._PREDICTED_CHECK_SECONDS)
     assert all(follower.learns(i) for i in range(400, 464))
+
+
+def test_a_batch_is_learned_in_one_append_and_a_failed_fetch_teaches_nothing(tmp_path):
+    from prescient import _follower
+    from prescient._context import FollowContext
+
+    data = tmp_path / "a.h5"
+    data.write_bytes(b"\0" * 64)
+
+    class Recorder:  # stands in for the connector's: what the dataset "read" since begin()
+        lines = b""
+
+        def begin(self):
+            Recorder.lines = b""
+            return True
+
+        def end(self):
+            return Recorder.lines
+
+    class Dataset:
+        def __getitem__(self, i):
+            if i == 13:
+                Recorder.lines += f"{data}\t/x\t1000\t999+1\n".encode()  # read, then failed
+                raise KeyError(i)
+            Recorder.lines += f"{data}\t/x\t1000\t{i}+1\n{data}\t/y\t1000\t{i}+1\n".encode()
+            return i
+
+    follower = _follower.Follower(FollowContext(directory=str(tmp_path), rank=0, local_ranks=1))
+    recorder = Recorder()
+    follower._recorder_here = lambda: recorder
+    follower._recorder_pid = 1
+    appends = []
+    real_append = follower._append
+    follower._append = lambda records: (appends.append(records), real_append(records))
+
+    assert follower.fetch_each(Dataset(), [4, 2, 7]) == [4, 2, 7]
+    assert len(appends) == 1  # one write for the batch's three records
+    try:
+        follower.fetch_each(Dataset(), [5, 13, 6])
+        raise AssertionError("the failed fetch must raise")
+    except KeyError:
+        pass
+    assert len(appends) == 2  # the sample fetched before the failure is still learned
+
+    learned = LearnedMap()
+    assert learned.read_files(str(tmp_path)) == 4
+    assert learned.known() == {2, 4, 5, 7}  # not 13 (failed) nor 6 (never fetched)
+    assert learned.sample_map().fields == ("x", "y")
+    assert [learned.samples_of(i) for i in (2, 4, 5, 7)] == [(2,), (4,), (5,), (7,)]
+
+
+def test_malformed_records_teach_nothing_and_do_not_stop_the_reading(tmp_path):
+    with open(tmp_path / "learn-1", "wb") as f:
+        f.write(b"K 1\n/d/a.h5\t/x\t1000\t1+x\nE\n")      # rows that are not numbers
+        f.write(b"K one\n/d/a.h5\t/x\t1000\t2+1\nE\n")     # a key that is not one
+        f.write(b"K 3\n/d/a.h5\t/x\tmany\t3+1\nE\n")       # a length that is not one
+        f.write(b"K 4\n/d/a.h5\t/x\t1000\t4+1,6+2\nE\n")  # a well-formed record
+    learned = LearnedMap()
+    learned.read_files(str(tmp_path))
+    assert learned.known() == {4}
+    assert learned.unlearnable == 3

@@ -142,7 +142,7 @@ assert recorder is not None, "no recorder found in the wheel process"
 assert recorder.begin()
 f["images"][5]
 f["images"][[7, 9]]
-print(recorder.end(), end="")
+sys.stdout.write(recorder.end().decode())
 """
 
 
