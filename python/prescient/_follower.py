@@ -153,7 +153,7 @@ class Follower:
         self._learn_pid = None
         self._warned = set()
         self._fetches = 0            # known keys fetched by this process
-        self._predicted = None       # [first, end) the pattern predicts, as last read
+        self._predicted = None       # the index ranges the pattern predicts, as last read
         self._predicted_checked = None  # time.monotonic() of the last look
         # The publisher is used by one thread at a time: the training thread
         # (publications) or the absorbing thread (epoch_progressed).
@@ -288,7 +288,7 @@ class Follower:
         return self._recorder
 
     def _predicted_here(self):
-        """[first, end) of the indices the learned pattern predicts, re-read
+        """The index ranges the learned pattern predicts (_learn.Predicted), re-read
         every _PREDICTED_CHECK_SECONDS (the publisher shares it in the job's
         directory as soon as it finds the pattern, or withdraws it)."""
         now = time.monotonic()
@@ -312,8 +312,7 @@ class Follower:
         if predicted is None:
             covered = all(i in known for i in indices)
         else:
-            first, end = predicted
-            covered = all(i in known or first <= i < end for i in indices)
+            covered = all(i in known or i in predicted for i in indices)
         if covered:
             # One known or predicted key in _RECHECK is learned (again): a dataset
             # that maps its indices to rows anew every epoch shows itself

@@ -17,11 +17,15 @@ scheduler/core/sample_map.h), and an index stands for the samples its primary
 reads touched, in the order read. A batch index list that read as many
 primary rows as it has indices is taken apart in sorted order (the usual
 `d[sorted(batch)]`); anything else is not learned from, and its reads are
-served unscheduled.
+served unscheduled. Where the learned indices show a pattern (Pattern: index
+i stands for samples i * per + offset ..., with one offset per file for files
+concatenated in another order than sorted), it predicts the indices not read
+yet.
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 import os
@@ -34,6 +38,8 @@ LEARN_PREFIX = "learn-"
 PREDICTED = "predicted"
 # Learned indices needed before a pattern is believed (every one must fit it).
 _MIN_PATTERN_EVIDENCE = 32
+# ... and of each file before its own offset is (a piecewise pattern, Pattern).
+_MIN_PIECE_EVIDENCE = 4
 
 Read = Tuple[str, str, int, Tuple[int, ...]]  # file, dataset, dataset rows, rows read
 
@@ -87,14 +93,31 @@ def parse_reads(text: str, prefixes: Optional[Dict[str, Tuple[str, str, int]]] =
     return reads
 
 
-def load_predicted(directory: str) -> Optional[Tuple[int, int]]:
+class Predicted:
+    """The index ranges [first, end) the learned pattern predicts, as the
+    publisher shares them with the workers (_publish.save_predicted)."""
+
+    def __init__(self, ranges: Sequence[Tuple[int, int]]):
+        self.ranges = tuple((int(a), int(b)) for a, b in ranges)
+        self._firsts = [a for a, _ in self.ranges]
+
+    def __contains__(self, index: int) -> bool:
+        k = bisect.bisect_right(self._firsts, index) - 1
+        return k >= 0 and index < self.ranges[k][1]
+
+
+def load_predicted(directory: str) -> Optional[Predicted]:
     """What the publisher shared (_publish.Publisher), or None (nothing shared, or unreadable)."""
     try:
         with open(os.path.join(directory, PREDICTED)) as f:
-            first, end = (int(v) for v in f.read().split())
+            values = [int(v) for v in f.read().split()]
     except (OSError, ValueError):
         return None
-    return (first, end) if first < end else None
+    ranges = [(a, b) for a, b in zip(values[0::2], values[1::2]) if a < b]
+    if len(values) % 2 or not ranges or any(
+            b0 > a1 for (_, b0), (a1, _) in zip(ranges, ranges[1:])):
+        return None
+    return Predicted(ranges)
 
 
 def format_record(key: Sequence[int], recorded: bytes) -> bytes:
@@ -127,6 +150,59 @@ class LearnedSampleMap:
         return first + row
 
 
+@dataclasses.dataclass(frozen=True)
+class Pattern:
+    """A map's evident pattern: index i of the k-th piece, starts[k] <= i <
+    ends[k], stands for samples i * per + offsets[k] .. + per - 1. One piece
+    covers the whole map (row = index, file = index // rows per file over the
+    sorted files, whole contiguous batches); one piece per file when the
+    files are concatenated in another order than sorted (a ConcatDataset of
+    an unsorted glob: each file's rows in index order, at its own offset)."""
+
+    per: int
+    starts: Tuple[int, ...]  # ascending, pieces do not overlap
+    ends: Tuple[int, ...]
+    offsets: Tuple[int, ...]
+
+    def first_sample(self, index: int) -> Optional[int]:
+        k = bisect.bisect_right(self.starts, index) - 1
+        if k < 0 or index >= self.ends[k]:
+            return None
+        return index * self.per + self.offsets[k]
+
+    def first_samples(self, indices):
+        """first_sample of every index of a NumPy array at once; -1 where no
+        piece holds it. (NumPy is imported here, not at start-up: the start-up
+        hook imports this module in every Python process.)"""
+        import numpy as np
+
+        starts = np.asarray(self.starts, dtype=np.int64)
+        k = np.searchsorted(starts, indices, side="right") - 1
+        inside = k >= 0
+        k = np.maximum(k, 0)
+        inside &= indices < np.asarray(self.ends, dtype=np.int64)[k]
+        first = indices * self.per + np.asarray(self.offsets, dtype=np.int64)[k]
+        return np.where(inside, first, -1)
+
+    def ranges(self) -> Tuple[Tuple[int, int], ...]:
+        """The pieces' index ranges, adjacent ones merged."""
+        merged: List[List[int]] = []
+        for a, b in zip(self.starts, self.ends):
+            if merged and merged[-1][1] == a:
+                merged[-1][1] = b
+            else:
+                merged.append([a, b])
+        return tuple((a, b) for a, b in merged)
+
+
+def _piece(per: int, offset: int, first: int, rows: int) -> Tuple[int, int]:
+    """[lo, hi): the indices i whose samples i * per + offset .. + per - 1
+    lie in the samples [first, first + rows)."""
+    lo = max(0, -((offset - first) // per))  # the least i >= 0 with i * per + offset >= first
+    hi = (first + rows - per - offset) // per + 1
+    return lo, max(lo, hi)
+
+
 class LearnedMap:
     """Everything learned so far, from every worker file of the job."""
 
@@ -140,7 +216,12 @@ class LearnedMap:
         self.rechecked = 0    # indices read again while learning
         self.changed = 0      # ... that read other rows than before
         self._map: Optional[LearnedSampleMap] = None
-        self._pattern: Optional[Tuple[int, int]] = None
+        self._pattern: Optional[Pattern] = None
+        self._unplaced = 0  # new indices in no piece since the pattern was found
+        # False when the records contradict every pattern (adding more cannot help).
+        self._pattern_possible = True
+        self._piece_files: frozenset = frozenset()  # files (map positions) with a piece
+        self._file_firsts: List[int] = []  # each map file's first sample
         # Records the map was built from: its "no pattern" verdict stands for
         # good only when they were enough evidence (see _still_fits).
         self._built_from = 0
@@ -213,22 +294,41 @@ class LearnedMap:
         Otherwise both are rebuilt from every record at the next use: without
         that second case a map without a pattern (a loader's shuffled index
         table) was rebuilt at every look, ~40 ms per 40,000 records, a dozen
-        times in the first epoch."""
+        times in the first epoch. Records a rebuild could still learn a
+        pattern from (files read too few times for a piece of their own) are
+        let in until they are as many as the records the map was built from:
+        the rebuilds' cost then doubles at most."""
         m = self._map
         if m is None:
             return False
         if any(path not in m.first_sample or dataset not in m.fields
                for path, dataset, _ in reads):
             return False
-        if self._pattern is None and (not new or self._built_from < _MIN_PATTERN_EVIDENCE):
+        pattern = self._pattern
+        if pattern is None and (not new or self._built_from < _MIN_PATTERN_EVIDENCE):
             return False
         self._samples.pop(index, None)
-        if self._pattern is None:
+        if pattern is None and not self._pattern_possible:
             return True
-        samples = self._learned_samples(index)
-        per, offset = self._pattern
-        return (len(samples) == per and samples[0] == index * per + offset
+        samples = self._learned_samples(index) if pattern is not None else ()
+        first = pattern.first_sample(index) if pattern is not None else None
+        if first is None:  # in no piece: a file with too little evidence so far
+            if pattern is not None and self._in_piece_files(samples):
+                return False  # ... or a file of a piece, at an index outside it
+            self._unplaced += 1
+            return self._unplaced < max(_MIN_PATTERN_EVIDENCE, self._built_from)
+        per = pattern.per
+        return (len(samples) == per and samples[0] == first
                 and samples[-1] - samples[0] == per - 1 and len(set(samples)) == per)
+
+    def _in_piece_files(self, samples: Tuple[int, ...]) -> bool:
+        """Whether any of the samples lies in a file that has a piece."""
+        files = self._piece_files
+        return any(self._file_of(s) in files for s in samples)
+
+    def _file_of(self, sample: int) -> int:
+        """The position of the map's file holding the sample."""
+        return bisect.bisect_right(self._file_firsts, sample) - 1
 
     def unstable(self) -> bool:
         """True when indices read again read other rows (more than 1 in 10 of at
@@ -277,9 +377,15 @@ class LearnedMap:
             self._map = self._build_map()
             self._built_from = len(self._reads)
             self._samples = {}
+            self._unplaced = 0
             self._pattern = self._find_pattern() if self._map is not None else None
             if self._map is not None and self._pattern is None:
                 self._try_sibling_files()
+            if self._map is not None and self._pattern is None:
+                self._pattern = self._find_pieces()
+            elif self._map is not None:  # one piece over every file
+                self._file_firsts = [self._map.first_sample[f.path] for f in self._map.files]
+                self._piece_files = frozenset(range(len(self._map.files)))
         return self._map
 
     def _try_sibling_files(self) -> None:
@@ -373,11 +479,12 @@ class LearnedMap:
                 out.extend(first + r for r in rows)
         return tuple(out)
 
-    def _find_pattern(self) -> Optional[Tuple[int, int]]:
-        """(per, offset) when every learned index i stands for the samples
-        i * per + offset .. + per - 1 of the map (row = index, file = index //
-        rows per file over the sorted files, whole contiguous batches, ...): the
-        map's evident pattern, which predicts the indices not read yet."""
+    def _find_pattern(self) -> Optional[Pattern]:
+        """One piece over the whole map when every learned index i stands for
+        the samples i * per + offset .. + per - 1 of the map (row = index, file
+        = index // rows per file over the sorted files, whole contiguous
+        batches, ...): the map's evident pattern, which predicts the indices
+        not read yet."""
         if len(self._reads) < _MIN_PATTERN_EVIDENCE:
             return None
         per = offset = None
@@ -390,7 +497,70 @@ class LearnedMap:
             if (len(samples) != per or samples[0] != index * per + offset
                     or samples[-1] - samples[0] != per - 1 or len(set(samples)) != per):
                 return None
-        return per, offset
+        lo, hi = _piece(per, offset, 0, self._map.num_samples)
+        return Pattern(per, (lo,), (hi,), (offset,)) if lo < hi else None
+
+    def _find_pieces(self) -> Optional[Pattern]:
+        """One piece per file when each file's learned indices fit a pattern of
+        their own (same samples per index, one offset per file) and the
+        files' index ranges do not overlap: files concatenated in an order
+        other than sorted. A file read fewer than _MIN_PIECE_EVIDENCE times
+        gets no piece yet (its indices are not predicted, and another look
+        may give it one); a contradiction (an index of two files, a file's
+        indices at two offsets, overlapping ranges) ends the search for good
+        (_pattern_possible)."""
+        m = self._map
+        self._file_firsts = [m.first_sample[f.path] for f in m.files]
+        self._piece_files = frozenset()
+        self._pattern_possible = False
+        if len(self._reads) < _MIN_PATTERN_EVIDENCE:
+            self._pattern_possible = True
+            return None
+        per = None
+        offsets: Dict[int, int] = {}  # file position -> the offset of its indices
+        counts: Dict[int, int] = collections.Counter()
+        learned: List[Tuple[int, int]] = []  # (index, file position)
+        for index in self._reads:
+            samples = self._learned_samples(index)
+            if not samples:
+                return None
+            if per is None:
+                per = len(samples)
+            if (len(samples) != per or samples[-1] - samples[0] != per - 1
+                    or len(set(samples)) != per):
+                return None
+            k = self._file_of(samples[0])
+            if self._file_of(samples[-1]) != k:
+                return None  # one index across two files: not a concatenation
+            offset = samples[0] - index * per
+            if offsets.setdefault(k, offset) != offset:
+                return None
+            counts[k] += 1
+            learned.append((index, k))
+        kept = sorted(k for k in offsets if counts[k] >= _MIN_PIECE_EVIDENCE)
+        self._pattern_possible = len(kept) < len(offsets)  # more reads may add pieces
+        pieces = []
+        for k in kept:
+            lo, hi = _piece(per, offsets[k], self._file_firsts[k], m.files[k].rows)
+            if lo < hi:
+                pieces.append((lo, hi, offsets[k], k))
+        if not pieces:  # no file read often enough yet
+            return None
+        pieces.sort()
+        if any(a[1] > b[0] for a, b in zip(pieces, pieces[1:])):
+            self._pattern_possible = False
+            return None
+        pattern = Pattern(per, tuple(p[0] for p in pieces), tuple(p[1] for p in pieces),
+                          tuple(p[2] for p in pieces))
+        # An index of a file without a piece inside another file's piece
+        # contradicts the concatenation.
+        piece_of = {p[3]: i for i, p in enumerate(pieces)}
+        for index, k in learned:
+            if k not in piece_of and pattern.first_sample(index) is not None:
+                self._pattern_possible = False
+                return None
+        self._piece_files = frozenset(piece_of)
+        return pattern
 
     def samples_of(self, index: int) -> Tuple[int, ...]:
         """The samples an index stands for: learned, else predicted by the
@@ -402,31 +572,24 @@ class LearnedMap:
             return ()
         result = self._learned_samples(index)
         if not result and self._pattern is not None:
-            per, offset = self._pattern
-            first = index * per + offset
-            if 0 <= first and first + per <= self._map.num_samples:
-                result = tuple(range(first, first + per))
+            first = self._pattern.first_sample(index)
+            if first is not None:
+                result = tuple(range(first, first + self._pattern.per))
         self._samples[index] = result
         return result
 
-    def pattern(self) -> Optional[Tuple[int, int, int]]:
-        """(per, offset, samples in the map) of the evident pattern, or None."""
-        if self.sample_map() is None or self._pattern is None:
+    def pattern(self) -> Optional[Pattern]:
+        """The map's evident pattern, or None."""
+        if self.sample_map() is None:
             return None
-        return self._pattern[0], self._pattern[1], self._map.num_samples
+        return self._pattern
 
-    def predicted_indices(self) -> Optional[Tuple[int, int]]:
-        """[first, end): the indices the evident pattern maps into the map's
-        samples, or None without a pattern."""
+    def predicted_indices(self) -> Optional[Tuple[Tuple[int, int], ...]]:
+        """The index ranges [first, end) the evident pattern maps into the
+        map's samples, or None without a pattern."""
         pattern = self.pattern()
-        if pattern is None:
-            return None
-        per, offset, num_samples = pattern
-        first = max(0, -(offset // per))  # the least i with i * per + offset >= 0
-        end = (num_samples - per - offset) // per + 1  # i * per + offset + per <= num_samples
-        return (first, end) if first < end else None
+        return pattern.ranges() if pattern is not None else None
 
     def predicts(self) -> bool:
         """True when indices not read yet are predicted (an evident pattern)."""
-        self.sample_map()
-        return self._pattern is not None
+        return self.pattern() is not None

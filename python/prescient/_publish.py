@@ -51,17 +51,17 @@ def _save_atomically(path: str, data: np.ndarray) -> None:
     write_atomically(path, lambda out: np.save(out, data, allow_pickle=False))
 
 
-def save_predicted(directory: str, indices: Optional[Tuple[int, int]]) -> None:
-    """Shares [first, end) as the indices the learned pattern predicts
-    (_learn.load_predicted reads it in the workers); None withdraws it."""
+def save_predicted(directory: str, ranges: Optional[Sequence[Tuple[int, int]]]) -> None:
+    """Shares the index ranges [first, end) the learned pattern predicts
+    (_learn.load_predicted reads them in the workers); None withdraws them."""
     path = os.path.join(directory, PREDICTED)
-    if indices is None:
+    if ranges is None:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
         return
-    text = f"{int(indices[0])} {int(indices[1])}\n".encode()
+    text = "".join(f"{int(a)} {int(b)}\n" for a, b in ranges).encode()
     write_atomically(path, lambda out: out.write(text))
 
 
@@ -108,10 +108,10 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
     if pattern is not None:
         # Every learned index fits the pattern (LearnedMap checks each), so
         # it gives every index's samples at once.
-        per, offset, num_samples = pattern
+        per = pattern.per
         idx = np.asarray(indices, dtype=np.int64)
-        first = idx * per + offset
-        if len(idx) == 0 or (first.min() >= 0 and first.max() + per <= num_samples):
+        first = pattern.first_samples(idx)
+        if len(idx) == 0 or first.min() >= 0:
             samples = (first[:, None] + np.arange(per, dtype=np.int64)).reshape(-1)
             bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
             np.cumsum(np.asarray(lengths, dtype=np.uint64) * np.uint64(per), out=bounds[1:])
@@ -153,7 +153,7 @@ class Publisher:
         # stat'ed again at every publish (a file changed since is found by the
         # connector, which compares both before binding it).
         self._stats: Dict[str, Tuple[int, int]] = {}
-        self._shared_prediction: Optional[Tuple[int, int]] = None
+        self._shared_prediction: Optional[Tuple[Tuple[int, int], ...]] = None
 
     def _share_prediction(self) -> None:
         """Tells the workers which indices the pattern predicts (or that it

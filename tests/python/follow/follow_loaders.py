@@ -9,6 +9,8 @@ Shapes:
   files     a per-epoch file permutation crossed with an in-file permutation, 8 files
   batches   BatchSampler(RandomSampler(generator=g)), each batch one read of d[sorted(batch)]
   blocks    shuffled whole contiguous batches, each one read of d[b*B:(b+1)*B]
+  concat    a ConcatDataset of one Dataset per file, the files in an unsorted (glob-like) order,
+            shuffle=True
   table     like list, but the dataset reshuffles its index table every epoch (not followable)
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
@@ -27,8 +29,8 @@ import time
 import h5py
 import numpy as np
 import torch
-from torch.utils.data import (BatchSampler, DataLoader, Dataset, DistributedSampler,
-                              RandomSampler, Sampler)
+from torch.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset,
+                              DistributedSampler, RandomSampler, Sampler)
 
 FILES, ROWS_PER_FILE, ROW_BYTES, BATCH = 8, 500, 4096, 25
 SAMPLES = FILES * ROWS_PER_FILE
@@ -86,6 +88,26 @@ class ManyFiles(Dataset):
         return torch.from_numpy(f["x"][row]), int(f["y"][row])
 
 
+class Part(Dataset):
+    """One file's rows: ConcatDataset puts them after the files before it."""
+
+    def __init__(self, path):
+        self.path = path
+        self.f = None
+
+    def __len__(self):
+        return ROWS_PER_FILE
+
+    def __getitem__(self, row):
+        if self.f is None:
+            self.f = h5py.File(self.path, "r")
+        return torch.from_numpy(self.f["x"][row]), int(self.f["y"][row])
+
+
+# The files in the order a directory listing may give them (not sorted).
+UNSORTED = (3, 0, 5, 1, 7, 2, 6, 4)
+
+
 class FileThenRow(Sampler):
     """Files in a new order every epoch, rows in a new order in each file (unseeded)."""
 
@@ -138,6 +160,10 @@ def loader_for(shape, directory):
     if shape == "files":
         return DataLoader(ManyFiles(directory), batch_size=BATCH, sampler=FileThenRow(),
                           num_workers=2,
+                          multiprocessing_context=MP)
+    if shape == "concat":
+        parts = [Part(os.path.join(directory, f"part_{k:02d}.h5")) for k in UNSORTED]
+        return DataLoader(ConcatDataset(parts), batch_size=BATCH, shuffle=True, num_workers=2,
                           multiprocessing_context=MP)
     if shape == "batches":
         ds = OneFile(directory)

@@ -166,7 +166,8 @@ def test_an_order_translates_the_same_with_and_without_the_pattern():
     learned = LearnedMap()
     for b in range(0, 40):
         learned.add([b], parse_reads(f"/d/a.h5\t/x\t1000\t{b * 25}+25\n"))
-    assert learned.pattern() == (25, 0, 1000)
+    pattern = learned.pattern()
+    assert (pattern.per, pattern.offsets, pattern.ranges()) == (25, (0,), ((0, 40),))
     indices = np.random.default_rng(3).permutation(40)
     lengths = np.array([3] * 13 + [1])
     fast = _translate(learned, lengths, indices)
@@ -245,11 +246,11 @@ def test_the_indices_a_pattern_predicts():
     assert learned.predicted_indices() is None
     for i in range(5, 300, 3):  # index i reads row i - 5 of 1,000
         record(learned, [i], [f"/d/a.h5\t/x\t1000\t{i - 5}+1\n"])
-    assert learned.predicted_indices() == (5, 1005)
+    assert learned.predicted_indices() == ((5, 1005),)
     blocks = LearnedMap()
     for b in range(0, 40):  # whole contiguous batches of 25 rows
         record(blocks, [b], [f"/d/a.h5\t/x\t1010\t{b * 25}+25\n"])
-    assert blocks.predicted_indices() == (0, 40)  # the last 10 rows make no whole batch
+    assert blocks.predicted_indices() == ((0, 40),)  # the last 10 rows make no whole batch
 
 
 def test_workers_learn_one_predicted_index_in_32_until_the_pattern_breaks(tmp_path):
@@ -269,7 +270,7 @@ def test_workers_learn_one_predicted_index_in_32_until_the_pattern_breaks(tmp_pa
     publisher = _publish.Publisher(str(tmp_path), str(tmp_path / "schedule.bin"), 1)
     append(range(0, 100))
     publisher.absorb()
-    assert load_predicted(str(tmp_path)) == (0, 1000)
+    assert load_predicted(str(tmp_path)).ranges == ((0, 1000),)
 
     # A worker (here without a connector: a stand-in recorder) then learns 1 index in 32.
     class Recorder:
@@ -349,3 +350,117 @@ def test_malformed_records_teach_nothing_and_do_not_stop_the_reading(tmp_path):
     learned.read_files(str(tmp_path))
     assert learned.known() == {4}
     assert learned.unlearnable == 3
+
+
+def concatenated(order, rows=100):
+    """Reads of a ConcatDataset over files /d/f<kk>.h5 of `rows` rows, in the
+    file order `order` (an unsorted glob): index i -> (file, row)."""
+    def reads(i):
+        f, row = order[i // rows], i % rows
+        return [f"/d/f{f:02d}.h5\t/x\t{rows}\t{row}+1\n", f"/d/f{f:02d}.h5\t/y\t{rows}\t{row}+1\n"]
+    return reads
+
+
+def test_files_concatenated_in_another_order_than_sorted_are_predicted_piece_by_piece():
+    import numpy as np
+    from prescient._publish import _translate
+    order = [3, 0, 5, 1, 7, 2, 6, 4]  # the k-th 100 indices read file f<order[k]>
+    reads = concatenated(order)
+    learned = LearnedMap()
+    for i in np.random.default_rng(5).permutation(800)[:64].tolist():  # 8 per file on average
+        record(learned, [i], reads(i))
+    assert learned.predicts()
+    assert learned.sample_map().fields == ("x", "y")
+    for i in range(800):  # every index, read or not: the file's row, numbered over sorted files
+        f, row = order[i // 100], i % 100
+        assert learned.samples_of(i) == (f * 100 + row,), i
+    assert learned.predicted_indices() == ((0, 800),)
+    # The publication translates a whole order by the pieces at once.
+    indices = np.random.default_rng(6).permutation(800)
+    samples, bounds = _translate(learned, np.array([2] * 400), indices)
+    assert samples.tolist() == [order[i // 100] * 100 + i % 100 for i in indices.tolist()]
+    assert bounds.tolist() == list(range(0, 801, 2))
+
+
+def test_pieces_wait_for_files_read_often_enough():
+    order = list(range(40))[::-1]  # 40 files of 100 rows, concatenated backwards
+    reads = concatenated(order)
+    learned = LearnedMap()
+    for i in range(0, 4000, 100):  # one index per file: no file has evidence of its own
+        record(learned, [i], reads(i))
+    assert not learned.predicts()
+    import numpy as np
+    for i in np.random.default_rng(8).permutation(4000)[:600].tolist():  # 15 per file
+        if learned.samples_of(i) and i not in learned.known():
+            assert learned.samples_of(i) == reads_to_samples(order, i)  # predicted right
+        record(learned, [i], reads(i))
+    assert learned.predicted_indices() == ((0, 4000),)
+    assert learned.samples_of(150) == (3850,)
+
+
+def reads_to_samples(order, i, rows=100):
+    return (order[i // rows] * rows + i % rows,)
+
+
+def test_a_file_read_too_few_times_gets_its_piece_at_a_later_look():
+    order = [2, 0, 1]
+    reads = concatenated(order)
+    learned = LearnedMap()
+    for i in list(range(0, 100, 5)) + list(range(100, 200, 5)) + [201, 202]:  # f2, f0: 20 each; f1: 2
+        record(learned, [i], reads(i))
+    assert learned.predicted_indices() == ((0, 200),)  # f1's indices (200-299) not yet
+    assert learned.samples_of(250) == ()
+    assert learned.samples_of(201) == (101,)  # learned all the same
+    # Records in no piece are let in without a rebuild until they are as many as
+    # the map was built from (42); the look after that gives f1 its piece.
+    for i in range(203, 300, 2):
+        record(learned, [i], reads(i))
+        learned.samples_of(i)
+    assert learned.predicted_indices() == ((0, 300),)
+    assert learned.samples_of(250) == (150,)
+
+
+def test_a_shuffled_table_over_many_files_is_not_taken_for_pieces():
+    import numpy as np
+    table = np.random.default_rng(7).permutation(800)  # index -> a random row of 8 files
+    learned = LearnedMap()
+    for i in range(400):
+        f, row = divmod(int(table[i]), 100)
+        record(learned, [i], [f"/d/f{f}.h5\t/x\t100\t{row}+1\n"])
+    assert not learned.predicts()
+    assert learned.samples_of(500) == ()
+    # ... and the verdict stands: the next records are taken without a rebuild.
+    builds = []
+    original = learned._build_map
+    learned._build_map = lambda: builds.append(1) or original()
+    for i in range(400, 800):
+        f, row = divmod(int(table[i]), 100)
+        record(learned, [i], [f"/d/f{f}.h5\t/x\t100\t{row}+1\n"])
+        learned.samples_of(i)
+    assert builds == [] and not learned.predicts()
+
+
+def test_a_record_that_breaks_a_piece_stops_the_prediction():
+    order = [1, 0]
+    reads = concatenated(order)
+    learned = LearnedMap()
+    for i in range(0, 200, 4):
+        record(learned, [i], reads(i))
+    assert learned.predicted_indices() == ((0, 200),)
+    record(learned, [1], [f"/d/f01.h5\t/x\t100\t50+1\n", f"/d/f01.h5\t/y\t100\t50+1\n"])
+    assert not learned.predicts()
+    assert learned.samples_of(3) == ()
+
+
+def test_predicted_ranges_are_shared_with_the_workers(tmp_path):
+    from prescient._learn import load_predicted
+    from prescient._publish import save_predicted
+    save_predicted(str(tmp_path), ((0, 100), (200, 300)))
+    predicted = load_predicted(str(tmp_path))
+    assert predicted.ranges == ((0, 100), (200, 300))
+    assert [i in predicted for i in (0, 99, 100, 150, 199, 200, 299, 300, -1)] == [
+        True, True, False, False, False, True, True, False, False]
+    (tmp_path / "predicted").write_text("0 100 50 150\n")  # overlapping: not believed
+    assert load_predicted(str(tmp_path)) is None
+    save_predicted(str(tmp_path), None)
+    assert load_predicted(str(tmp_path)) is None
