@@ -156,9 +156,10 @@ class Follower:
         self._predicted = None       # the index ranges the pattern predicts, as last read
         self._predicted_checked = None  # time.monotonic() of the last look
         # The publisher is used by one thread at a time: the training thread
-        # (publications) or the absorbing thread (epoch_progressed).
+        # (the publication at an epoch's start) or the looking thread
+        # (epoch_progressed).
         self._publisher_lock = threading.Lock()
-        self._absorbing = None       # the absorbing thread, while one runs
+        self._looking = None         # the looking thread, while one runs
 
     # ------------------------------------------------ the training process --
     @property
@@ -191,42 +192,39 @@ class Follower:
         return _EpochOrder(source, self, index_sampler, workers)
 
     def epoch_progressed(self, epoch: Optional[int]) -> None:
-        """Publishes again when this epoch is not described yet (the workers
-        may have learned enough since to predict it); once it is, reads what
-        they learned on a thread of its own (_absorb_in_background)."""
+        """Looks at what the workers learned so far, on a thread of its own
+        (_look_in_background): publishes again while this epoch is not
+        described yet (the workers may have learned enough since to predict
+        it), and once it is, only reads what they learned."""
         if epoch is None:
             return
-        publisher = self.publisher
-        if (self.context.rank, epoch) in publisher.covered:
-            self._absorb_in_background(publisher)
-            return
-        try:
-            with self._publisher_lock:
-                publisher.publish()
-        except Exception as e:  # noqa: BLE001 - reported, never raised into training
-            self._warn_failed(e)
+        self._look_in_background(self.publisher, epoch)
 
-    def _absorb_in_background(self, publisher) -> None:
-        """Reads what the workers learned so far on a short-lived thread.
+    def _look_in_background(self, publisher, epoch: int) -> None:
+        """Runs a look (_look) on a short-lived thread, unless one still runs.
 
-        The epoch is described already, but the workers keep appending what
-        they learn (all of the first epoch, one index in _RECHECK later), and
-        the publication at the next epoch's start must read it all before the
+        A look parses what the workers appended since the last: ~25 ms per
+        4,096 records. On the training loop's main thread, the one that feeds
+        the workers their indices, that held the workers of a first epoch of
+        an index table (every fetch learned) a dozen times. And the
+        publication at the next epoch's start must read it all before the
         workers get their first indices: 40,000 indices learned in the first
-        epoch took ~0.4 s there, with the workers forked and idle. Read during
-        the epoch, a look's share is what _LOOK_EVERY items appended."""
+        epoch took ~0.4 s there, with the workers forked and idle."""
         with self._lock:
-            if self._absorbing is not None and self._absorbing.is_alive():
+            if self._looking is not None and self._looking.is_alive():
                 return
-            thread = threading.Thread(target=self._absorb, args=(publisher,),
-                                      name="prescient-absorb", daemon=True)
-            self._absorbing = thread
+            thread = threading.Thread(target=self._look, args=(publisher, epoch),
+                                      name="prescient-look", daemon=True)
+            self._looking = thread
         thread.start()
 
-    def _absorb(self, publisher) -> None:
+    def _look(self, publisher, epoch: int) -> None:
         try:
             with self._publisher_lock:
-                publisher.absorb()
+                if (self.context.rank, epoch) in publisher.covered:
+                    publisher.absorb()
+                else:
+                    publisher.publish()
         except Exception as e:  # noqa: BLE001 - reported, never raised into training
             self._warn_failed(e)
 

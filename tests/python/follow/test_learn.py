@@ -2,6 +2,7 @@
 and the pattern that predicts the indices not read yet."""
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -208,9 +209,22 @@ def test_learn_files_read_during_the_epoch_are_not_read_again_at_its_publication
     publisher.covered = {(0, 0)}
     append(500, 100)
     follower.epoch_progressed(0)
-    assert follower._absorbing is not None
-    follower._absorbing.join(60)
+    assert follower._looking is not None
+    follower._looking.join(60)
     assert len(publisher.learned) == 600 and publisher.absorb() == 0
+
+    # An epoch not described yet is published by the look, on its thread too: the
+    # training's main thread, which feeds the workers, does not parse.
+    publisher.covered = set()
+    _publish.save_order(str(tmp_path), 0, 1, [[i] for i in range(600)], 2)
+    append(600, 50)
+    main = threading.get_ident()
+    publishing = []
+    real_publish = publisher.publish
+    publisher.publish = lambda: publishing.append(threading.get_ident()) or real_publish()
+    follower.epoch_progressed(1)
+    follower._looking.join(60)
+    assert publishing and main not in publishing and (0, 1) in publisher.covered
 
 
 def test_no_schedule_is_written_before_it_describes_a_read(tmp_path):
