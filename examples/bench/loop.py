@@ -18,6 +18,8 @@ the process is given. The loop is what users write:
               random-batches   BatchSampler(RandomSampler(generator=g)), the DataLoader given g too
                                (mode batch)
               shuffled-blocks  whole contiguous batches in a new unseeded permutation (mode slices)
+              concat-unsorted  a ConcatDataset of one Dataset per file, the files not in sorted order,
+                               shuffled by an unseeded RandomSampler (mode sample, several files)
   modes     sample  DataLoader(ds, batch_size=B, sampler=sampler): ds[i] one sample at a time
             batch   DataLoader(ds, batch_size=None, sampler=BatchSampler(sampler, B)): ds[batch]
                     reads d[sorted(batch)] (one file only)
@@ -50,8 +52,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "report"))
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from torch.utils.data import (BatchSampler, DataLoader, Dataset, DistributedSampler,  # noqa: E402
-                              RandomSampler, Sampler)
+from torch.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset,  # noqa: E402
+                              DistributedSampler, RandomSampler, Sampler)
 
 import counters  # noqa: E402
 import storage  # noqa: E402
@@ -129,6 +131,27 @@ class IndexTable(Dataset):
         return self.samples[self.table[i]]
 
 
+class FilePart(Dataset):
+    """One file's samples, as a loader that makes one Dataset per file has them."""
+
+    def __init__(self, samples, k):
+        self.samples, self.first = samples, samples.starts[k]
+        self.rows = samples.starts[k + 1] - self.first
+
+    def __len__(self):
+        return self.rows
+
+    def __getitem__(self, j):
+        return self.samples[self.first + j]
+
+
+def unsorted_concat(samples):
+    """A ConcatDataset of the files' parts in an order other than sorted (a directory
+    listing's, an unsorted glob's): odd-numbered files first, then even-numbered."""
+    files = list(range(len(samples.starts) - 1))
+    return ConcatDataset([FilePart(samples, k) for k in files[1::2] + files[0::2]])
+
+
 class FileThenRow(Sampler):
     """Every epoch: the files in a new unseeded permutation, each file's rows in another."""
 
@@ -160,7 +183,7 @@ class ShuffledBlocks(Sampler):
 
 # sampler -> the mode it reads in.
 PUBLIC_ORDERS = {"index-table": "sample", "file-then-row": "sample", "random-batches": "batch",
-                 "shuffled-blocks": "slices"}
+                 "shuffled-blocks": "slices", "concat-unsorted": "sample"}
 
 
 def make_public_loader(config, ds):
@@ -176,6 +199,10 @@ def make_public_loader(config, ds):
         table = IndexTable(ds)
         sampler = DistributedSampler(table, num_replicas=1, rank=0, shuffle=False)
         return sampler, DataLoader(table, batch_size=batch, sampler=sampler, **kwargs)
+    if order == "concat-unsorted":
+        parts = unsorted_concat(ds)
+        sampler = RandomSampler(parts)
+        return sampler, DataLoader(parts, batch_size=batch, sampler=sampler, **kwargs)
     if order == "file-then-row":
         sampler = FileThenRow(ds)
         return sampler, DataLoader(ds, batch_size=batch, sampler=sampler, **kwargs)

@@ -35,6 +35,8 @@ Cases:
                  files (dlio, 8 files of the imglab row count / 8), BatchSampler(RandomSampler(generator=g))
                  with d[sorted(batch)] reads (imglab), shuffled whole contiguous batches d[b*B:(b+1)*B]
                  (imglab); 2 workers
+  shape-concat   (on request) a ConcatDataset of one Dataset per file over the 8 files of shape-files,
+                 the files not in sorted order (an unsorted glob's), shuffle=True; followed like the four
 """
 
 import os
@@ -47,7 +49,8 @@ import workloads
 CASES = ("imglab-dl", "imglab-rows", "imglab-batch", "cosmo", "onefile", "dlio")
 # Issue 12's loader shapes: case -> (mode, loop.py sampler).
 SHAPES = {"shape-list": ("sample", "index-table"), "shape-files": ("sample", "file-then-row"),
-          "shape-batches": ("batch", "random-batches"), "shape-blocks": ("slices", "shuffled-blocks")}
+          "shape-batches": ("batch", "random-batches"), "shape-blocks": ("slices", "shuffled-blocks"),
+          "shape-concat": ("sample", "concat-unsorted")}
 EXTRA_CASES = ("imglab-slices",) + tuple(SHAPES)
 # Stands for "no schedule file: the sampler is followed at run time" among the variants.
 FOLLOW = object()
@@ -76,7 +79,7 @@ class Suite:
 
     def workload(self, case):
         a = self.args
-        if case == "shape-files":
+        if case in ("shape-files", "shape-concat"):
             rec = workloads.recipe("dlio", files=8, samples_per_file=max(1, a.ns_samples // 8))
         elif case.startswith("imglab") or case in SHAPES:
             rec = workloads.recipe("imglab", samples=a.ns_samples)

@@ -161,11 +161,12 @@ def test_loop_batch_and_slice_reads(tmp_path):
 
 
 
-@pytest.mark.parametrize("order", ["index-table", "file-then-row", "random-batches", "shuffled-blocks"])
+@pytest.mark.parametrize("order", ["index-table", "file-then-row", "random-batches", "shuffled-blocks",
+                                   "concat-unsorted"])
 def test_public_orders_read_every_sample_once_per_epoch(tmp_path, order):
     loop = _loop()
-    kind = dict(kind="dlio", files=4, samples_per_file=24) if order == "file-then-row" else dict(
-        kind="imglab", samples=96)
+    several = order in ("file-then-row", "concat-unsorted")
+    kind = dict(kind="dlio", files=4, samples_per_file=24) if several else dict(kind="imglab", samples=96)
     w = workloads.ensure(str(tmp_path), workloads.recipe(kind.pop("kind"), **kind), log=lambda m: None)
     names = [f.name for f in w.fields]
     sums = dict(np.load(w.sums_path))
@@ -186,6 +187,9 @@ def test_public_orders_read_every_sample_once_per_epoch(tmp_path, order):
     if order == "file-then-row":  # each file's rows come together
         files = [i // 24 for i in epochs[0]]
         assert [k for j, k in enumerate(files) if j == 0 or files[j - 1] != k] == sorted(set(files), key=files.index)
+    if order == "concat-unsorted":  # index i is the i-th row of the files taken 1, 3, 0, 2
+        parts = loop.unsorted_concat(ds)
+        assert [parts[i][0] for i in (0, 23, 24, 48, 72, 95)] == [24, 47, 72, 0, 48, 71]
     with pytest.raises(ValueError, match="one rank"):
         loop.make_loader(config, ds, 0, 2)
     with pytest.raises(ValueError, match="reads in mode"):
