@@ -390,7 +390,10 @@ class Follower:
                 self._learn_pid = pid
             view = memoryview(records)
             while view:  # a regular file takes it whole but for a full device
-                view = view[os.write(self._learn_fd, view):]
+                written = os.write(self._learn_fd, view)
+                if written <= 0:
+                    break
+                view = view[written:]
         except OSError as e:
             self._warn_once("learn", f"cannot write what the workers learn ({e.strerror})")
 
