@@ -308,18 +308,22 @@ class LearnedMap:
         if pattern is None and (not new or self._built_from < _MIN_PATTERN_EVIDENCE):
             return False
         self._samples.pop(index, None)
-        if pattern is None and not self._pattern_possible:
-            return True
-        samples = self._learned_samples(index) if pattern is not None else ()
-        first = pattern.first_sample(index) if pattern is not None else None
-        if first is None:  # in no piece: a file with too little evidence so far
-            if pattern is not None and self._in_piece_files(samples):
-                return False  # ... or a file of a piece, at an index outside it
-            self._unplaced += 1
-            return self._unplaced < max(_MIN_PATTERN_EVIDENCE, self._built_from)
+        if pattern is None:
+            return not self._pattern_possible or self._let_in_unplaced()
+        samples = self._learned_samples(index)
+        first = pattern.first_sample(index)
+        if first is None:  # in no piece: a file with too little evidence so far ...
+            # ... or a file of a piece, at an index outside it
+            return not self._in_piece_files(samples) and self._let_in_unplaced()
         per = pattern.per
         return (len(samples) == per and samples[0] == first
                 and samples[-1] - samples[0] == per - 1 and len(set(samples)) == per)
+
+    def _let_in_unplaced(self) -> bool:
+        """Counts a new index no pattern places; True while such indices are
+        fewer than the records the map was built from (then it is rebuilt)."""
+        self._unplaced += 1
+        return self._unplaced < max(_MIN_PATTERN_EVIDENCE, self._built_from)
 
     def _in_piece_files(self, samples: Tuple[int, ...]) -> bool:
         """Whether any of the samples lies in a file that has a piece."""
