@@ -15,14 +15,15 @@ namespace {
 struct StatLine {
   bool ok = false;
   char state = '?';
+  std::int32_t parent = 0;      // ppid
   std::uint64_t cpu_ticks = 0;  // utime + stime
   std::uint64_t start_time = 0;
 };
 
-// Reads state (field 3), utime and stime (14, 15) and starttime (22) of
-// /proc/<pid>/stat. The
-// command name (field 2) may hold spaces and parentheses, so parse after the
-// last ')'. Plain read(2): no stdio allocation, safe in forked children.
+// Reads state (field 3), ppid (4), utime and stime (14, 15) and starttime (22)
+// of /proc/<pid>/stat. The command name (field 2) may hold spaces and
+// parentheses, so parse after the last ')'. Plain read(2): no stdio
+// allocation, safe in forked children.
 StatLine ReadStat(std::int32_t pid) {
   StatLine out;
   char path[64];
@@ -46,6 +47,7 @@ StatLine ReadStat(std::int32_t pid) {
     p = std::strchr(p, ' ');
     if (p == nullptr) return out;
     ++p;
+    if (field + 1 == 4) out.parent = static_cast<std::int32_t>(std::strtol(p, nullptr, 10));
     if (field + 1 == 14 || field + 1 == 15) out.cpu_ticks += std::strtoull(p, nullptr, 10);
   }
   out.start_time = std::strtoull(p, nullptr, 10);
@@ -112,6 +114,13 @@ ProcessIdentity IdentityOf(std::int32_t pid) noexcept {
   const StatLine stat = ReadStat(pid);
   if (!stat.ok || stat.state == 'Z' || stat.state == 'X' || stat.state == 'x') return {};
   return {pid, stat.start_time};
+}
+
+ProcessIdentity ParentOf(const ProcessIdentity& process) noexcept {
+  if (process.pid <= 0) return {};
+  const StatLine stat = ReadStat(process.pid);
+  if (!stat.ok || stat.start_time != process.start_time) return {};
+  return IdentityOf(stat.parent);
 }
 
 ProcessStatus StatusOf(const ProcessIdentity& process) noexcept {

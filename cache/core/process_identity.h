@@ -26,6 +26,10 @@ ProcessIdentity SelfIdentityCached() noexcept;
 // The process `pid` now; pid 0 when it does not exist (or is a zombie).
 ProcessIdentity IdentityOf(std::int32_t pid) noexcept;
 
+// The parent of `process` now (after its parent exited: the reaper that
+// adopted it); pid 0 when `process` is gone or its pid names another process.
+ProcessIdentity ParentOf(const ProcessIdentity& process) noexcept;
+
 // getpid(), without a system call: the pid is kept in a MADV_WIPEONFORK page,
 // which the kernel zeroes in a forked child, so the child reads its own pid on
 // first use. (A pid cache refreshed by a pthread_atfork handler went stale

@@ -175,7 +175,7 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
     if (watch_->Changed()) binding = ScheduleFollower::OpenBinding(options);
   }
   cache::CacheOptions cache_options = SegmentOptions(options, binding.get());
-  cache_options.anchor = ProcessAnchor();
+  cache_options.anchor = SegmentAnchor();
   cache_options.keeper_executable = KeeperExecutable();
   cache::Result<std::unique_ptr<cache::NodeCache>> opened = cache::NodeCache::Open(cache_options);
   if (!opened.ok()) {

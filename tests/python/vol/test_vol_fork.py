@@ -60,32 +60,52 @@ def test_fork_does_no_work(prescient, tmp_path):
 
 
 GENERATIONS = textwrap.dedent("""
-    import json, os, sys, h5py, numpy as np, torch
-    path = sys.argv[1]
+    import multiprocessing, os, sys, h5py, torch
 
     class Lazy(torch.utils.data.Dataset):
         # The common fork-safe pattern: the file is opened in the worker, never in the main
         # process, and the workers are new every epoch (persistent_workers off).
+        def __init__(self, path):
+            self.path = path
         def __len__(self):
             return 256
         def __getitem__(self, i):
             if not hasattr(self, "f"):
-                self.f = h5py.File(path, "r")
+                self.f = h5py.File(self.path, "r")
             return self.f["x"][i]
 
-    for epoch in range(3):
-        # Forked workers (Python 3.14 makes forkserver the default start method).
-        for batch in torch.utils.data.DataLoader(Lazy(), batch_size=16, num_workers=2,
-                                                 multiprocessing_context="fork"):
-            pass
-    print("MAIN pid", os.getpid(), flush=True)
+    if __name__ == "__main__":
+        path, method = sys.argv[1], sys.argv[2]
+        context = multiprocessing.get_context(method.partition("-")[0])
+        if method == "forkserver":
+            # Nothing preloaded: the forkserver never loads HDF5, each worker it forks does.
+            context.set_forkserver_preload([])
+        elif method == "forkserver-h5py":
+            # The forkserver loads HDF5 (and so the connector) and its workers inherit it.
+            context.set_forkserver_preload(["__main__", "h5py"])
+        for epoch in range(3):
+            for batch in torch.utils.data.DataLoader(Lazy(path), batch_size=16, num_workers=2,
+                                                     multiprocessing_context=context):
+                pass
+        print("MAIN pid", os.getpid(), flush=True)
 """)
+
+SLOW = pytest.mark.skipif(os.environ.get("PRESCIENT_SLOW_TESTS") != "1",
+                          reason="about 20 s (each worker imports torch); PRESCIENT_SLOW_TESTS=1")
 
 
 # The plain name is what most jobs set; the connector then sees no info string, and the
-# training process, which opens nothing, makes its Runtime only after its workers.
-@pytest.mark.parametrize("connector", ["prescient under_vol=0;under_info={}", "prescient"])
-def test_workers_of_each_epoch_find_the_previous_epochs_rows(prescient, tmp_path, connector):
+# training process, which opens nothing, makes its Runtime only after its workers. Workers
+# started by spawn or by a forkserver (Python 3.14's default) inherit nothing from the
+# training process: they load the connector themselves, and the keeper must still be the
+# training process's.
+@pytest.mark.parametrize("connector,method", [
+    ("prescient under_vol=0;under_info={}", "fork"), ("prescient", "fork"),
+    pytest.param("prescient", "spawn", marks=SLOW),
+    pytest.param("prescient", "forkserver", marks=SLOW),
+    pytest.param("prescient", "forkserver-h5py", marks=SLOW)])
+def test_workers_of_each_epoch_find_the_previous_epochs_rows(prescient, tmp_path, connector,
+                                                             method):
     # Nothing holds the segment between two epochs but the keeper the first worker started for
     # the training process: epochs 2 and 3 are served from the cache, not from the file.
     data = tmp_path / "data.h5"
@@ -93,11 +113,14 @@ def test_workers_of_each_epoch_find_the_previous_epochs_rows(prescient, tmp_path
                      "with h5py.File(sys.argv[1], 'w') as f:\n"
                      "    f['x'] = np.arange(256 * 1024, dtype=np.float32).reshape(256, 1024)\n",
                      [data], "native", tmp_path)
+    script = tmp_path / "generations.py"  # a file: spawned workers import the main module
+    script.write_text(GENERATIONS)
     stats = tmp_path / "stats"
     stats.mkdir()
-    node = f"generations-{os.getpid()}-{len(connector)}"
-    prescient.python(GENERATIONS, [data], "connector", tmp_path, stats=str(stats / "s.json"), extra={
-        "PRESCIENT_NODE_ID": node, "PRESCIENT_CACHE_SIZE": "16MiB"}, connector_string=connector)
+    node = f"generations-{os.getpid()}-{len(connector)}-{method}"
+    prescient.run([script, data, method], "connector", tmp_path, stats=str(stats / "s.json"),
+                  extra={"PRESCIENT_NODE_ID": node, "PRESCIENT_CACHE_SIZE": "16MiB"},
+                  connector_string=connector)
     loaded = hits = reads = 0  # loaded: rows read from the file (misses and their read-around)
     files = read_stats(stats, "s*.json")
     # Every worker of every generation keeps its own statistics file (the training process,
