@@ -386,8 +386,14 @@ void NodeCache::ResignLeader() noexcept {
   }
 }
 
-bool NodeCache::OthersAttached() const noexcept {
-  return tables_.AnyAttachedAliveUnlocked(CurrentPid());
+bool NodeCache::OthersHold() const noexcept try {
+  const std::int32_t self = CurrentPid();
+  if (tables_.AnyAttachedAliveUnlocked(self)) return true;
+  auto registry = detail::SegmentRegistry::Lock(place_, std::chrono::milliseconds(100));
+  if (!registry.ok()) return true;
+  return registry.value()->AnyOtherLiveHolderOf(segment_, self);
+} catch (...) {
+  return true;  // in doubt, the job is there
 }
 
 CacheStats NodeCache::Stats() const noexcept {

@@ -240,9 +240,15 @@ class NodeCache {
   void AdvanceNodeStep(std::uint64_t step) noexcept;
   std::uint64_t NodeStep() const noexcept;
 
-  // Whether any live process other than this one is attached (the node
-  // agent's test that its node's job is still there). Lock-free.
-  bool OthersAttached() const noexcept;
+  // Whether a live process other than this one holds the segment: one
+  // attached to it, or a keeper holding it for a process that lives
+  // (segment_keeper.h: a training process between two generations of
+  // DataLoader workers, which may be seconds apart: a validation pass, a
+  // checkpoint, spawned workers importing torch). The node agent's test that
+  // its node's job is still there. Lock-free while a process is attached;
+  // otherwise takes the node's registry lock for at most 100 ms (a lock it
+  // cannot get counts as held: someone is opening the cache).
+  bool OthersHold() const noexcept;
 
   CacheStats Stats() const noexcept;
   std::uint64_t RowBytes(DatasetSlot ds) const noexcept;  // 0 if not registered

@@ -176,6 +176,18 @@ bool SegmentRegistry::AnyLiveHolder() const {
   return false;
 }
 
+bool SegmentRegistry::AnyOtherLiveHolderOf(const MappedSegment& segment,
+                                           std::int32_t except) const {
+  if (contents_.magic != kRegistryMagic || contents_.device != segment.device ||
+      contents_.inode != segment.inode) {
+    return false;
+  }
+  for (const Holder& h : contents_.holders) {
+    if (h.pid > 0 && h.pid != except && IsAlive({h.pid, h.start_time})) return true;
+  }
+  return false;
+}
+
 void SegmentRegistry::Remove() { unlinkat(dir_, name_.c_str(), 0); }
 
 void SegmentRegistry::Clear() {

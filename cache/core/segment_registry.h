@@ -59,6 +59,9 @@ class SegmentRegistry {
   void Clear();
   // Whether any registered holder is alive.
   bool AnyLiveHolder() const;
+  // Whether a live process other than `except` holds `segment` (an ordinary
+  // holder or a keeper); false when the registry names another segment.
+  bool AnyOtherLiveHolderOf(const MappedSegment& segment, std::int32_t except) const;
   // Removes the registry file (the last holder leaving; openers that waited
   // on it notice and use a new one).
   void Remove();

@@ -10,7 +10,8 @@ read per file and field (`images[sorted rows]`, through the Dataset's `__getitem
 batch-oriented loaders do; otherwise one sample at a time; the result file says how many samples were read, how many were wrong, how long each epoch
 took, its first batch (which also waits for the workers to start) and its slowest other batch.
 `"start_method"` ("fork", "forkserver", "spawn") says how the DataLoader starts its workers
-(default: Python's, forkserver from Python 3.14 on).
+(default: Python's, forkserver from Python 3.14 on). `"pause_seconds"` is a pause after every
+epoch but the last, with no worker alive (a validation pass or a checkpoint, as real jobs have).
 """
 
 import glob
@@ -103,6 +104,8 @@ def main():
             waited = time.perf_counter()
         result["epoch_seconds"].append(time.perf_counter() - start)
         result["max_batch_seconds"].append(slowest)
+        if epoch + 1 < config["epochs"]:
+            time.sleep(config.get("pause_seconds", 0))
     json.dump(result, open(sys.argv[2], "w"))
 
 

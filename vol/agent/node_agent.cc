@@ -18,7 +18,8 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr auto kJobCheckPeriod = milliseconds(250);
-// Nobody but the agent attached this long (after the job was seen): it ended.
+// Nobody but the agent holding the segment this long (after the job was
+// seen): it ended.
 constexpr auto kJobGoneAfter = std::chrono::seconds(5);
 // Between polls that found nothing: short while replies are awaited (a peer
 // answers within a few hundred microseconds), longer when idle (a peer's
@@ -286,9 +287,12 @@ bool NodeAgent::JobOver() {
   }
   if (all_finished) return true;
   // A rank's processes come and go (DataLoader workers each epoch), but its
-  // training process, or the keeper that holds the segment for it, stays
-  // attached while the job runs: nobody attached for a while means it ended.
-  if (cache_->OthersAttached()) {
+  // training process stays attached, or a keeper holds the segment for it,
+  // while the job runs: nobody holding it for a while means the job ended.
+  // (Attach records alone are not enough: a training process that opens its
+  // files only in its workers never attaches, and between two generations of
+  // workers nobody is attached for as long as a validation pass takes.)
+  if (cache_->OthersHold()) {
     last_attached_ = now;
     return false;
   }

@@ -55,7 +55,7 @@ void Runtime::AtForkChild() {
 }
 
 long Runtime::rank_owner_pid() const {
-  const long anchor = ProcessAnchor().pid;
+  const long anchor = SegmentAnchor().pid;
   if (anchor != pid_) return anchor;
   return forked_child_ ? parent_pid_ : pid_;
 }

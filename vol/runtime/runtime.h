@@ -46,11 +46,15 @@ class Runtime {
   void Log(LogLevel level, std::string_view message);
 
   // The process a rank's progress belongs to, one that outlives the rank's
-  // DataLoader workers: the process the connector was initialised in when
-  // this one works for it (a worker forked from the rank, or from a
-  // forkserver, Python 3.14's default, which initialised HDF5 when it
-  // imported the training script), else the process that forked this one,
-  // else this one.
+  // DataLoader workers: the process the node's segment is kept for
+  // (SegmentAnchor: the one the connector was initialised in, or for a
+  // worker started by spawn or a forkserver, the training process that
+  // started it) when this one works for it, else the process that forked
+  // this one, else this one. Workers that reported for themselves left
+  // their rank's progress unheld at every epoch's end (their own exit), and
+  // the rows of the slower ranks were swept as stale. The same in every
+  // process of a rank (a rank started by torch.multiprocessing.spawn reports
+  // for its launcher, as its workers do). Reads /proc: call once.
   long rank_owner_pid() const;
 
   // A fallback happened (a kFallback* counter or kDatasetsWritten): counted

@@ -199,6 +199,46 @@ TEST_F(SegmentKeeper, MissingKeeperIsANoticeAndEachEpochStartsCold) {
   EXPECT_EQ(RunWorker(options_, anchor_, true), 10);
 }
 
+TEST_F(SegmentKeeper, OthersHoldTheSegmentWhileAKeeperKeepsItForALiveProcess) {
+  // The node agent's view (NodeCache::OthersHold): this process holds the
+  // segment for itself, as the agent does; the training process never
+  // attaches, its workers come and go.
+  CacheOptions own = options_;
+  own.anchor = SelfIdentity();
+  auto agent = NodeCache::Open(own);
+  ASSERT_TRUE(agent.ok()) << agent.status().message();
+  EXPECT_FALSE(agent.value()->OthersHold());
+  EXPECT_EQ(RunWorker(options_, anchor_, false), 10);
+  // Between two generations of workers nobody is attached, and the job is
+  // still there: the keeper holds the segment for the training process.
+  EXPECT_TRUE(agent.value()->OthersHold());
+  ASSERT_EQ(EndAnchor(), 128 + SIGKILL);
+  EXPECT_TRUE(WaitUntil([&] { return !agent.value()->OthersHold(); }, std::chrono::seconds(5)))
+      << "the keeper outlived the training process";
+  // A process attached to the segment holds it too.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t reader = ForkChild([&]() -> int {
+    CacheOptions mine = options_;
+    mine.anchor = SelfIdentity();  // no keeper for the test process
+    auto cache = NodeCache::Open(mine);
+    if (!cache.ok()) return 1;
+    if (!cache.value()->RegisterDataset({77, 1}, kRow, 1000).ok()) return 2;
+    const char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) return 3;
+    for (;;) pause();
+    return 0;
+  });
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  EXPECT_TRUE(agent.value()->OthersHold());
+  kill(reader, SIGKILL);
+  WaitExitCode(reader);
+  EXPECT_FALSE(agent.value()->OthersHold());
+}
+
 TEST_F(SegmentKeeper, KeeperOfAReplacedSegmentLetsItGo) {
   EXPECT_EQ(RunWorker(options_, anchor_, false), 10);
   const std::uint64_t first = fs_.used_bytes();
