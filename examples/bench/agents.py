@@ -3,7 +3,7 @@
     env/run python3 examples/bench/agents.py [--build build/bench] [--out DIR] [--nodes 4]
         [--ranks-per-node 2] [--workers 2] [--files 8] [--rows-per-file 500] [--row-bytes 16384]
         [--epochs 3] [--cache-share 0.4] [--compute-ms 10] [--batch-reads]
-        [--start-method fork|forkserver|spawn]
+        [--start-method fork|forkserver|spawn] [--pause-s 0]
 
 NODES emulated nodes on this machine (one cache segment each, PRESCIENT_NODE_ID), RANKS_PER_NODE
 training ranks per node, each an unmodified DataLoader loop with WORKERS workers reading images
@@ -58,6 +58,8 @@ def parse_args():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--start-method", choices=("fork", "forkserver", "spawn"), default=None,
                    help="how the DataLoaders start their workers (default: Python's)")
+    p.add_argument("--pause-s", type=float, default=0,
+                   help="a pause after every epoch but the last, no worker alive (validation)")
     p.add_argument("--batch-reads", action="store_true",
                    help="workers read a batch at a time (images[sorted rows] per file)")
     return p.parse_args()
@@ -75,7 +77,8 @@ def run(a, workdir, schedule, pattern, with_agents, tag):
     samples = a.files * a.rows_per_file
     config = {"glob": pattern, "rows_per_file": a.rows_per_file, "seed": a.seed, "batch": a.batch,
               "workers": a.workers, "epochs": a.epochs, "compute_seconds": a.compute_ms / 1000,
-              "batch_reads": a.batch_reads, "start_method": a.start_method}
+              "batch_reads": a.batch_reads, "start_method": a.start_method,
+              "pause_seconds": a.pause_s}
     cache_bytes = int(a.cache_share * samples * (a.row_bytes + 8))
     job = emu.Job(workdir=workdir, plugin_dir=os.path.join(a.build, "plugins"),
                   agent=os.path.join(a.build, "scheduler", "tool", "prescient-node"), config=config,
@@ -139,7 +142,8 @@ def main():
           f"{a.row_bytes} B + a label in {a.files} files, {a.epochs} epochs, "
           f"{'batch' if a.batch_reads else 'sample'} reads, node cache "
           f"{a.cache_share:.0%} of the dataset (aggregate {a.nodes * a.cache_share:.0%}), workers "
-          f"started by {a.start_method or 'the default start method'}", flush=True)
+          f"started by {a.start_method or 'the default start method'}"
+          + (f", a {a.pause_s:g} s pause between epochs" if a.pause_s else ""), flush=True)
     agents = run(a, out, schedule, pattern, True, "agents")
     alone = run(a, out, schedule, pattern, False, "alone")
     policies, _ = simulate(tool, schedule, agents["cache_samples"], out)

@@ -12,6 +12,8 @@ took, its first batch (which also waits for the workers to start) and its slowes
 `"start_method"` ("fork", "forkserver", "spawn") says how the DataLoader starts its workers
 (default: Python's, forkserver from Python 3.14 on). `"pause_seconds"` is a pause after every
 epoch but the last, with no worker alive (a validation pass or a checkpoint, as real jobs have).
+`"rank_compute_seconds"` ({"rank": seconds}) gives some ranks another training step than
+`"compute_seconds"` (nodes that finish at different times).
 """
 
 import glob
@@ -82,6 +84,8 @@ def main():
     context = multiprocessing.get_context(start) if start else None
     loader = DataLoader(dataset, batch_size=config["batch"], sampler=sampler,
                         num_workers=config["workers"], multiprocessing_context=context)
+    compute_seconds = config.get("rank_compute_seconds", {}).get(
+        str(rank), config.get("compute_seconds", 0))
     result = {"rank": rank, "read": 0, "wrong": 0, "epoch_seconds": [], "max_batch_seconds": [],
               "first_batch_seconds": []}
     for epoch in range(config["epochs"]):
@@ -100,7 +104,7 @@ def main():
                 result["read"] += 1
                 if label != s or not np.array_equal(image, expected(s, image.shape[0])):
                     result["wrong"] += 1
-            time.sleep(config.get("compute_seconds", 0))
+            time.sleep(compute_seconds)
             waited = time.perf_counter()
         result["epoch_seconds"].append(time.perf_counter() - start)
         result["max_batch_seconds"].append(slowest)

@@ -42,8 +42,9 @@ inline constexpr const char* kAgentUsage =
     "                         storage, and the peer is skipped for 10 s (default 2000)\n"
     "\n"
     "It exits by itself once every rank of its node has read the schedule's last step,\n"
-    "or no process of the job has been attached to the node's cache for 5 s, and on\n"
-    "SIGTERM or SIGINT; before leaving it serves its peers until they are done too.\n";
+    "or no process of the job has held the node's cache for 5 s (a training process\n"
+    "between two epochs' DataLoader workers holds it), and on SIGTERM or SIGINT;\n"
+    "before leaving it serves its peers until they are done too.\n";
 
 // The flags, "help" for --help, or an error message naming the bad flag.
 std::variant<AgentFlags, std::string> ParseAgentFlags(int argc, char** argv);

@@ -318,7 +318,10 @@ void NodeAgent::Run(const std::atomic<bool>& stop) {
   }
   // Stop prefetching while still answering (the prefetch thread may be
   // waiting for replies the link delivers), then say goodbye and keep
-  // serving until every peer is done too.
+  // serving until every peer is done too: ranks of other nodes still read
+  // the rows this node owns (a node whose ranks finish a few seconds early,
+  // e.g. because its DataLoader workers started sooner, is the common case,
+  // and its peers read its rows from storage if it stops serving).
   follower_->RequestStop();
   while (!follower_->Idle()) {
     if (!link_->Poll()) std::this_thread::sleep_for(kIdlePollMax);
@@ -331,6 +334,7 @@ void NodeAgent::Run(const std::atomic<bool>& stop) {
   while (!link_->PeersDone() && !stop.load() && std::chrono::steady_clock::now() < linger_until) {
     if (!link_->Poll()) std::this_thread::sleep_for(kIdlePollMax);
   }
+  if (!link_->PeersDone()) link_->SayGone();
   node_snapshot_.Take(*cache_, Runtime::Get().stats());
 }
 

@@ -20,15 +20,18 @@
 // loaded are loaded now, once, for every node (ReadRows coordinates with the
 // node's own readers and prefetch).
 //
-// Lifetime: the agent exits when every rank of its node that it saw has
-// finished the schedule, or no other process has been attached to the
-// node's segment for 5 s (the training processes, and the keepers that hold
-// the segment for them between DataLoader worker generations, are gone), or
-// when no rank of its node read within --wait-for-job, or on SIGTERM/SIGINT; it says goodbye to its
-// peers (who stop asking it) and lingers while they still need its rows, at most until they all
-// said goodbye too. Killed, it leaves nothing behind that the training processes depend on: its
-// leadership passes back to them (a dead leader is replaced within a second), its claims are
-// released, and the ownership file is ignored once its writer is dead.
+// Lifetime: its node is done when every rank of the node that it saw has
+// finished the schedule, or no other process has held the node's segment for
+// 5 s (NodeCache::OthersHold: the processes attached to it, and the keepers
+// that hold it for the training processes between DataLoader worker
+// generations, are gone), or when no rank of its node read within
+// --wait-for-job, or on SIGTERM/SIGINT. It then says goodbye to its peers and
+// goes on serving them until they all said goodbye too (their ranks still
+// read the rows this node owns), at most --wait-for-job; leaving before that,
+// it tells them it is gone. Killed, it leaves nothing behind that the
+// training processes depend on: its leadership passes back to them (a dead
+// leader is replaced within a second), its claims are released, and the
+// ownership file is ignored once its writer is dead.
 #ifndef PRESCIENT_VOL_AGENT_NODE_AGENT_H_
 #define PRESCIENT_VOL_AGENT_NODE_AGENT_H_
 

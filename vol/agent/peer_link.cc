@@ -77,7 +77,10 @@ bool PeerLink::ReceiveOne() {
       done(std::optional<std::vector<std::byte>>(std::move(message)));
       break;
     }
-    case kTagBye:
+    case kTagBye:  // done reading, still serving: its rows are still asked for
+      said_goodbye_[static_cast<std::size_t>(peer)] = true;
+      break;
+    case kTagGone:
       said_goodbye_[static_cast<std::size_t>(peer)] = true;
       gone_[peer].store(true, std::memory_order_relaxed);
       break;
@@ -136,6 +139,14 @@ bool PeerLink::Poll() {
 void PeerLink::SayGoodbye() {
   for (int peer = 0; peer < size_; ++peer) {
     if (peer != rank_) Isend(peer, kTagBye, {});
+  }
+}
+
+void PeerLink::SayGone() {
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_ && !said_goodbye_[static_cast<std::size_t>(peer)]) {
+      Isend(peer, kTagGone, {});
+    }
   }
 }
 

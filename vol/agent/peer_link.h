@@ -18,7 +18,9 @@
 // Faults: a request not answered within `timeout` completes without a reply
 // and its peer is skipped for `suspect_for` (PeerUsable is false), so a
 // stopped or unreachable peer costs one timeout, not one per batch; a reply
-// that comes later is dropped. A peer that said goodbye is never asked again.
+// that comes later is dropped. A peer that said goodbye (its node is done
+// reading) is still asked: it serves until every peer is done, and says it is
+// gone if it has to leave before (then it is never asked again).
 #ifndef PRESCIENT_VOL_AGENT_PEER_LINK_H_
 #define PRESCIENT_VOL_AGENT_PEER_LINK_H_
 
@@ -79,9 +81,13 @@ class PeerLink {
   void WaitForWork(std::chrono::microseconds limit) EXCLUDES(mutex_);
   // The polling thread: replies are awaited (poll often: a peer answers soon).
   bool AwaitingReplies() const { return !waiting_.empty(); }
-  // The polling thread: tells every peer this node's job is over.
+  // The polling thread: tells every peer this node's job is over (it goes on
+  // serving them).
   void SayGoodbye();
-  // Every other agent said goodbye or is suspect.
+  // The polling thread: tells every peer still reading that this agent stops
+  // serving (it leaves before they are done).
+  void SayGone();
+  // Every other agent said goodbye, or is gone or suspect.
   bool PeersDone() const;
   // The polling thread: completes pending sends for at most `limit`; false if
   // some are still pending (a stopped peer): MPI_Finalize could then hang.

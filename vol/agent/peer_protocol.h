@@ -23,7 +23,11 @@ namespace prescient::vol::agent {
 // MPI tags.
 inline constexpr int kTagRequest = 0x5031;
 inline constexpr int kTagReply = 0x5032;
-inline constexpr int kTagBye = 0x5033;  // the sender's job on its node is over
+// The sender's node is done reading; it still serves until every peer is done.
+inline constexpr int kTagBye = 0x5033;
+// The sender stops serving before every peer was done (--wait-for-job ran
+// out, SIGTERM): ask it no more.
+inline constexpr int kTagGone = 0x5034;
 
 // Rows of one request at most (and bytes of one reply, roughly).
 inline constexpr std::size_t kMaxRowsPerRequest = 256;

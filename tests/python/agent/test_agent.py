@@ -36,11 +36,13 @@ def dataset(build, tmp_path_factory):
     return root, pattern, schedule
 
 
-def new_job(build, dataset, compute_seconds=0.02, batch_reads=False, pause_seconds=0):
+def new_job(build, dataset, compute_seconds=0.02, batch_reads=False, pause_seconds=0,
+            rank_compute_seconds=None):
     root, pattern, schedule = dataset
     config = {"glob": pattern, "rows_per_file": ROWS_PER_FILE, "seed": SEED, "batch": BATCH,
               "workers": WORKERS, "epochs": EPOCHS, "compute_seconds": compute_seconds,
-              "batch_reads": batch_reads, "pause_seconds": pause_seconds}
+              "batch_reads": batch_reads, "pause_seconds": pause_seconds,
+              "rank_compute_seconds": rank_compute_seconds or {}}
     return emu.Job(workdir=str(root), plugin_dir=build.plugin_dir, agent=build.agent,
                    config=config, nodes=NODES, ranks_per_node=RANKS_PER_NODE,
                    cache_size=str(CACHE_BYTES), schedule=schedule)
@@ -141,6 +143,24 @@ def test_agents_outlast_a_pause_between_epochs(build, dataset):
     check_bytes(results)
     with_agents = emu.storage_rows(docs)
     assert with_agents <= 1.3 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+
+
+def test_a_node_done_early_serves_its_rows_until_its_peers_are_done(build, dataset):
+    """Node 0's ranks take no training step and finish well before the others (a third of the
+    run). Its agent says goodbye and goes on serving: the other nodes' ranks still read the
+    samples node 0 owns (a quarter of their reads). Before, its peers stopped asking it at its
+    goodbye and read its rows from storage: 1.18 times the bound where the others' reads
+    alone need 1.0."""
+    fast = {str(r): 0.0 for r in range(RANKS_PER_NODE)}
+    job = new_job(build, dataset, compute_seconds=0.08, rank_compute_seconds=fast)
+    results, docs = run_to_end(job, with_agents=True)
+    check_bytes(results)
+    seconds = [sum(r["epoch_seconds"]) for r in sorted(results, key=lambda r: r["rank"])]
+    assert max(seconds[:RANKS_PER_NODE]) < 0.8 * min(seconds[RANKS_PER_NODE:]), \
+        f"node 0 did not finish early: {seconds}"
+    with_agents = emu.storage_rows(docs)
+    assert with_agents <= 1.05 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+    assert emu.total(docs, "fallback_peer_failed") == 0
 
 
 @pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
