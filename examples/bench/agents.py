@@ -20,7 +20,9 @@ and the simulator predicts the agents' run (`prescient-schedule simulate --polic
 the cache, in samples, the agents placed by). Reported: the rows of the images field read from
 storage over all epochs (every process, agents included: rows_loaded + rows_prefetched +
 rows_read_around) against the compulsory bound (one read per sample) and the prediction; rows
-fetched from peers; storage rows of all fields per epoch; the epoch times; wrong bytes (must be 0).
+fetched from peers; storage rows of all fields per epoch; the epoch times; the CPU time of every
+process of the run (ranks, their workers, the agents and mpirun: children this script waited for);
+wrong bytes (must be 0).
 "Storage" is the files on this machine's disk, read through the page cache; the emulated nodes
 share it, so the times say nothing about a parallel file system: the counts are the result.
 """
@@ -28,6 +30,7 @@ share it, so the times say nothing about a parallel file system: the counts are 
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -73,6 +76,12 @@ def simulate(tool, schedule, cache_samples, out):
     return {p["policy"]: p for p in doc["policies"]}, doc
 
 
+def cpu_of_children():
+    """User + system seconds of the children this process has waited for (and theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run(a, workdir, schedule, pattern, with_agents, tag):
     samples = a.files * a.rows_per_file
     config = {"glob": pattern, "rows_per_file": a.rows_per_file, "seed": a.seed, "batch": a.batch,
@@ -84,6 +93,7 @@ def run(a, workdir, schedule, pattern, with_agents, tag):
                   agent=os.path.join(a.build, "scheduler", "tool", "prescient-node"), config=config,
                   nodes=a.nodes, ranks_per_node=a.ranks_per_node, cache_size=str(cache_bytes),
                   schedule=schedule, tag=tag)
+    cpu_before = cpu_of_children()
     try:
         if with_agents:
             job.start_agents()
@@ -99,6 +109,7 @@ def run(a, workdir, schedule, pattern, with_agents, tag):
         agent_docs, training = emu.split_agents(docs)
         return {
             "wall_seconds": wall,
+            "cpu_seconds": cpu_of_children() - cpu_before,
             "wrong": sum(r["wrong"] for r in results),
             "read": sum(r["read"] for r in results),
             "epoch_seconds": [max(r["epoch_seconds"][e] for r in results) for e in range(a.epochs)],
@@ -158,12 +169,14 @@ def main():
     print(f"compulsory bound (one read per sample): {samples}; simulator: prescient {predicted} "
           f"({policies['prescient']['remote']} from peers), belady node-local {belady}")
     print(f"{'run':<10} {'images from storage':>20} {'x bound':>8} {'x predicted':>12} "
-          f"{'from peers':>11} {'per epoch (all fields)':>26} {'epoch s':>18} {'wrong':>6}")
+          f"{'from peers':>11} {'per epoch (all fields)':>26} {'epoch s':>18} {'cpu s':>7} "
+          f"{'wrong':>6}")
     for name, r in (("agents", agents), ("no agents", alone)):
         rows = r["storage_rows_images"]
         print(f"{name:<10} {rows:>20} {rows / samples:>8.3f} {rows / predicted:>12.3f} "
               f"{r['rows_remote']:>11} {str(r['storage_rows_per_epoch_all_fields']):>26} "
-              f"{' '.join(f'{t:.2f}' for t in r['epoch_seconds']):>18} {r['wrong']:>6}")
+              f"{' '.join(f'{t:.2f}' for t in r['epoch_seconds']):>18} {r['cpu_seconds']:>7.1f} "
+              f"{r['wrong']:>6}")
     print(f"with agents, images read by the agents {agents['images_by_agents']}, missed by the "
           f"training processes {agents['images_missed_by_training']}, prefetched by them "
           f"{agents['images_prefetched_by_training']}")
