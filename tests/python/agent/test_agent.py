@@ -158,8 +158,11 @@ def test_a_node_done_early_serves_its_rows_until_its_peers_are_done(build, datas
     seconds = [sum(r["epoch_seconds"]) for r in sorted(results, key=lambda r: r["rank"])]
     assert max(seconds[:RANKS_PER_NODE]) < 0.8 * min(seconds[RANKS_PER_NODE:]), \
         f"node 0 did not finish early: {seconds}"
+    # Forked workers read 4,000 (the bound) in the benchmark's runs; where workers start from a
+    # forkserver (the hdf5-2 flavor's Python 3.14) some ranks start seconds late and 1 of 4 runs
+    # went over 1.05 times the bound: 1.1 still tells serving after goodbye (1.0x) from not (1.18x).
     with_agents = emu.storage_rows(docs)
-    assert with_agents <= 1.05 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+    assert with_agents <= 1.1 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
     assert emu.total(docs, "fallback_peer_failed") == 0
 
 
