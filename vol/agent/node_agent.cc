@@ -293,10 +293,10 @@ bool NodeAgent::JobOver() {
   // files only in its workers never attaches, and between two generations of
   // workers nobody is attached for as long as a validation pass takes.)
   if (cache_->OthersHold()) {
-    last_attached_ = now;
+    last_held_ = now;
     return false;
   }
-  return now - last_attached_ >= kJobGoneAfter;
+  return now - last_held_ >= kJobGoneAfter;
 }
 
 void NodeAgent::Run(const std::atomic<bool>& stop) {

@@ -99,7 +99,7 @@ class NodeAgent {
   std::unique_ptr<PeerRows> peer_rows_;
   // JobOver's view of the node's ranks.
   std::chrono::steady_clock::time_point started_;
-  std::chrono::steady_clock::time_point last_attached_;
+  std::chrono::steady_clock::time_point last_held_;
   bool saw_job_ = false;
   bool published_ = false;  // the ownership file is ours to remove
   bool warned_foreign_ = false;
