@@ -22,11 +22,17 @@ import os
 import socket
 import stat
 import time
-from typing import Mapping, Optional
+from typing import List, Mapping, Optional
 
 SCHEDULE_NAME = "schedule"
-# Job directories untouched for this long are removed when a job starts (their
-# files are small, but a node runs many jobs).
+# Each process that follows in a job directory marks itself there with an
+# empty file "member-<pid>.<start time>" (join); the last one to leave removes
+# the directory (leave), and a job whose members all died is removed when the
+# next job starts on the node (_remove_stale_jobs). Its files live in memory
+# (/dev/shm), a few hundred bytes per sample, and a node runs many jobs.
+MEMBER_PREFIX = "member-"
+# A job directory without a member file (made by an older version, or between
+# its creation and its first member) is removed when untouched for this long.
 _STALE_SECONDS = 2 * 24 * 3600
 
 
@@ -53,17 +59,33 @@ def _first_int(env: Mapping[str, str], names) -> Optional[int]:
     return None
 
 
-def _parent_identity() -> str:
-    """This process's parent as "<pid>.<start time>": torchrun's agent for its
-    ranks (a pid alone may be reused by a later job)."""
-    ppid = os.getppid()
+def _start_time(pid: int) -> Optional[str]:
+    """The process's start time (clock ticks after boot), None if it is gone."""
     try:
-        with open(f"/proc/{ppid}/stat") as f:
+        with open(f"/proc/{pid}/stat") as f:
             # Field 22 (start time), counted after the ")" that ends the command name.
-            start = f.read().rsplit(")", 1)[1].split()[19]
+            return f.read().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
-        return str(ppid)
-    return f"{ppid}.{start}"
+        return None
+
+
+def _identity(pid: int) -> str:
+    """A process as "<pid>.<start time>" (a pid alone may be reused by a later job)."""
+    start = _start_time(pid)
+    return str(pid) if start is None else f"{pid}.{start}"
+
+
+def _parent_identity() -> str:
+    """This process's parent: torchrun's agent for its ranks."""
+    return _identity(os.getppid())
+
+
+def _alive(identity: str) -> bool:
+    pid, _, start = identity.partition(".")
+    if not pid.isdigit():
+        return False
+    now = _start_time(int(pid))
+    return now is not None and (not start or now == start)
 
 
 def _torchrun_key(env: Mapping[str, str]) -> str:
@@ -111,7 +133,33 @@ def _private_directory(path: str) -> None:
             "open to others); set PRESCIENT_SHM_DIR to a directory of your own")
 
 
+def _members(directory: str) -> List[str]:
+    """The identities of the processes marked as following in `directory`."""
+    try:
+        return [e.name[len(MEMBER_PREFIX):] for e in os.scandir(directory)
+                if e.name.startswith(MEMBER_PREFIX)]
+    except OSError:
+        return []
+
+
+def _remove_job(directory: str) -> None:
+    """Removes a job directory and its files; whatever cannot be removed (a
+    process of the job still writing, another remover first) is left."""
+    try:
+        for f in os.scandir(directory):
+            try:
+                os.unlink(f.path)
+            except OSError:
+                pass
+        os.rmdir(directory)
+    except OSError:
+        pass
+
+
 def _remove_stale_jobs(node_dir: str, keep: str) -> None:
+    """Removes the node's job directories whose members all died (a job
+    killed, or ended by os._exit), and those without members untouched for
+    _STALE_SECONDS."""
     now = time.time()
     try:
         entries = list(os.scandir(node_dir))
@@ -120,14 +168,45 @@ def _remove_stale_jobs(node_dir: str, keep: str) -> None:
     for entry in entries:
         if entry.name == keep or not entry.is_dir(follow_symlinks=False):
             continue
+        members = _members(entry.path)
+        if members:
+            if not any(_alive(m) for m in members):
+                _remove_job(entry.path)
+            continue
         try:
             if now - entry.stat(follow_symlinks=False).st_mtime < _STALE_SECONDS:
                 continue
-            for f in os.scandir(entry.path):
-                os.unlink(f.path)
-            os.rmdir(entry.path)
         except OSError:
-            pass  # another process of that job is using it, or removed it first
+            continue
+        _remove_job(entry.path)
+
+
+def join(context: FollowContext) -> Optional[str]:
+    """Marks this process as following in the job's directory; returns its
+    mark, for leave() (None if it could not be made: the directory is then
+    left for the stale rule)."""
+    mark = os.path.join(context.directory, MEMBER_PREFIX + _identity(os.getpid()))
+    try:
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    except OSError:
+        return None
+    return mark
+
+
+def leave(mark: str) -> None:
+    """Unmarks this process (at its exit); the last member to leave removes
+    the job's directory. Nothing in a forked child, which inherited the mark
+    of its parent (os.fork() followed by a normal exit runs atexit there)."""
+    identity = os.path.basename(mark)[len(MEMBER_PREFIX):]
+    if identity.partition(".")[0] != str(os.getpid()):
+        return
+    try:
+        os.unlink(mark)
+    except OSError:
+        return  # removed with the directory by another job's sweep, or never made
+    directory = os.path.dirname(mark)
+    if not any(_alive(m) for m in _members(directory)):
+        _remove_job(directory)
 
 
 def resolve(env: Optional[Mapping[str, str]] = None) -> FollowContext:

@@ -10,6 +10,7 @@ imports it.
 
 from __future__ import annotations
 
+import atexit
 import importlib.abc
 import importlib.util
 import os
@@ -75,6 +76,12 @@ def enable(explicit: bool = False):
     context = _context.resolve()
     _context.export(context)
     follower = _follower.start(context)
+    # At this process's exit the last member of the job on the node removes
+    # its directory (started from the start-up hook, this runs after
+    # multiprocessing has ended the DataLoader workers).
+    mark = _context.join(context)
+    if mark is not None:
+        atexit.register(_context.leave, mark)
     for name in _TARGETS:
         module = sys.modules.get(name)
         if module is not None:

@@ -51,3 +51,58 @@ def test_resolve_names_the_directory_after_the_key(tmp_path):
     assert context.directory == str(tmp_path / f"prescient-follow-u{os.getuid()}" / "n0" / "job42.restart1")
     assert (context.rank, context.local_ranks) == (1, 2)
     assert os.stat(context.directory).st_mode & 0o777 == 0o700
+
+
+FOLLOWED = ("import os, signal, sys, time\n"
+            "from prescient import _follower\n"
+            "directory = _follower.get().context.directory\n"
+            "print(directory, sorted(os.listdir(directory)), flush=True)\n"
+            "if sys.argv[1] == 'fork':\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        sys.exit(0)  # a normal exit runs the inherited atexit handlers\n"
+            "    os.waitpid(pid, 0)\n"
+            "    print(os.path.isdir(directory), flush=True)\n"
+            "elif sys.argv[1] == 'hang':\n"
+            "    time.sleep(60)\n")
+
+
+def followed(tmp_path, job, how="exit"):
+    env = dict(os.environ, PRESCIENT_FOLLOW="1", PYTHONPATH=str(REPO / "python"),
+               PRESCIENT_SHM_DIR=str(tmp_path), PRESCIENT_NODE_ID="n0", PRESCIENT_FOLLOW_JOB=job)
+    env.pop("PRESCIENT_SCHEDULE", None)
+    return subprocess.Popen([sys.executable, "-c", FOLLOWED, how], env=env, stdout=subprocess.PIPE, text=True)
+
+
+def test_a_followed_job_leaves_no_directory_behind(tmp_path):
+    proc = followed(tmp_path, "j1", "fork")
+    directory, files = proc.stdout.readline().split(" ", 1)
+    assert files.strip() == f"['{_context.MEMBER_PREFIX}{_context._identity(proc.pid)}']"
+    assert proc.stdout.readline().strip() == "True"  # a forked child's exit left the parent's directory
+    assert proc.wait(timeout=60) == 0
+    assert not os.path.exists(directory) and os.path.isdir(os.path.dirname(directory))
+
+
+def test_jobs_whose_processes_all_died_are_removed_when_the_next_job_starts(tmp_path):
+    killed = followed(tmp_path, "killed", "hang")
+    killed_dir = killed.stdout.readline().split(" ", 1)[0]
+    killed.kill()  # SIGKILL: no atexit, the directory stays with its member's mark
+    killed.wait(timeout=60)
+    assert os.path.isdir(killed_dir)
+    node_dir = os.path.dirname(killed_dir)
+    alive = _context.resolve({"PRESCIENT_SHM_DIR": str(tmp_path), "PRESCIENT_NODE_ID": "n0",
+                              "PRESCIENT_FOLLOW_JOB": "alive"})
+    mark = _context.join(alive)  # this process: a live member
+    assert not os.path.exists(killed_dir)  # removed by the next job's start
+    unmarked_new, unmarked_old = os.path.join(node_dir, "older"), os.path.join(node_dir, "oldest")
+    for d in (unmarked_new, unmarked_old):
+        os.mkdir(d, 0o700)
+        open(os.path.join(d, "schedule"), "w").close()
+    three_days_ago = os.stat(unmarked_old).st_mtime - 3 * 24 * 3600
+    os.utime(unmarked_old, (three_days_ago, three_days_ago))
+    _context.resolve({"PRESCIENT_SHM_DIR": str(tmp_path), "PRESCIENT_NODE_ID": "n0",
+                      "PRESCIENT_FOLLOW_JOB": "next"})
+    # A live job stays, a job without marks stays until it is two days old.
+    assert sorted(os.listdir(node_dir)) == ["alive", "next", "older"]
+    _context.leave(mark)
+    assert not os.path.exists(alive.directory)
