@@ -463,6 +463,9 @@ def test_never_slower_rounds_are_judged_by_their_median_ratio():
             for m in medians] == [(0, 3, 1.1, 0.9, 2, "met"), (1, 3, 0.9, 0.8, 1, "MISSED")]
     text = "\n".join(tables.markdown(results))
     assert "met in 1 of 2 epochs" in text and "| 3 | 3 | 1.10 | 0.90 | 1.20 | 2 of 3 | met |" in text
+    # The summary: one line per Prescient run, its epochs' medians side by side.
+    assert "| case | Prescient run | cache | epoch 0 | epoch 1 |" in text
+    assert "| dlio | Prescient A | 1 MiB | 1.10 | 0.90 |" in text
     # An epoch is judged on its rounds the hypervisor did not disturb: round 1's Prescient run lost
     # 30% of the (2-CPU) machine in epoch 0; round 2's native run after it lost 10% in epoch 1, so
     # that round's baseline is the native run before it alone.
@@ -482,7 +485,8 @@ def test_never_slower_rounds_are_judged_by_their_median_ratio():
             e["steal_s"] = e["seconds"]
     medians = tables.never_slower_medians(tables.never_slower_rows(results))
     assert [(m["judged"], round(m["median"], 2)) for m in medians] == [(0, 1.1), (0, 0.9)]
-    assert "(2 judged on disturbed rounds only)" in "\n".join(tables.markdown(results))
+    text = "\n".join(tables.markdown(results))
+    assert "(2 judged on disturbed rounds only)" in text and "| dlio | Prescient A | 1 MiB | 1.10* | 0.90* |" in text
     for r in runs:
         for e in r["epochs"]:
             e.pop("steal_s")
@@ -491,3 +495,4 @@ def test_never_slower_rounds_are_judged_by_their_median_ratio():
     runs[3] = prescient("a-r1", [1.0 / 0.9 * 1.2, 1.0 / 1.05], [1, 2], 1, bad=1)
     medians = tables.never_slower_medians(tables.never_slower_rows({"suite": "never-slower", "runs": runs}))
     assert [m["verdict"] for m in medians] == ["MISSED", "MISSED"]
+    assert tables.never_slower_summary(medians)[2] == "| dlio | Prescient A | 1 MiB | 1.10! | 0.90! |"
