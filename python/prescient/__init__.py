@@ -26,7 +26,7 @@ def follow(loader):
 
     follower = _startup.enable(explicit=True)
     index_sampler = loader._index_sampler
-    follower.choose(index_sampler, explicit=True)
+    follower.choose(index_sampler, loader.dataset, explicit=True)
     return loader
 
 

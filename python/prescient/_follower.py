@@ -25,6 +25,12 @@ Two functions of torch.utils.data are wrapped (install()):
 One DataLoader is followed per process: the one given to prescient.follow(),
 else the first that asks its sampler for an epoch (a validation loader that
 starts later is not followed; its reads are served from the cache as usual).
+A loader made anew for every epoch over the same dataset object (a script that
+builds its DataLoader inside the epoch loop) is followed on: once the followed
+loader is gone, the next one over its dataset takes its place, and its epochs
+continue the process's count. A loader over another dataset never does: the
+rows an index reads are learned per dataset, and another's indices would be
+taken for this one's.
 """
 
 from __future__ import annotations
@@ -136,6 +142,25 @@ class _Passthrough:
         return next(self._source)
 
 
+class _Held:
+    """The followed loader's dataset, by identity: a weak reference where the
+    dataset allows one (it does not keep the dataset alive), else the object
+    itself (a class with __slots__ and no __weakref__; the loader held it
+    anyway)."""
+
+    __slots__ = ("_ref", "_object")
+
+    def __init__(self, dataset):
+        try:
+            self._ref, self._object = weakref.ref(dataset), None
+        except TypeError:
+            self._ref, self._object = None, dataset
+
+    def holds(self, dataset) -> bool:
+        held = self._ref() if self._ref is not None else self._object
+        return held is not None and held is dataset
+
+
 class Follower:
     """This process's follower (one per process; forked workers inherit it)."""
 
@@ -143,6 +168,7 @@ class Follower:
         self.context = context
         self._publisher = None
         self._chosen = None          # weakref to the followed index sampler
+        self._dataset = None         # the followed loader's dataset (_Held)
         self._explicit = False
         self._epoch = 0
         self._lock = threading.Lock()
@@ -174,22 +200,39 @@ class Follower:
                                         self.context.local_ranks)
         return self._publisher
 
-    def choose(self, index_sampler, explicit: bool) -> None:
+    def choose(self, index_sampler, dataset, explicit: bool) -> None:
+        """Follows the loader of `index_sampler` and `dataset` from its next
+        epoch on. Epochs keep counting from the process's last: the published
+        orders are the rank's reads in sequence, whichever loader made them."""
         with self._lock:
             if self._explicit and not explicit:
                 return
             self._chosen = weakref.ref(index_sampler)
+            self._dataset = _Held(dataset)
             self._explicit = explicit
-            self._epoch = 0
 
-    def wrap(self, source, index_sampler, workers: int = 0):
+    def wrap(self, source, index_sampler, dataset, workers: int = 0):
         with self._lock:
-            if self._chosen is None:
+            if self._chosen is None or (self._chosen() is None and self._dataset.holds(dataset)):
+                # The first loader to start an epoch, or the successor of a
+                # followed loader that is gone, over the same dataset.
                 self._chosen = weakref.ref(index_sampler)
+                self._dataset = _Held(dataset)
             followed = self._chosen() is index_sampler
         if not followed:
             return _Passthrough(source)
         return _EpochOrder(source, self, index_sampler, workers)
+
+    def may_learn_from(self, dataset) -> bool:
+        """Whether a fetch from `dataset` is learned: not when this process
+        knows the followed loader's dataset and it is another (a validation
+        loader's workers, forked after the training loader was followed: its
+        indices read other rows, and taken for the followed dataset's they
+        would make the learned map look unstable). Workers forked before the
+        first epoch was followed, or started by spawn or a forkserver, do not
+        know it, and learn every fetch."""
+        held = self._dataset
+        return held is None or held.holds(dataset)
 
     def epoch_progressed(self, epoch: Optional[int]) -> None:
         """Looks at what the workers learned so far, on a thread of its own
@@ -424,7 +467,7 @@ def patch_dataloader(dataloader_module) -> None:
         follower = _follower
         it = self._sampler_iter
         if follower is not None and not isinstance(it, (_EpochOrder, _Passthrough)):
-            it = self._sampler_iter = follower.wrap(it, self._index_sampler,
+            it = self._sampler_iter = follower.wrap(it, self._index_sampler, self._dataset,
                                                    getattr(self, "_num_workers", 0))
         return original(self)
 
@@ -441,7 +484,7 @@ def patch_fetch(fetch_module) -> None:
 
     def fetch(self, possibly_batched_index):
         follower = _follower
-        if follower is None:
+        if follower is None or not follower.may_learn_from(self.dataset):
             return original(self, possibly_batched_index)
         dataset = self.dataset
         if self.auto_collation:

@@ -220,7 +220,11 @@ void ScheduleFollower::NoteUnbound(const CachedDataset& dataset) {
     for (const auto& [slot, text] : unbound_) list += (list.empty() ? "" : "; ") + text;
   }
   if (list.empty()) list = dataset.description();
-  Runtime::Get().Log(LogLevel::kWarn,
+  // A schedule file that names other files than the job reads is a mistake
+  // worth a warning. A followed schedule names what the followed loader read:
+  // a process that reads only other datasets (the workers of a validation
+  // loader, a statistics file) is doing nothing wrong.
+  Runtime::Get().Log(open_ended_ ? LogLevel::kInfo : LogLevel::kWarn,
                      "PRESCIENT_SCHEDULE describes " + binding_->DescribeMap() +
                          ", but this process reads " + list +
                          ": its reads are cached without the schedule (LRU, no prefetch)");

@@ -11,6 +11,9 @@ Shapes:
   blocks    shuffled whole contiguous batches, each one read of d[b*B:(b+1)*B]
   concat    a ConcatDataset of one Dataset per file, the files in an unsorted (glob-like) order,
             shuffle=True
+  fresh     a new DataLoader (shuffle=True) over the same dataset every epoch, each followed by
+            a validation pass over another dataset (a new loader too), made after the training
+            loader is gone
   table     like list, but the dataset reshuffles its index table every epoch (not followable)
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
@@ -151,6 +154,8 @@ def loader_for(shape, directory):
         sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=False)
         return DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=2,
                           multiprocessing_context=MP)
+    if shape == "fresh":  # the first epoch's loader; run() makes one anew every epoch
+        return fresh_loader(OneFile(directory))
     if shape == "table":  # like "list", but the dataset reshuffles its table every epoch
         order = list(range(SAMPLES))
         ds = OneFile(directory, order)
@@ -185,6 +190,18 @@ def loader_for(shape, directory):
     raise SystemExit(f"unknown shape {shape}")
 
 
+def fresh_loader(ds):
+    return DataLoader(ds, batch_size=BATCH, shuffle=True, num_workers=2, multiprocessing_context=MP)
+
+
+def validation_pass(directory):
+    """One pass of a loader over another dataset (the first file's part), made and dropped
+    while no training loader exists: a follower must not take it for the training's."""
+    loader = DataLoader(Part(os.path.join(directory, "part_00.h5")), batch_size=BATCH,
+                        num_workers=2, multiprocessing_context=MP)
+    return [digest(x.numpy(), y.numpy()) for x, y in loader]
+
+
 def digest(*arrays):
     h = hashlib.sha256()
     for a in arrays:
@@ -209,6 +226,8 @@ def run(directory, shape, epochs, out):
     result = []
     compute_s = COMPUTE_S * float(os.environ.get("LOADER_SLOWDOWN", "1"))
     for epoch in range(epochs):
+        if shape == "fresh" and epoch > 0:
+            loader = fresh_loader(dataset)
         if hasattr(loader.sampler, "set_epoch"):
             loader.sampler.set_epoch(epoch)
         if shape == "table":
@@ -220,6 +239,10 @@ def run(directory, shape, epochs, out):
         # Training draws random numbers between epochs too (augmentation, dropout).
         torch.rand(3), np.random.rand(2), random.random()
         result.append({"batches": batches, "rng": rng_digest(loader)})
+        if shape == "fresh":
+            dataset = loader.dataset
+            del loader
+            result[-1]["validation"] = validation_pass(directory)
     with open(out, "w") as f:
         json.dump(result, f)
 

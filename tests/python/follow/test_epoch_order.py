@@ -91,3 +91,41 @@ def test_learning_is_looked_at_early_then_at_a_steady_pace():
     follower.order = _EpochOrder(iter(sampler), follower, sampler, workers=2)
     assert drain(follower.order) == items
     assert follower.looks == [16, 64, 256, 1024, 4096, 8192, 12288, 16384]
+
+
+class Data:
+    """A dataset object (identity is what the follower compares)."""
+
+
+class SlottedData:
+    __slots__ = ()  # no __weakref__: the follower holds it by a strong reference
+
+
+def a_follower(tmp_path):
+    from prescient import _context
+    from prescient._follower import Follower
+    return Follower(_context.FollowContext(directory=str(tmp_path), rank=0, local_ranks=1))
+
+
+@pytest.mark.parametrize("data_type", [Data, SlottedData])
+def test_a_loader_made_anew_over_the_same_dataset_is_followed_on(data_type, tmp_path):
+    from prescient._follower import _EpochOrder, _Passthrough
+    follower, data, other = a_follower(tmp_path), data_type(), data_type()
+    first = CountingSampler([0, 1])
+    assert isinstance(follower.wrap(iter([]), first, data), _EpochOrder)
+    # While the followed loader lives, another over the same dataset is not followed (two
+    # loaders at once: which one's order comes next is not known).
+    second = CountingSampler([1, 0])
+    assert isinstance(follower.wrap(iter([]), second, data), _Passthrough)
+    del first  # the followed loader (and its sampler) is gone
+    # A loader over another dataset does not take its place ...
+    assert isinstance(follower.wrap(iter([]), CountingSampler([0]), other), _Passthrough)
+    # ... the next one over the followed dataset does.
+    assert isinstance(follower.wrap(iter([]), second, data), _EpochOrder)
+    assert follower.may_learn_from(data) and not follower.may_learn_from(other)
+
+
+def test_workers_that_do_not_know_the_followed_dataset_learn_every_fetch(tmp_path):
+    follower = a_follower(tmp_path)
+    # Forked before the first epoch was followed, or started by spawn or a forkserver.
+    assert follower.may_learn_from(Data())

@@ -92,7 +92,7 @@ def epoch_totals(stats_dir):
 
 
 @pytest.mark.parametrize("shape,start", [("list", "fork"), ("files", "fork"), ("batches", "fork"),
-                                         ("blocks", "fork"), ("concat", "fork"),
+                                         ("blocks", "fork"), ("concat", "fork"), ("fresh", "fork"),
                                          ("list", "forkserver")])
 def test_loader_followed_without_a_schedule(shape, start, data, tmp_path):
     """`start`: how the DataLoader starts its workers (forkserver: Python 3.14's default; its

@@ -129,3 +129,31 @@ def test_ranks_not_in_lockstep(bench):
     record, totals = run_case(bench, "ranks", w, share=0.25, ranks=2, slowdown=(1.0, 1.5))
     assert totals["schedule_mismatches"] == 0, totals
     assert totals["rows_prefetched"] > 0, totals
+
+
+def test_a_schedule_of_other_files_is_named_in_one_warning_per_process(bench):
+    """A schedule file made for other data than the job reads is a user's mistake: each reading
+    process says so once, and every read stays correct (LRU, no prefetch). A followed schedule
+    (PRESCIENT_FOLLOW) names only what the followed loader read, so there the same finding is
+    not a warning (tests/python/follow: a validation loader over another file)."""
+    made_for = bench["workloads"].ensure(str(bench["out"] / "workloads"),
+                                         bench["workloads"].recipe("imglab", samples=256),
+                                         log=lambda *_: None)
+    st = bench["schedtool"]
+    flags, _ = st.map_args(made_for, bench["caps"], None)
+    layout = st.layout_args(samples=made_for.samples, epochs=1, ranks=1, workers=2, batch=16,
+                            seed=42)
+    schedule = st.generate(bench["tool"], str(bench["out"] / "other.sched"), layout, flags, None)
+    read = bench["workloads"].ensure(str(bench["out"] / "workloads"),
+                                     bench["workloads"].recipe("imglab", samples=512),
+                                     log=lambda *_: None)
+    spec = bench["runner_mod"].Run(key="other", label="other", workload=read, mode="sample",
+                                   ranks=1, workers=2, batch=16, epochs=1, connector=True,
+                                   schedule=schedule)
+    record = bench["runner"].run(spec)
+    assert not record["failed_ranks"], record["warnings"]
+    assert record["wrong_samples"] == 0
+    named = [w for w in record["warnings"] if "but this process reads" in w]
+    assert len(named) == 2, record["warnings"]  # one per worker (the main process reads nothing)
+    assert all("warning" in w and "is not one of the schedule's files" in w for w in named), named
+    assert record["stats"]["totals"]["schedule_matches"] == 0
