@@ -496,3 +496,37 @@ def test_never_slower_rounds_are_judged_by_their_median_ratio():
     medians = tables.never_slower_medians(tables.never_slower_rows({"suite": "never-slower", "runs": runs}))
     assert [m["verdict"] for m in medians] == ["MISSED", "MISSED"]
     assert tables.never_slower_summary(medians)[2] == "| dlio | Prescient A | 1 MiB | 1.10! | 0.90! |"
+
+
+# -- a public loader, side by side -----------------------------------------------------------------------
+
+def test_public_loader_ratio_table_pairs_each_round_with_its_native_run():
+    import public_loader
+    runs = [{"variant": "native", "round": 0, "epochs": [{"seconds": 2.0}, {"seconds": 2.0}]},
+            {"variant": "lru", "round": 0, "epochs": [{"seconds": 2.5}, {"seconds": 1.0}]},
+            {"variant": "native", "round": 1, "epochs": [{"seconds": 4.0}, {"seconds": 2.0}]},
+            {"variant": "lru", "round": 1, "epochs": [{"seconds": 4.0}, {"seconds": 4.0}]}]
+    table = public_loader.ratio_table(runs, 2).splitlines()
+    # epoch 0: 2.0 / 2.5 = 0.8 and 4.0 / 4.0 = 1.0, median 0.9; epoch 1: 2.0 and 0.5, median 1.25
+    assert table[2] == "| lru | 0.90 (2.50, 4.00 s) | 1.25 (1.00, 4.00 s) |", table
+    assert table[3] == "| native | 2.00, 4.00 s | 2.00, 2.00 s |", table
+
+
+@built
+def test_public_loader_harness_runs_a_deepcam_shaped_loader_exactly(tmp_path):
+    """The harness end to end with its stand-in of DeepCAM's shape (the public source is not
+    fetched in tests): every variant's batches equal native's, the follower followed."""
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "public_loader.py"), "deepcam", "--src",
+                           "stand-in", "--files", "24", "--height", "32", "--width", "48", "--epochs", "2",
+                           "--rounds", "1", "--plugin-dir", PLUGINS, "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "every batch equal to native's" in proc.stdout
+    with open(out / "public-loader.json") as f:
+        report = json.load(f)
+    assert report["wrong"] == []
+    by_variant = {r["variant"]: r for r in report["runs"]}
+    assert set(by_variant) == {"native", "lru", "follow"}
+    assert by_variant["lru"]["stats"]["reads_served"] > 0
+    assert by_variant["follow"]["stats"]["schedule_matches"] > 0

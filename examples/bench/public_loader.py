@@ -1,0 +1,283 @@
+"""A public loader, unmodified, natively and through Prescient, side by side, every epoch cold.
+
+    python3 examples/bench/public_loader.py deepcam --src DIR [--files 160] [--rounds 2] [--out DIR]
+
+`deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
+deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
+names the directory that holds `cam_hdf5_dataset.py` (inside the repository when run through
+env/run, which shows the process nothing else: `git clone --depth 1
+https://github.com/mlcommons/hpc build/public/hpc`, then --src
+build/public/hpc/deepcam/src/deepCam/data). Nothing of it is copied here; this script
+only writes files of its layout and drives it the way DeepCAM's `get_dataloaders` does: one
+sample per file (`climate/data` (H, W, 16) float32 read as `data[..., channels]`, `climate/labels_0`
+(H, W) int32), the file opened and closed per sample, DistributedSampler(shuffle=True,
+drop_last=True) with set_epoch, DataLoader(batch 4, 2 workers, pin_memory=True), one loader for
+the whole run. `--src stand-in` runs a loader of the same shape written here instead (the
+harness's own test uses it; its numbers are not DeepCAM's).
+
+Variants: native (no connector variables at all), `lru` (the connector, no schedule) and `follow`
+(PRESCIENT_FOLLOW=1: the sampler followed at run time). Each round runs them in turn, each a
+fresh process with a fresh node cache (a new PRESCIENT_NODE_ID); before every epoch every file
+is written back and dropped from the page cache (POSIX_FADV_DONTNEED), so "cold" means read from
+the device. Every epoch's batches are digested (BLAKE2b of every byte in delivery order) and must
+equal native's. Reported: each epoch's seconds per variant and round, and the median over rounds
+of native / variant, the suites' measure (>= 1.0 is as fast as native or faster).
+"""
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CHANNELS = list(range(16))
+VARIANTS = ("native", "lru", "follow")
+
+
+def make_files(directory, files, height, width, log=print):
+    """DeepCAM's layout: DIR/train/*.h5 and DIR/stats.h5 (reused when present)."""
+    import h5py
+    import numpy as np
+
+    train = os.path.join(directory, "train")
+    done = os.path.join(directory, "layout.json")
+    layout = {"files": files, "height": height, "width": width}
+    if os.path.exists(done):
+        with open(done) as f:
+            if json.load(f) == layout:
+                return train
+    os.makedirs(train, exist_ok=True)
+    for name in os.listdir(train):
+        os.unlink(os.path.join(train, name))
+    rng = np.random.default_rng(0)
+    t = time.monotonic()
+    for i in range(files):
+        with h5py.File(os.path.join(train, f"data-{i:05d}.h5"), "w") as f:
+            group = f.create_group("climate")
+            group["data"] = rng.standard_normal((height, width, len(CHANNELS)), dtype=np.float32)
+            group["labels_0"] = rng.integers(0, 3, (height, width), dtype=np.int32)
+    with h5py.File(os.path.join(directory, "stats.h5"), "w") as f:
+        group = f.create_group("climate")
+        group["minval"] = np.full(len(CHANNELS), -5, np.float32)
+        group["maxval"] = np.full(len(CHANNELS), 5, np.float32)
+    with open(done, "w") as f:
+        json.dump(layout, f)
+    log(f"public-loader: {files} files of {height}x{width}x16 float32 in {time.monotonic() - t:.0f} s")
+    return train
+
+
+class StandInDataset:
+    """DeepCAM's shape (per-sample open, `data[..., channels]`, labels, normalisation,
+    transpose to CHW), written here: for the harness's tests, where DeepCAM is not fetched."""
+
+    def __init__(self, source, statsfile, channels, **_):
+        import h5py
+        import numpy as np
+
+        self.files = sorted(os.path.join(source, x) for x in os.listdir(source) if x.endswith(".h5"))
+        self.channels = channels
+        with h5py.File(statsfile, "r") as f:
+            shift = f["climate"]["minval"][channels]
+            scale = 1.0 / (f["climate"]["maxval"][channels] - shift)
+        self.shift = np.reshape(shift, (1, 1, -1)).astype(np.float32)
+        self.scale = np.reshape(scale, (1, 1, -1)).astype(np.float32)
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, idx):
+        import h5py
+        import numpy as np
+
+        with h5py.File(self.files[idx], "r") as f:
+            data = f["climate/data"][..., self.channels]
+            label = f["climate/labels_0"][...].astype(np.int64)
+        data = np.transpose(self.scale * (data - self.shift), (2, 0, 1))
+        return data, label, self.files[idx]
+
+
+def dataset_class(src):
+    if src == "stand-in":
+        return StandInDataset
+    path = os.path.join(src, "cam_hdf5_dataset.py")
+    if not os.path.isfile(path):
+        raise SystemExit(f"public-loader: no cam_hdf5_dataset.py in {src} (--src: DeepCAM's "
+                         "deepcam/src/deepCam/data directory of github.com/mlcommons/hpc)")
+    spec = importlib.util.spec_from_file_location("cam_hdf5_dataset", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CamDataset
+
+
+def make_cold(directory):
+    for name in os.listdir(directory):
+        fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def run_epochs(src, directory, epochs):
+    """One variant's process: DeepCAM's training loader for `epochs` cold epochs."""
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    train = os.path.join(directory, "train")
+    dataset = dataset_class(src)(train, os.path.join(directory, "stats.h5"), CHANNELS,
+                                 allow_uneven_distribution=False, shuffle=True, preprocess=True,
+                                 comm_size=1, comm_rank=0)
+    sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, drop_last=True)
+    loader = DataLoader(dataset, 4, num_workers=2, sampler=sampler, pin_memory=True, drop_last=True)
+    torch.manual_seed(0)
+    out = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        make_cold(train)
+        digest = hashlib.blake2b(digest_size=16)
+        start = time.perf_counter()
+        for data, label, names in loader:
+            digest.update(data.numpy().tobytes())
+            digest.update(label.numpy().tobytes())
+            digest.update("\n".join(names).encode())
+        out.append({"seconds": time.perf_counter() - start, "digest": digest.hexdigest()})
+    return out
+
+
+def variant_env(variant, plugin_dir, stats):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH", "PRESCIENT_"))}
+    if variant == "native":
+        return env
+    env.update({"HDF5_PLUGIN_PATH": plugin_dir, "HDF5_VOL_CONNECTOR": "prescient",
+                "PRESCIENT_NODE_ID": f"public-{os.getpid()}-{time.monotonic_ns()}",
+                "PRESCIENT_STATS": stats})
+    if variant == "follow":
+        env["PRESCIENT_FOLLOW"] = "1"
+        env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def stats_totals(out_dir, stem):
+    totals = {}
+    for name in os.listdir(out_dir):
+        if name.startswith(stem + ".") and name.endswith(".json"):
+            with open(os.path.join(out_dir, name)) as f:
+                for key, value in json.load(f).items():
+                    if isinstance(value, int) and not isinstance(value, bool) and "pid" not in key:
+                        totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+def ratio_table(runs, epochs):
+    """Markdown: per variant, each epoch's median of native / variant over the rounds (each
+    round's variant against the same round's native), and the seconds it came from."""
+    lines = ["| variant | " + " | ".join(f"epoch {e}" for e in range(epochs)) + " |",
+             "|---|" + "---|" * epochs]
+    natives = [r["epochs"] for r in runs if r["variant"] == "native"]
+    for variant in [v for v in VARIANTS if v != "native"]:
+        mine = [(r["round"], r["epochs"]) for r in runs if r["variant"] == variant]
+        if not mine:
+            continue
+        cells = []
+        for e in range(epochs):
+            ratios = [natives[rnd][e]["seconds"] / ep[e]["seconds"] for rnd, ep in mine]
+            seconds = ", ".join(f"{ep[e]['seconds']:.2f}" for _, ep in mine)
+            cells.append(f"{statistics.median(ratios):.2f} ({seconds} s)")
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    lines.append("| native | " + " | ".join(
+        ", ".join(f"{n[e]['seconds']:.2f}" for n in natives) + " s" for e in range(epochs)) + " |")
+    return "\n".join(lines)
+
+
+def compare(args):
+    # Absolute: DeepCAM joins its source directory with paths that already include it, which
+    # only an absolute directory survives (os.path.join keeps the second absolute path).
+    args.out = os.path.abspath(args.out)
+    os.makedirs(args.out, exist_ok=True)
+    data_dir = os.path.join(args.out, "data")
+    make_files(data_dir, args.files, args.height, args.width)
+    plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
+    if not os.path.isfile(os.path.join(plugin_dir, "libprescient_vol.so")):
+        raise SystemExit(f"public-loader: no libprescient_vol.so in {plugin_dir} (build it: "
+                         "examples/bench/run --help builds build/bench; or --plugin-dir)")
+    runs = []
+    for rnd in range(args.rounds):
+        for variant in args.variants:
+            stem = f"stats-{variant}-r{rnd}"
+            for name in os.listdir(args.out):  # an earlier invocation's, which would be summed
+                if name.startswith(stem + "."):
+                    os.unlink(os.path.join(args.out, name))
+            result = os.path.join(args.out, f"{variant}-r{rnd}.json")
+            src = args.src if args.src == "stand-in" else os.path.abspath(args.src)
+            cmd = [sys.executable, os.path.abspath(__file__), "_run", "--src", src,
+                   "--data", data_dir, "--epochs", str(args.epochs), "--result", result]
+            proc = subprocess.run(cmd, env=variant_env(variant, plugin_dir,
+                                                       os.path.join(args.out, stem + ".json")),
+                                  capture_output=True, text=True, timeout=args.timeout)
+            if proc.returncode != 0:
+                raise SystemExit(f"public-loader: {variant} failed:\n{proc.stderr[-4000:]}")
+            with open(result) as f:
+                epochs = json.load(f)
+            runs.append({"variant": variant, "round": rnd, "epochs": epochs,
+                         "stderr": [l for l in proc.stderr.splitlines() if "prescient" in l][:5],
+                         "stats": stats_totals(args.out, stem) if variant != "native" else {}})
+            print(f"public-loader: round {rnd} {variant}: "
+                  + ", ".join(f"{e['seconds']:.2f}" for e in epochs) + " s", flush=True)
+    native = {r["round"]: r for r in runs if r["variant"] == "native"}
+    wrong = [(r["variant"], r["round"], e) for r in runs for e in range(args.epochs)
+             if r["epochs"][e]["digest"] != native[r["round"]]["epochs"][e]["digest"]]
+    report = {"loader": args.loader, "src": args.src, "files": args.files,
+              "height": args.height, "width": args.width, "runs": runs, "wrong": wrong}
+    with open(os.path.join(args.out, "public-loader.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    print(ratio_table([r for r in runs], args.epochs))
+    for r in runs:
+        if r["stats"]:
+            keys = ("reads", "reads_served", "reads_forwarded", "rows_hit", "rows_loaded",
+                    "rows_prefetched", "schedule_matches", "storage_bytes")
+            print(f"{r['variant']} r{r['round']}: " + ", ".join(f"{k} {r['stats'].get(k, 0)}" for k in keys))
+        for line in r["stderr"]:
+            print(f"{r['variant']} r{r['round']} stderr: {line}")
+    print("every batch equal to native's" if not wrong else f"DIFFERENT from native: {wrong}")
+    return 1 if wrong else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="loader", required=True)
+    p = sub.add_parser("deepcam", help="MLPerf HPC's DeepCAM loader (CamDataset)")
+    p.add_argument("--src", required=True,
+                   help="directory of cam_hdf5_dataset.py (or 'stand-in', this script's own)")
+    p.add_argument("--files", type=int, default=160, help="samples, one per file (160)")
+    p.add_argument("--height", type=int, default=192, help="rows of climate/data (192)")
+    p.add_argument("--width", type=int, default=288, help="columns of climate/data (288)")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--plugin-dir", help="where libprescient_vol.so is (build/bench/plugins)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per variant process")
+    p.add_argument("--out", default=os.path.join(REPO, "build", "bench-data", "public-loader"))
+    r = sub.add_parser("_run", help=argparse.SUPPRESS)
+    r.add_argument("--src", required=True)
+    r.add_argument("--data", required=True)
+    r.add_argument("--epochs", type=int, required=True)
+    r.add_argument("--result", required=True)
+    args = parser.parse_args(argv)
+    if args.loader == "_run":
+        with open(args.result, "w") as f:
+            json.dump(run_epochs(args.src, args.data, args.epochs), f)
+        return 0
+    return compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
