@@ -12,6 +12,17 @@
 namespace prescient::vol {
 namespace {
 
+// A read of the same part of every row it touches (`d[i, channels]`) is
+// served from whole cached rows when the part is at least half a row: a miss
+// then reads the whole row, at most twice the bytes a native read of the part
+// takes. A few channels of many would cost a cold epoch more than they save.
+bool ServableRowPart(const DecodedSelection& s) {
+  if (s.whole_rows || s.row_part.empty() || s.rows.rows() == 0) return false;
+  std::uint64_t part = 0;
+  for (const ElementRun& run : s.row_part) part += run.count;
+  return part * s.rows.rows() == s.elements && 2 * part >= s.row_elements;
+}
+
 std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
                                    hid_t file_space, TransferVerdict transfer) {
   const DatasetState* state = dataset.dataset.get();
@@ -23,14 +34,14 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   ReadRequest request;
   request.selection = DecodeSelection(*input);
   request.transfer = transfer;
-  const bool servable_shape = transfer == TransferVerdict::kServable && state != nullptr &&
-                              state->fixed_size() && dataset.file != nullptr &&
-                              !dataset.file->writable && dataset.file->identity.valid &&
-                              request.selection.whole_rows && !request.selection.scalar &&
-                              request.selection.kind != SelectionKind::kNone &&
-                              // Point selections (boolean masks) keep their own order and
-                              // repeats; rare in loaders, they are always forwarded.
-                              request.selection.kind != SelectionKind::kPoints;
+  const bool servable_shape =
+      transfer == TransferVerdict::kServable && state != nullptr && state->fixed_size() &&
+      dataset.file != nullptr && !dataset.file->writable && dataset.file->identity.valid &&
+      (request.selection.whole_rows || ServableRowPart(request.selection)) &&
+      !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
+      // Point selections (boolean masks) keep their own order and
+      // repeats; rare in loaders, they are always forwarded.
+      request.selection.kind != SelectionKind::kPoints;
   // When the memory type is the stored type, its size is known: h5py's reads
   // then ask the library one question about the type (dataset_state.h).
   const bool stored_type = servable_shape && state->IsStoredType(mem_type);

@@ -3,13 +3,13 @@
 // This is the pure, HDF5-free half of the read hook: the caller describes the
 // selection it got from HDF5 (SelectionInput, filled by selection_hdf5.cc) and
 // DecodeSelection says which rows it touches, in transfer order, and whether
-// every touched row is selected whole. It runs on every read, so a regular
-// hyperslab is kept as its (start, stride, count, block) pattern and never
-// expanded; irregular block lists and point lists cost one step per block or
-// point.
+// every touched row is selected whole, or else which part of each row. It runs on every read, so a
+// regular hyperslab is kept as its (start, stride, count, block) pattern and never expanded;
+// irregular block lists and point lists cost one step per block or point.
 #ifndef PRESCIENT_VOL_READ_SELECTION_H_
 #define PRESCIENT_VOL_READ_SELECTION_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -83,11 +83,32 @@ class RowSelection {
   std::uint64_t rows_ = 0;
 };
 
+// Elements [offset, offset + count) of one row, numbered in row-major order
+// over dimensions 1..rank-1.
+struct ElementRun {
+  std::uint64_t offset = 0;
+  std::uint64_t count = 0;
+  friend bool operator==(const ElementRun&, const ElementRun&) = default;
+};
+
+// A row part is described only up to this many runs (a finer one, such as a
+// strided crop of a large image, is left undescribed and its read forwarded).
+inline constexpr std::size_t kMaxRowPartRuns = 4096;
+
 struct DecodedSelection {
   SelectionKind kind = SelectionKind::kNone;
   RowSelection rows;
   // Every touched row is selected in all of dimensions 1..rank-1.
   bool whole_rows = false;
+  // When not whole_rows: the part of a row the selection takes, if it takes
+  // the same part of every touched row (the selection is those rows times one
+  // selection of dimensions 1..rank-1, such as `d[i, channels]`), as ascending
+  // runs, which is the order HDF5 transfers a hyperslab's elements in; empty
+  // when the part differs between rows, the selection is points, or it needs
+  // more than kMaxRowPartRuns runs.
+  std::vector<ElementRun> row_part;
+  // Elements of a whole row (the product of dimensions 1..rank-1).
+  std::uint64_t row_elements = 0;
   // Elements selected (rows * row elements when whole_rows).
   std::uint64_t elements = 0;
   // Scalar dataspace: there is no dimension 0 and no row.

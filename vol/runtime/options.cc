@@ -103,7 +103,9 @@ const std::vector<OptionRow>& Rows() {
          return p.has_value();
        }},
       {{"PRESCIENT_CACHE", "cache", kBoolAccepted, "1",
-        "serve simple reads (whole rows, stored type) from the node-shared cache in shared memory"},
+        "serve simple reads (whole rows or the same half or more of each row, stored type) from "
+        "the "
+        "node-shared cache in shared memory"},
        &ApplyBool<&Options::cache_enabled>},
       {{"PRESCIENT_CACHE_SIZE", "cache_size", "bytes with a unit: 8GiB, 512MiB, 1.5G, 100MB, 4096",
         "min(50% of free /dev/shm, 25% of RAM)",

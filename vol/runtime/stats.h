@@ -30,6 +30,7 @@ enum class Counter : std::size_t {
   kReads,                   // dataset reads (each dataset of an H5Dread_multi counts once)
   kReadsSimple,             // could be served row by row from a cache (read_hook.h)
   kReadsWholeRows,          // selection covers whole rows
+  kReadsRowParts,           // selection takes the same part of every row it touches
   kReadsScalar,             //
   kReadsUndecoded,          // selection Prescient could not interpret (still forwarded)
   kReadsForwarded,          // passed to the connector underneath

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <span>
 #include <variant>
 #include <vector>
 
@@ -41,7 +42,27 @@ void RowsInTransferOrder(const RowSelection& selection, std::vector<std::uint64_
 struct ServeScratch {
   std::vector<std::uint64_t> rows, entries;
   std::vector<std::byte> entry_bytes;
+  std::vector<std::byte> whole_rows;  // the rows a read of row parts takes its parts from
 };
+
+// A row-part buffer larger than this is given back after the read: rows of
+// tens of megabytes (a weather model's time step) would stay allocated in
+// every worker thread otherwise.
+constexpr std::size_t kKeptPartBufferBytes = 64ull << 20;
+
+// Copies the selected part of each row (`part`, in elements of
+// `element_bytes`) from consecutive whole rows to `out`, in transfer order.
+void ScatterRowParts(std::span<const std::byte> rows, std::uint64_t row_bytes,
+                     std::span<const ElementRun> part, std::uint64_t element_bytes,
+                     std::byte* out) {
+  for (std::size_t at = 0; at < rows.size(); at += row_bytes) {
+    for (const ElementRun& run : part) {
+      const std::size_t n = run.count * element_bytes;
+      std::memcpy(out, rows.data() + at + run.offset * element_bytes, n);
+      out += n;
+    }
+  }
+}
 
 // Read-around: the other rows of every slab (CachedDataset::slab_rows) a
 // miss touches, which a cold epoch will ask for anyway. Returns those rows
@@ -372,6 +393,18 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     cache::NodeCache* cache = found.cache;
     if (request.selection.rows.rows() * cached->row_bytes() > found.capacity / kMaxShareOfCache)
       return false;
+    // A part of each row (read_hook.cc: ServableRowPart) is cut from whole
+    // rows; its elements must be the stored type's. Not for rows small enough
+    // to share an entry.
+    const bool row_parts = !request.selection.whole_rows;
+    std::uint64_t element_bytes = 0;
+    if (row_parts) {
+      const std::uint64_t row_elements = request.selection.row_elements;
+      if (cached->grouped() || row_elements == 0 || cached->row_bytes() % row_elements != 0)
+        return false;
+      element_bytes = cached->row_bytes() / row_elements;
+      if (element_bytes * request.selection.elements != request.bytes) return false;
+    }
     if (cached->FileChanged()) {
       // Its rows must never be served again: dropped from the node's cache
       // at once (every process sees the slot retired).
@@ -418,6 +451,9 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     if (cached->grouped()) {
       scratch.resize(entries.size() * cached->entry_bytes());
       target = scratch.data();
+    } else if (row_parts) {
+      scratch_space.whole_rows.resize(rows.size() * cached->row_bytes());
+      target = scratch_space.whole_rows.data();
     }
     cache::ReadRowsStats read;
     const cache::Status status =
@@ -432,8 +468,14 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
                                   "); it was forwarded to HDF5, as are other reads that fail");
       return false;
     }
-    // Phase 5: small rows are copied out of their entries, in transfer order.
-    if (cached->grouped()) {
+    // Phase 5: row parts are cut from their rows, and small rows copied out
+    // of their entries, in transfer order.
+    if (row_parts) {
+      std::vector<std::byte>& whole = scratch_space.whole_rows;
+      ScatterRowParts(whole, cached->row_bytes(), request.selection.row_part, element_bytes,
+                      static_cast<std::byte*>(buf));
+      if (whole.capacity() > kKeptPartBufferBytes) std::vector<std::byte>().swap(whole);
+    } else if (cached->grouped()) {
       const std::uint64_t g = cached->rows_per_entry();
       const std::uint64_t row_bytes = cached->row_bytes();
       auto* out = static_cast<std::byte*>(buf);

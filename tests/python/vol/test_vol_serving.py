@@ -58,6 +58,26 @@ def test_labels_beside_images_are_exact_and_grouped(runner, tmp_path):
     assert totals["rows_read_around"] == 0, totals
 
 
+def test_row_parts_are_cut_from_cached_rows_exactly(runner, tmp_path):
+    """`fields[i, channels]` and the like: the same part of every row, at least half of it, is
+    served from whole cached rows; smaller parts and rows that share cache entries are
+    forwarded. Every read's bytes equal native's."""
+    results, stats_dir = run_both(runner, tmp_path, ["row-parts"], "parts", writer="write-fields")
+    assert results["connector"] == results["native"]
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    # Two passes over two datasets of 24 x 8 single reads and 3 more, and 4 reads of `pairs`:
+    # every one takes the same part of each row it reads.
+    assert totals["reads"] == 2 * (2 * (24 * 8 + 3) + 4), totals
+    assert totals["reads_row_parts"] == totals["reads"], totals
+    # Served: 6 of the 8 single reads (not 2 of 5 channels, nor 2 of 5 channels of every third
+    # column: less than half a row) and both batches. Forwarded besides: read_direct into a
+    # selection of the buffer (as for whole rows), and `pairs`, whose small rows share entries.
+    assert totals["reads_served"] == 2 * 2 * (24 * 6 + 2), totals
+    assert totals["rows_hit"] > 0, totals
+
+
 @pytest.mark.parametrize("cache_size", ["64MiB", "24MiB", "6MiB"])
 def test_contiguous_rows_read_around_only_while_the_cache_can_keep_them(runner, tmp_path,
                                                                          cache_size):

@@ -4,6 +4,8 @@
     python3 voltest_serving.py write-samples FILE
     python3 voltest_serving.py labels FILE OUT.json
     python3 voltest_serving.py samples FILE OUT.json
+    python3 voltest_serving.py write-fields FILE
+    python3 voltest_serving.py row-parts FILE OUT.json
     python3 voltest_serving.py rewrite FILE OUT.json MODE      (MODE: same-size | truncate)
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
@@ -88,6 +90,47 @@ def samples(path, out):
     json.dump(results, open(out, "w"))
 
 
+FIELDS_SHAPE = (64, 5, 24, 36)  # time steps x channels x a small grid (a weather model's layout)
+
+
+def write_fields(path):
+    rng = np.random.default_rng(9)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("fields", data=rng.random(FIELDS_SHAPE, dtype=np.float32))
+        f.create_dataset("fields_gz", data=rng.random(FIELDS_SHAPE, dtype=np.float32),
+                         chunks=(1, 5, 24, 36), compression="gzip")
+        f.create_dataset("pairs", data=rng.integers(0, 99, (3000, 4), dtype=np.int16))
+
+
+def row_parts(path, out):
+    """Reads of the same part of every row, twice over (the second pass from the cache):
+    channel lists and slices (FourCastNet's `fields[i, channels]`, with history slices
+    `fields[i-2:i+1:2, channels]`), crops, parts below half a row (forwarded), and small rows
+    cached in shared entries (forwarded)."""
+    rng = np.random.default_rng(13)
+    order = rng.permutation(FIELDS_SHAPE[0] - 3) + 2
+    results = []
+    with h5py.File(path, "r") as f:
+        for _ in range(2):
+            for name in ("fields", "fields_gz"):
+                x = f[name]
+                for i in order[:24]:
+                    i = int(i)
+                    results += [digest(x[i, [0, 1, 2, 4]]), digest(x[i, 1:]),
+                                digest(x[i - 2:i + 1:2, np.array([0, 2, 3, 4])]),
+                                digest(x[i + 1, :, 2:20]), digest(x[i, [1, 3], :, ::3]),
+                                digest(x[i, :, :, 10:30]), digest(x[i, [0, 4]]),
+                                digest(x[i:i + 2, ::2])]
+                batch = sorted(int(i) for i in order[:6])
+                results += [digest(x[batch, 1:]), digest(x[batch, 2:])]
+                out_buf = np.zeros((3, 24, 36), np.float32)
+                x.read_direct(out_buf, np.s_[7, 2:], np.s_[0:3])
+                results.append(digest(out_buf))
+            z = f["pairs"]
+            results += [digest(z[i, 1:]) for i in (5, 900, 2999)] + [digest(z[[3, 17], :3])]
+    json.dump(results, open(out, "w"))
+
+
 def rewrite(path, out, mode):
     results = []
     with h5py.File(path, "r") as f:
@@ -121,5 +164,9 @@ if __name__ == "__main__":
         labels(sys.argv[2], sys.argv[3])
     elif command == "samples":
         samples(sys.argv[2], sys.argv[3])
+    elif command == "write-fields":
+        write_fields(sys.argv[2])
+    elif command == "row-parts":
+        row_parts(sys.argv[2], sys.argv[3])
     else:
         rewrite(sys.argv[2], sys.argv[3], sys.argv[4])

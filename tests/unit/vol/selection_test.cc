@@ -128,6 +128,95 @@ TEST(DecodeSelection, IrregularPartialRows) {
   EXPECT_EQ(s.elements, 3u * 32 * 16 + 3u * 32 * 32);
 }
 
+// Row parts: x's rows are 3 x 32 x 32 elements (one plane of a channel is 1,024).
+using Part = std::vector<ElementRun>;
+
+TEST(DecodeSelection, RowPartOfChannels) {  // x[5, 0:2]: two planes, one run
+  auto s = DecodeSelection(Regular(kX, {5, 0, 0, 0}, {1, 1, 1, 1}, {1, 2, 32, 32}, {1, 1, 1, 1}));
+  EXPECT_FALSE(s.whole_rows);
+  EXPECT_EQ(s.row_elements, 3u * 32 * 32);
+  EXPECT_EQ(s.row_part, (Part{{0, 2048}}));
+}
+
+TEST(DecodeSelection, RowPartOfStridedChannelsAcrossRows) {  // x[4:7, ::2]
+  auto s = DecodeSelection(Regular(kX, {4, 0, 0, 0}, {1, 2, 1, 1}, {3, 2, 32, 32}, {1, 1, 1, 1}));
+  EXPECT_EQ(Runs(s), (std::vector<RowRun>{{4, 3}}));
+  EXPECT_EQ(s.row_part, (Part{{0, 1024}, {2048, 1024}}));
+  EXPECT_EQ(s.elements, 3u * 2 * 1024);
+}
+
+TEST(DecodeSelection, RowPartOfACrop) {  // x[5, :, 10:12, 30:]: 3 channels x 2 lines of 2
+  auto s = DecodeSelection(Regular(kX, {5, 0, 10, 30}, {1, 1, 1, 1}, {1, 3, 2, 2}, {1, 1, 1, 1}));
+  EXPECT_EQ(s.row_part, (Part{{10 * 32 + 30, 2},
+                              {11 * 32 + 30, 2},
+                              {1024 + 10 * 32 + 30, 2},
+                              {1024 + 11 * 32 + 30, 2},
+                              {2048 + 10 * 32 + 30, 2},
+                              {2048 + 11 * 32 + 30, 2}}));
+}
+
+TEST(DecodeSelection, RowPartRunsJoinAcrossLines) {  // x[5, 1:, 31:, :]: line 31 of two planes
+  auto s = DecodeSelection(Regular(kX, {5, 1, 31, 0}, {1, 1, 1, 1}, {1, 2, 1, 32}, {1, 1, 1, 1}));
+  EXPECT_EQ(s.row_part, (Part{{1024 + 31 * 32, 32}, {2048 + 31 * 32, 32}}));
+  // Lines 31 and 0 of the next plane touch: x[5, 0:2, 31:] then x[5, 1:, :1] is not a hyperslab,
+  // but a plane's last line and the next plane's first do join when both are selected.
+  auto t = DecodeSelection(
+      Regular({100, 2, 2, 4}, {5, 0, 0, 0}, {1, 1, 1, 1}, {1, 2, 2, 2}, {1, 1, 1, 1}));
+  EXPECT_EQ(t.row_part, (Part{{0, 2}, {4, 2}, {8, 2}, {12, 2}}));
+}
+
+TEST(DecodeSelection, IrregularRowPartOfListedChannels) {  // x[[3, 9], [0, 2]]
+  SelectionInput in;
+  in.kind = SelectionKind::kIrregular;
+  in.dims = kX;
+  for (std::uint64_t row : {3, 9}) {
+    for (std::uint64_t ch : {0, 2})
+      in.blocks.insert(in.blocks.end(), {row, ch, 0, 0, row, ch, 31, 31});
+  }
+  auto s = DecodeSelection(in);
+  EXPECT_EQ(Runs(s), (std::vector<RowRun>{{3, 1}, {9, 1}}));
+  EXPECT_EQ(s.row_part, (Part{{0, 1024}, {2048, 1024}}));
+  EXPECT_EQ(s.elements, 2u * 2 * 1024);
+}
+
+TEST(DecodeSelection, IrregularRowPartsThatDifferHaveNoPart) {
+  SelectionInput in;
+  in.kind = SelectionKind::kIrregular;
+  in.dims = kX;
+  // Row 3 takes channels 0 and 2, row 9 channel 0 only.
+  in.blocks = {3, 0, 0, 0, 3, 0, 31, 31, 3, 2, 0, 0, 3, 2, 31, 31, 9, 0, 0, 0, 9, 0, 31, 31};
+  EXPECT_TRUE(DecodeSelection(in).row_part.empty());
+  // Row 3 channel 0, row 9 channel 2: as many boxes, other ones.
+  in.blocks = {3, 0, 0, 0, 3, 0, 31, 31, 9, 2, 0, 0, 9, 2, 31, 31};
+  EXPECT_TRUE(DecodeSelection(in).row_part.empty());
+  // The earlier case's partial rows (IrregularPartialRows): halves of a plane and whole rows.
+  in.blocks = {3, 0, 0, 0, 3, 2, 31, 15, 9, 0, 0, 0, 9, 2, 31, 31};
+  EXPECT_TRUE(DecodeSelection(in).row_part.empty());
+}
+
+TEST(DecodeSelection, WholeRowsAndPointsHaveNoPart) {
+  EXPECT_TRUE(DecodeSelection(Regular(kX, {5, 0, 0, 0}, {1, 1, 1, 1}, {1, 3, 32, 32}, {1, 1, 1, 1}))
+                  .row_part.empty());
+  SelectionInput in;
+  in.kind = SelectionKind::kPoints;
+  in.dims = kX;
+  in.points = {1, 0, 0, 0, 1, 0, 0, 1};
+  EXPECT_TRUE(DecodeSelection(in).row_part.empty());
+}
+
+TEST(DecodeSelection, FineRowPartsAreLeftUndescribed) {
+  // z[5, :, ::2, ::2] of a (10, 1, 256, 128) dataset: 128 x 64 single elements, more runs
+  // than kMaxRowPartRuns (4,096); a (10, 1, 128, 128) one has exactly that many.
+  auto s = DecodeSelection(
+      Regular({10, 1, 256, 128}, {5, 0, 0, 0}, {1, 1, 2, 2}, {1, 1, 128, 64}, {1, 1, 1, 1}));
+  EXPECT_FALSE(s.whole_rows);
+  EXPECT_TRUE(s.row_part.empty());
+  EXPECT_EQ(s.elements, 128u * 64);
+  auto t = DecodeSelection(
+      Regular({10, 1, 128, 128}, {5, 0, 0, 0}, {1, 1, 2, 2}, {1, 1, 64, 64}, {1, 1, 1, 1}));
+  EXPECT_EQ(t.row_part.size(), kMaxRowPartRuns);
+}
+
 TEST(DecodeSelection, PointsOnOneDimensionalDataset) {  // y[mask]
   SelectionInput in;
   in.kind = SelectionKind::kPoints;
