@@ -51,21 +51,31 @@ CHANNELS = list(range(16))
 VARIANTS = ("native", "lru", "follow")
 
 
+def fresh_train_dir(directory, layout):
+    """DIR/train emptied for new files, or None when DIR/layout.json says it holds `layout`
+    already (written last, after the files)."""
+    done = os.path.join(directory, "layout.json")
+    if os.path.exists(done):
+        with open(done) as f:
+            if json.load(f) == layout:
+                return None
+        os.unlink(done)
+    train = os.path.join(directory, "train")
+    os.makedirs(train, exist_ok=True)
+    for name in os.listdir(train):
+        os.unlink(os.path.join(train, name))
+    return train
+
+
 def make_files(directory, files, height, width, log=print):
     """DeepCAM's layout: DIR/train/*.h5 and DIR/stats.h5 (reused when present)."""
     import h5py
     import numpy as np
 
-    train = os.path.join(directory, "train")
-    done = os.path.join(directory, "layout.json")
     layout = {"files": files, "height": height, "width": width}
-    if os.path.exists(done):
-        with open(done) as f:
-            if json.load(f) == layout:
-                return train
-    os.makedirs(train, exist_ok=True)
-    for name in os.listdir(train):
-        os.unlink(os.path.join(train, name))
+    train = fresh_train_dir(directory, layout)
+    if train is None:
+        return os.path.join(directory, "train")
     rng = np.random.default_rng(0)
     t = time.monotonic()
     for i in range(files):
@@ -77,7 +87,7 @@ def make_files(directory, files, height, width, log=print):
         group = f.create_group("climate")
         group["minval"] = np.full(len(CHANNELS), -5, np.float32)
         group["maxval"] = np.full(len(CHANNELS), 5, np.float32)
-    with open(done, "w") as f:
+    with open(os.path.join(directory, "layout.json"), "w") as f:
         json.dump(layout, f)
     log(f"public-loader: {files} files of {height}x{width}x16 float32 in {time.monotonic() - t:.0f} s")
     return train
@@ -134,16 +144,10 @@ def make_fourcastnet_files(directory, years, steps, height, width, log=print):
     import h5py
     import numpy as np
 
-    train = os.path.join(directory, "train")
-    done = os.path.join(directory, "layout.json")
     layout = {"years": years, "steps": steps, "height": height, "width": width}
-    if os.path.exists(done):
-        with open(done) as f:
-            if json.load(f) == layout:
-                return train
-    os.makedirs(train, exist_ok=True)
-    for name in os.listdir(train):
-        os.unlink(os.path.join(train, name))
+    train = fresh_train_dir(directory, layout)
+    if train is None:
+        return os.path.join(directory, "train")
     rng = np.random.default_rng(0)
     t = time.monotonic()
     for year in range(years):
@@ -152,7 +156,7 @@ def make_fourcastnet_files(directory, years, steps, height, width, log=print):
     shape = (1, FCN_CHANNELS, 1, 1)
     np.save(os.path.join(directory, "global_means.npy"), np.full(shape, 0.1, np.float32))
     np.save(os.path.join(directory, "global_stds.npy"), np.full(shape, 1.5, np.float32))
-    with open(done, "w") as f:
+    with open(os.path.join(directory, "layout.json"), "w") as f:
         json.dump(layout, f)
     log(f"public-loader: {years} files of {steps} x {FCN_CHANNELS} x {height} x {width} float32 in "
         f"{time.monotonic() - t:.0f} s")
