@@ -124,6 +124,8 @@ def _private_directory(path: str) -> None:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
+    except FileNotFoundError:
+        raise  # its parent was removed meanwhile (see _make_directories)
     except OSError as e:
         raise FollowSetupError(f"cannot create {path}: {e.strerror}") from None
     st = os.lstat(path)
@@ -207,6 +209,29 @@ def leave(mark: str) -> None:
     directory = os.path.dirname(mark)
     if not any(_alive(m) for m in _members(directory)):
         _remove_job(directory)
+        # The node's and the user's directories too, when this was their last
+        # job (rmdir removes only an empty directory; a job that is being set
+        # up meanwhile makes them again: _make_directories).
+        node_dir = os.path.dirname(directory)
+        for path in (node_dir, os.path.dirname(node_dir)):
+            try:
+                os.rmdir(path)
+            except OSError:
+                break
+
+
+def _make_directories(paths) -> None:
+    """Makes (or accepts) each private directory of `paths`, parent first. A
+    job that leaves removes its node's directory when it was the last there:
+    if that happens between two of these steps, they are made again."""
+    for attempt in range(8):
+        try:
+            for path in paths:
+                _private_directory(path)
+            return
+        except FileNotFoundError:
+            continue
+    raise FollowSetupError(f"cannot create {paths[-1]}: its parent keeps being removed")
 
 
 def resolve(env: Optional[Mapping[str, str]] = None) -> FollowContext:
@@ -219,8 +244,7 @@ def resolve(env: Optional[Mapping[str, str]] = None) -> FollowContext:
     node_dir = os.path.join(user_dir, node)
     job = _safe_component(_job_key(env))
     directory = os.path.join(node_dir, job)
-    for path in (user_dir, node_dir, directory):
-        _private_directory(path)
+    _make_directories((user_dir, node_dir, directory))
     _remove_stale_jobs(node_dir, keep=job)
     # The node-local rank when the launcher says it (torchrun, Open MPI, Slurm),
     # else the global one (processes started by hand with RANK), else 0.

@@ -46,6 +46,9 @@ from typing import List, Optional, Sequence
 from . import _context, _learn, _plugin
 
 
+# The connector's PRESCIENT_FOLLOW_RECORD: the worker whose first read begins a
+# bracket (Follower._loading).
+RECORD_VARIABLE = "PRESCIENT_FOLLOW_RECORD"
 # One known key in this many is recorded again (see Follower.learns).
 _RECHECK = 32
 # A worker looks again at the indices the pattern predicts (_learn.PREDICTED)
@@ -175,6 +178,7 @@ class Follower:
         self._known = frozenset()    # indices whose rows are learned (inherited by workers)
         self._recorder = None
         self._recorder_pid = None
+        self._modules_looked_at = -1  # len(sys.modules) at the last look for the recorder
         self._learn_fd = None
         self._learn_pid = None
         self._warned = set()
@@ -318,7 +322,8 @@ class Follower:
         pid = os.getpid()
         if self._recorder_pid != pid:
             self._recorder_pid = pid
-            self._recorder = _plugin.find_recorder()
+            self._recorder = None
+            self._modules_looked_at = -1
             self._learn_fd = None
             self._predicted_checked = None
             # Workers are forked before their epoch is published (the DataLoader
@@ -326,6 +331,16 @@ class Follower:
             from ._publish import load_known
 
             self._known = self._known | load_known(self.context.directory)
+        if self._recorder is None and len(sys.modules) != self._modules_looked_at:
+            # The connector is loaded when h5py is imported, and a worker may
+            # import it only in its first fetch: one started by a forkserver
+            # or spawn (or forked from a process that never read a file) from
+            # a script that imports h5py inside __getitem__. It is looked for
+            # again whenever modules were imported since the last look (a
+            # scan of /proc/self/maps, not made on every fetch of a process
+            # that has no connector).
+            self._modules_looked_at = len(sys.modules)
+            self._recorder = _plugin.find_recorder()
         return self._recorder
 
     def _predicted_here(self):
@@ -370,8 +385,15 @@ class Follower:
         """Runs call() (a dataset access for `key`), recording its reads when
         `key` is being learned."""
         recorder = self._recorder_here()
-        indices = _as_indices(key) if recorder is not None else None
-        if indices is None or not self._learns(indices):
+        indices = _as_indices(key)
+        if indices is None:
+            return call()
+        if recorder is None:
+            result, record = self._loading(indices, call)
+            if record:
+                self._append(record)
+            return result
+        if not self._learns(indices):
             return call()
         return self._recorded(recorder, indices, call)
 
@@ -383,8 +405,6 @@ class Follower:
         batch's records in one append (those fetched, also when a later
         fetch of the batch raises)."""
         recorder = self._recorder_here()
-        if recorder is None:
-            return [dataset[i] for i in indices]
         data = []
         records = []
         try:
@@ -393,6 +413,13 @@ class Follower:
                     key = [operator.index(i)]
                 except (TypeError, ValueError, RuntimeError):
                     data.append(dataset[i])  # not an index: nothing to learn from
+                    continue
+                if recorder is None:  # the connector is not loaded yet
+                    item, record = self._loading(key, lambda: dataset[i])
+                    data.append(item)
+                    if record:
+                        records.append(record)
+                    recorder = self._recorder_here()
                     continue
                 if not self._learns(key) or not recorder.begin():
                     data.append(dataset[i])
@@ -408,6 +435,29 @@ class Follower:
             if records:
                 self._append(b"".join(records))
         return data
+
+    def _loading(self, indices: List[int], call):
+        """call() in a process whose connector is not loaded yet: (its result,
+        the record of its reads or None). A worker started by a forkserver or
+        spawn (or forked from a process that never opened a file) whose script
+        imports h5py inside __getitem__ loads the connector in its first
+        fetch, which therefore cannot be bracketed; the connector is asked
+        (RECORD_VARIABLE, read when it parses its settings) to begin a
+        bracket at this process's first read, which is ended here. Without
+        it, the first fetch of every such worker went unlearned: with workers
+        made anew every epoch, the same indices could stay unknown."""
+        pid = os.getpid()
+        if os.environ.get(RECORD_VARIABLE) != str(pid):
+            os.environ[RECORD_VARIABLE] = str(pid)
+        result = call()
+        recorder = self._recorder_here()
+        if recorder is None:
+            return result, None
+        os.environ.pop(RECORD_VARIABLE, None)  # read once, at the connector's start
+        recorded = recorder.end()  # what the first read's bracket holds ("" without one)
+        if not recorded or not self._learns(indices):
+            return result, None
+        return result, _learn.format_record(indices, recorded)
 
     def _recorded(self, recorder, indices: List[int], call):
         """call(), with the reads it makes recorded for `indices`."""

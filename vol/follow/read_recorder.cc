@@ -1,5 +1,8 @@
 #include "vol/follow/read_recorder.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <new>
 
 namespace prescient::vol {
@@ -40,6 +43,15 @@ std::string_view ReadRecorder::End() noexcept {
   t_recording->active = false;
   if (t_recording->overflow) return "overflow\n";
   return t_recording->text;
+}
+
+void ReadRecorder::BeginAtFirstRead(long named_pid) noexcept {
+  // A forked child inherits "seen" from a parent that read; that parent had the
+  // connector loaded, so the child's follower found it before its first fetch.
+  static std::atomic<bool> first_read_seen{false};
+  if (first_read_seen.load(std::memory_order_relaxed)) return;
+  if (first_read_seen.exchange(true, std::memory_order_relaxed)) return;
+  if (named_pid != 0 && named_pid == ::getpid() && !Active()) Begin();
 }
 
 bool ReadRecorder::Active() noexcept { return t_recording != nullptr && t_recording->active; }

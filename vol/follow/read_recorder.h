@@ -34,6 +34,15 @@ class ReadRecorder {
   // The view stays valid until this thread's next Begin().
   static std::string_view End() noexcept;
 
+  // A DataLoader worker whose first fetch imports h5py loads the connector in
+  // that fetch, after the follower looked for it: the fetch cannot be
+  // bracketed. The follower then names the worker in PRESCIENT_FOLLOW_RECORD
+  // (Options::follow_record_pid) and this, called on every read with the pid
+  // named (0: none), begins a bracket on the thread of the named process's
+  // first read (the fetch's); the follower ends it after the fetch. Acts once
+  // per process: one relaxed load on later reads.
+  static void BeginAtFirstRead(long named_pid) noexcept;
+
   // True while this thread records (checked before any work on the read path).
   static bool Active() noexcept;
   // Records one read of `dataset` (opened by that path) in `file` whose

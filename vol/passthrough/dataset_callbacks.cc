@@ -77,6 +77,8 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
     Runtime& runtime = Runtime::Get();
     std::vector<ReadRecord> records;
     if (runtime.enabled()) {
+      const Options& options = runtime.options();
+      if (options.follow) ReadRecorder::BeginAtFirstRead(options.follow_record_pid.value_or(0));
       records.resize(count);
       for (size_t i = 0; i < count; ++i) {
         const VolObject& dataset = *VolObject::From(dset[i]);

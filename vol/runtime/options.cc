@@ -148,6 +148,14 @@ const std::vector<OptionRow>& Rows() {
         "follow the samplers' orders at run time: the Python follower (python/prescient) writes "
         "the schedule as each epoch starts, and PRESCIENT_SCHEDULE names where"},
        &ApplyBool<&Options::follow>},
+      {{"PRESCIENT_FOLLOW_RECORD", "follow_record", "a process id", "(none)",
+        "set by the follower, not by users: a DataLoader worker whose first fetch imports h5py "
+        "(and so loads the connector) has that fetch's reads recorded from its first read"},
+       [](std::string_view v, Options& o) {
+         auto pid = ParseUnsigned(v, 1u << 30);
+         if (pid && *pid > 0) o.follow_record_pid = static_cast<long>(*pid);
+         return pid.has_value() && *pid > 0;
+       }},
       {{"PRESCIENT_RANK", "rank", "an integer >= 0",
         "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID, else 0",
         "this process's rank in the schedule (DataLoader workers inherit it)"},

@@ -46,6 +46,10 @@ struct Options {
   // makes it): a missing file is not an error, and a file replaced at the path
   // is followed from the next read on.
   bool follow = false;
+  // PRESCIENT_FOLLOW_RECORD (set by the follower, not by users): the pid of a
+  // DataLoader worker whose first fetch loads the connector; its first read
+  // begins the recording the follower could not begin (ReadRecorder).
+  std::optional<long> follow_record_pid;
   // PRESCIENT_RANK, else the launcher's RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
   // SLURM_PROCID; nullopt when none is set (rank 0 is then assumed).
   std::optional<std::uint32_t> rank;

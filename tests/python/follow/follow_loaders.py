@@ -29,7 +29,8 @@ import random
 import sys
 import time
 
-import h5py
+import importlib
+
 import numpy as np
 import torch
 from torch.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset,
@@ -41,15 +42,24 @@ COMPUTE_S = 0.02
 # How workers start (test_follow.py runs both): forked, as on Linux before Python 3.14, or
 # from a forkserver, Python 3.14's default.
 MP = os.environ.get("LOADER_MP", "fork")
+# When h5py is imported: "eager" (here, as most scripts do) or "lazy" (by the first file a
+# dataset opens, as scripts that import it inside __getitem__ do: a worker then loads the
+# connector in its first fetch, and no process before it has).
+if os.environ.get("LOADER_IMPORT", "eager") == "eager":
+    import h5py  # noqa: F401
+
+
+def h5file(path, mode="r"):
+    return importlib.import_module("h5py").File(path, mode)
 
 
 def make(directory):
     rng = np.random.default_rng(7)
     for k in range(FILES):
-        with h5py.File(os.path.join(directory, f"part_{k:02d}.h5"), "w") as f:
+        with h5file(os.path.join(directory, f"part_{k:02d}.h5"), "w") as f:
             f["x"] = rng.integers(0, 255, (ROWS_PER_FILE, ROW_BYTES), dtype=np.uint8)
             f["y"] = np.arange(k * ROWS_PER_FILE, (k + 1) * ROWS_PER_FILE, dtype=np.int64)
-    with h5py.File(os.path.join(directory, "all.h5"), "w") as f:
+    with h5file(os.path.join(directory, "all.h5"), "w") as f:
         f["x"] = rng.integers(0, 255, (SAMPLES, ROW_BYTES), dtype=np.uint8)
         f["y"] = np.arange(SAMPLES, dtype=np.int64)
 
@@ -67,7 +77,7 @@ class OneFile(Dataset):
 
     def __getitem__(self, index):
         if self.f is None:
-            self.f = h5py.File(self.path, "r")
+            self.f = h5file(self.path)
         if isinstance(index, list):  # a batch: one read of the sorted rows
             rows = sorted(index)
             return torch.from_numpy(self.f["x"][rows]), torch.from_numpy(self.f["y"][rows])
@@ -86,7 +96,7 @@ class ManyFiles(Dataset):
     def __getitem__(self, index):
         k, row = divmod(index, ROWS_PER_FILE)
         if k not in self.files:
-            self.files[k] = h5py.File(self.paths[k], "r")
+            self.files[k] = h5file(self.paths[k])
         f = self.files[k]
         return torch.from_numpy(f["x"][row]), int(f["y"][row])
 
@@ -103,7 +113,7 @@ class Part(Dataset):
 
     def __getitem__(self, row):
         if self.f is None:
-            self.f = h5py.File(self.path, "r")
+            self.f = h5file(self.path)
         return torch.from_numpy(self.f["x"][row]), int(self.f["y"][row])
 
 
@@ -133,7 +143,7 @@ class Blocks(Dataset):
 
     def __getitem__(self, b):
         if self.f is None:
-            self.f = h5py.File(self.path, "r")
+            self.f = h5file(self.path)
         return (torch.from_numpy(self.f["x"][b * BATCH:(b + 1) * BATCH]),
                 torch.from_numpy(self.f["y"][b * BATCH:(b + 1) * BATCH]))
 

@@ -80,7 +80,8 @@ def test_a_followed_job_leaves_no_directory_behind(tmp_path):
     assert files.strip() == f"['{_context.MEMBER_PREFIX}{_context._identity(proc.pid)}']"
     assert proc.stdout.readline().strip() == "True"  # a forked child's exit left the parent's directory
     assert proc.wait(timeout=60) == 0
-    assert not os.path.exists(directory) and os.path.isdir(os.path.dirname(directory))
+    # Nor the node's directory, nor the user's (the last job there): only what was there before.
+    assert not os.path.exists(os.path.dirname(directory)) and os.listdir(tmp_path) == []
 
 
 def test_jobs_whose_processes_all_died_are_removed_when_the_next_job_starts(tmp_path):
@@ -106,3 +107,25 @@ def test_jobs_whose_processes_all_died_are_removed_when_the_next_job_starts(tmp_
     assert sorted(os.listdir(node_dir)) == ["alive", "next", "older"]
     _context.leave(mark)
     assert not os.path.exists(alive.directory)
+    assert os.path.isdir(node_dir)  # other jobs' directories are still in it
+
+
+def test_a_node_directory_removed_while_a_job_is_set_up_is_made_again(tmp_path, monkeypatch):
+    """The last job of a node to leave removes the node's directory; a job being set up at that
+    moment (its node directory made, its own not yet) makes it again."""
+    env = {"PRESCIENT_SHM_DIR": str(tmp_path), "PRESCIENT_NODE_ID": "n0",
+           "PRESCIENT_FOLLOW_JOB": "late"}
+    real = _context._private_directory
+    removed = []
+
+    def racing(path):
+        if os.path.basename(path) == "late" and not removed:
+            removed.append(path)  # another job's leave() empties and removes the parents here
+            os.rmdir(os.path.dirname(path))
+            os.rmdir(os.path.dirname(os.path.dirname(path)))
+        real(path)
+
+    monkeypatch.setattr(_context, "_private_directory", racing)
+    context = _context.resolve(env)
+    assert removed and os.path.isdir(context.directory)
+    assert os.stat(context.directory).st_mode & 0o777 == 0o700

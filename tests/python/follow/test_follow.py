@@ -91,18 +91,24 @@ def epoch_totals(stats_dir):
     return totals
 
 
-@pytest.mark.parametrize("shape,start", [("list", "fork"), ("files", "fork"), ("batches", "fork"),
-                                         ("blocks", "fork"), ("concat", "fork"), ("fresh", "fork"),
-                                         ("list", "forkserver")])
-def test_loader_followed_without_a_schedule(shape, start, data, tmp_path):
+@pytest.mark.parametrize("shape,start,imports", [
+    ("list", "fork", "eager"), ("files", "fork", "eager"), ("batches", "fork", "eager"),
+    ("blocks", "fork", "eager"), ("concat", "fork", "eager"), ("fresh", "fork", "eager"),
+    ("list", "forkserver", "eager"), ("list", "forkserver", "lazy"), ("files", "fork", "lazy")])
+def test_loader_followed_without_a_schedule(shape, start, imports, data, tmp_path):
     """`start`: how the DataLoader starts its workers (forkserver: Python 3.14's default; its
-    workers are new interpreters that run the start-up hook themselves)."""
+    workers are new interpreters that run the start-up hook themselves). `imports`: whether the
+    script imports h5py at the top or only when a dataset opens a file (then no process has
+    the connector loaded before a worker's first fetch; the follower once never looked for it
+    again and learned nothing: 0 matches)."""
     shm = tmp_path / "shm"
     shm.mkdir()
     # The native run needs no training step: only its batches and generators are compared.
     native, _ = run_loader(data, shape, tmp_path / "native.json",
-                           dict(clean_env(), LOADER_MP=start, LOADER_SLOWDOWN="0"))
-    env = dict(follow_env(tmp_path, shm), LOADER_MP=start, PRESCIENT_FOLLOW_JOB="followed")
+                           dict(clean_env(), LOADER_MP=start, LOADER_IMPORT=imports,
+                                LOADER_SLOWDOWN="0"))
+    env = dict(follow_env(tmp_path, shm), LOADER_MP=start, LOADER_IMPORT=imports,
+               PRESCIENT_FOLLOW_JOB="followed")
     # This process joins the job as a member, as another rank still running would: the job's
     # directory outlives the loader's process, to be looked into below.
     mark = _context.join(_context.resolve(env))
@@ -150,6 +156,52 @@ def test_loader_followed_without_a_schedule(shape, start, data, tmp_path):
     # The last member to leave removes the job's directory.
     _context.leave(mark)
     assert not glob.glob(str(shm / "prescient-follow-u*" / "*" / "*"))
+
+
+FIRST_FETCH_LOADS = """
+import os, sys
+from prescient import _follower
+follower = _follower.get()  # started by the start-up hook, as in a worker
+assert follower is not None and "h5py" not in sys.modules
+
+def row(i):
+    import h5py  # in the fetch, as scripts that import it in __getitem__ do
+    with h5py.File(sys.argv[1], "r") as f:
+        return f["x"][i]
+
+class Lazy:
+    def __getitem__(self, i):
+        return row(i)
+
+if sys.argv[2] == "each":  # an auto-collating loader's fetch
+    follower.fetch_each(Lazy(), [5, 6])
+else:  # a batch read in one call (__getitems__, or batch_size=None)
+    follower.call_learning([9, 10], lambda: [row(9), row(10)])
+follower.fetch_each(Lazy(), [7])  # the connector is loaded now: bracketed as usual
+with open(os.path.join(follower.context.directory, f"learn-{os.getpid()}")) as f:
+    print(f.read(), end="")
+"""
+
+
+@pytest.mark.parametrize("how", ["each", "batch"])
+def test_a_worker_whose_first_fetch_loads_the_connector_learns_that_fetch(how, data, tmp_path):
+    """A worker started by a forkserver or spawn (Python 3.14's default) whose script imports
+    h5py in __getitem__ loads the connector in its first fetch: the follower could not bracket
+    it, found no connector, and never looked again (nothing was learned: 0 matches). The
+    connector now begins that bracket at the worker's first read."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    env = dict(follow_env(tmp_path, shm), PRESCIENT_FOLLOW_JOB="first-fetch")
+    proc = subprocess.run([sys.executable, "-c", FIRST_FETCH_LOADS, str(data / "all.h5"), how],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "prescient:" not in proc.stderr, proc.stderr[-4000:]
+    path = str(data / "all.h5")
+    records = proc.stdout.split("E\n")[:-1]
+    first = ([f"K 5\n{path}\t/x\t{SAMPLES}\t5+1\n", f"K 6\n{path}\t/x\t{SAMPLES}\t6+1\n"]
+             if how == "each" else
+             [f"K 9,10\n{path}\t/x\t{SAMPLES}\t9+1\n{path}\t/x\t{SAMPLES}\t10+1\n"])
+    assert records == first + [f"K 7\n{path}\t/x\t{SAMPLES}\t7+1\n"], proc.stdout
 
 
 def test_follower_off_without_the_variable(data, tmp_path):

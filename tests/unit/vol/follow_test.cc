@@ -3,6 +3,7 @@
 // published schedule file.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -43,6 +44,39 @@ TEST(ReadRecorder, TooManyRowsOrUnprintableNamesOverflow) {
   ReadRecorder::Begin();
   ReadRecorder::Note("a\tb.h5", "/x", 10, RowSelection::Pattern(0, 1, 1, 1));
   EXPECT_EQ(ReadRecorder::End(), "overflow\n");
+}
+
+// Runs `body` in a forked child (BeginAtFirstRead acts once per process) and
+// returns its exit status: 0 when every check in it held.
+template <typename Body>
+int InChild(Body body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body() ? 0 : 1);
+  int status = -1;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(ReadRecorder, TheNamedProcessRecordsFromItsFirstReadOnly) {
+  const RowSelection rows = RowSelection::Runs({{3, 1}});
+  EXPECT_EQ(InChild([&] {
+              ReadRecorder::BeginAtFirstRead(::getpid());  // the first read: a bracket begins
+              if (!ReadRecorder::Active()) return false;
+              ReadRecorder::Note("f.h5", "/x", 10, rows);
+              if (ReadRecorder::End() != "f.h5\t/x\t10\t3+1\n") return false;
+              ReadRecorder::BeginAtFirstRead(::getpid());  // a later read: nothing
+              return !ReadRecorder::Active();
+            }),
+            0);
+  EXPECT_EQ(InChild([&] {
+              ReadRecorder::BeginAtFirstRead(::getpid() + 1);  // another process is named
+              if (ReadRecorder::Active()) return false;
+              ReadRecorder::BeginAtFirstRead(::getpid());  // too late: not the first read
+              if (ReadRecorder::Active()) return false;
+              ReadRecorder::BeginAtFirstRead(0);
+              return !ReadRecorder::Active();
+            }),
+            0);
 }
 
 TEST(ScheduleWatch, ReportsEachNewFileOnce) {
