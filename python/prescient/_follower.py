@@ -49,6 +49,9 @@ from . import _context, _learn, _plugin
 # The connector's PRESCIENT_FOLLOW_RECORD: the worker whose first read begins a
 # bracket (Follower._loading).
 RECORD_VARIABLE = "PRESCIENT_FOLLOW_RECORD"
+# Base seeds of DataLoader iterators whose workers do not learn, one per line
+# in the job's directory (Follower.loader_started).
+QUIET_SEEDS = "quiet-seeds"
 # One known key in this many is recorded again (see Follower.learns).
 _RECHECK = 32
 # A worker looks again at the indices the pattern predicts (_learn.PREDICTED)
@@ -182,6 +185,8 @@ class Follower:
         self._learn_fd = None
         self._learn_pid = None
         self._warned = set()
+        self._quiet_pid = None       # the process _quiet was worked out in
+        self._quiet = False          # whether this worker's loader is another dataset's
         self._fetches = 0            # known keys fetched by this process
         self._predicted = None       # the index ranges the pattern predicts, as last read
         self._predicted_checked = None  # time.monotonic() of the last look
@@ -228,15 +233,55 @@ class Follower:
         return _EpochOrder(source, self, index_sampler, workers)
 
     def may_learn_from(self, dataset) -> bool:
-        """Whether a fetch from `dataset` is learned: not when this process
-        knows the followed loader's dataset and it is another (a validation
-        loader's workers, forked after the training loader was followed: its
-        indices read other rows, and taken for the followed dataset's they
-        would make the learned map look unstable). Workers forked before the
-        first epoch was followed, or started by spawn or a forkserver, do not
-        know it, and learn every fetch."""
+        """Whether a fetch from `dataset` is learned: not when it is another
+        dataset than the followed loader's (a validation loader's workers:
+        its indices read other rows, and taken for the followed dataset's they
+        would make the learned map look unstable). Workers forked after a
+        loader was followed know its dataset; workers started by spawn or a
+        forkserver get the dataset pickled (another object), and those forked
+        before the first epoch was followed know none: they learn unless
+        their loader was marked as another dataset's (loader_started)."""
         held = self._dataset
-        return held is None or held.holds(dataset)
+        if held is not None:
+            return held.holds(dataset)
+        return not self._quiet_here()
+
+    def loader_started(self, dataset, base_seed: int) -> None:
+        """A DataLoader iterator with workers is made (before they start): when
+        this process follows a loader over another dataset, the new workers
+        must not learn. They are told through the job's directory, by the
+        iterator's base seed, which each worker knows from its WorkerInfo
+        (seed = base seed + worker id) however it was started."""
+        held = self._dataset
+        if held is None or held.holds(dataset):
+            return
+        try:
+            fd = os.open(os.path.join(self.context.directory, QUIET_SEEDS),
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, b"%d\n" % base_seed)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            self._warn_once("quiet", f"cannot mark a loader's workers as not learning "
+                            f"({e.strerror}); their fetches are learned too")
+
+    def _quiet_here(self) -> bool:
+        """Whether this worker's loader was marked by loader_started (worked
+        out once per process)."""
+        pid = os.getpid()
+        if self._quiet_pid != pid:
+            self._quiet_pid = pid
+            self._quiet = False
+            worker = sys.modules.get("torch.utils.data._utils.worker")
+            info = worker.get_worker_info() if worker is not None else None
+            if info is not None:
+                try:
+                    with open(os.path.join(self.context.directory, QUIET_SEEDS), "rb") as f:
+                        self._quiet = str(info.seed - info.id).encode() in f.read().split()
+                except OSError:
+                    pass
+        return self._quiet
 
     def epoch_progressed(self, epoch: Optional[int]) -> None:
         """Looks at what the workers learned so far, on a thread of its own
@@ -507,11 +552,13 @@ def start(context: _context.FollowContext) -> Follower:
 
 
 def patch_dataloader(dataloader_module) -> None:
-    """Wraps _next_index (the order) in torch.utils.data.dataloader."""
+    """Wraps _next_index (the order) and __init__ (which loaders' workers learn)
+    of torch.utils.data.dataloader's _BaseDataLoaderIter."""
     base = dataloader_module._BaseDataLoaderIter
     if getattr(base._next_index, "_prescient", False):
         return
     original = base._next_index
+    original_init = base.__init__
 
     def _next_index(self):
         follower = _follower
@@ -521,8 +568,18 @@ def patch_dataloader(dataloader_module) -> None:
                                                    getattr(self, "_num_workers", 0))
         return original(self)
 
+    def __init__(self, loader, *args, **kwargs):
+        # The subclass with workers starts them after this returns.
+        original_init(self, loader, *args, **kwargs)
+        follower = _follower
+        seed = getattr(self, "_base_seed", None)
+        if follower is not None and getattr(self, "_num_workers", 0) > 0 and seed is not None:
+            follower.loader_started(self._dataset, int(seed))
+
     _next_index._prescient = True
+    __init__._prescient = True
     base._next_index = _next_index
+    base.__init__ = __init__
 
 
 def patch_fetch(fetch_module) -> None:

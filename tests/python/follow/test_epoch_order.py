@@ -129,3 +129,31 @@ def test_workers_that_do_not_know_the_followed_dataset_learn_every_fetch(tmp_pat
     follower = a_follower(tmp_path)
     # Forked before the first epoch was followed, or started by spawn or a forkserver.
     assert follower.may_learn_from(Data())
+
+
+def test_workers_of_a_loader_over_another_dataset_are_told_not_to_learn(tmp_path, monkeypatch):
+    """Workers started by spawn or a forkserver get their dataset pickled: they cannot tell a
+    validation loader's from the followed one. The training process marks the other loader's
+    iterator by its base seed before the workers start; each worker finds its own (WorkerInfo:
+    seed = base seed + worker id)."""
+    from torch.utils.data._utils import worker
+
+    from prescient import _follower
+    follower, data, other = a_follower(tmp_path), Data(), Data()
+    follower.loader_started(other, 1234)  # nothing followed yet: every loader's workers learn
+    assert not (tmp_path / _follower.QUIET_SEEDS).exists()
+    sampler = CountingSampler([0, 1])
+    follower.wrap(iter([]), sampler, data)  # the training loader is followed
+    follower.loader_started(data, 77)  # its own (or a new one over its dataset): they learn
+    follower.loader_started(other, 2**62 + 5)  # a validation loader: its workers do not
+    assert (tmp_path / _follower.QUIET_SEEDS).read_text().split() == [str(2**62 + 5)]
+
+    def in_worker(seed, worker_id):
+        """A worker's view: a follower that knows no followed dataset, its WorkerInfo set."""
+        monkeypatch.setattr(worker, "_worker_info",
+                            worker.WorkerInfo(id=worker_id, num_workers=2, seed=seed + worker_id,
+                                              dataset=None))
+        return a_follower(tmp_path).may_learn_from(Data())
+
+    assert not in_worker(2**62 + 5, 1)
+    assert in_worker(77, 1) and in_worker(1234, 0)

@@ -94,7 +94,8 @@ def epoch_totals(stats_dir):
 @pytest.mark.parametrize("shape,start,imports", [
     ("list", "fork", "eager"), ("files", "fork", "eager"), ("batches", "fork", "eager"),
     ("blocks", "fork", "eager"), ("concat", "fork", "eager"), ("fresh", "fork", "eager"),
-    ("list", "forkserver", "eager"), ("list", "forkserver", "lazy"), ("files", "fork", "lazy")])
+    ("list", "forkserver", "eager"), ("list", "forkserver", "lazy"), ("files", "fork", "lazy"),
+    ("fresh", "forkserver", "eager")])
 def test_loader_followed_without_a_schedule(shape, start, imports, data, tmp_path):
     """`start`: how the DataLoader starts its workers (forkserver: Python 3.14's default; its
     workers are new interpreters that run the start-up hook themselves). `imports`: whether the
