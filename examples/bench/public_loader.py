@@ -36,7 +36,7 @@ of native / variant, the suites' measure (>= 1.0 is as fast as native or faster)
 """
 
 import argparse
-import importlib.util
+import importlib
 import json
 import os
 import statistics
@@ -130,9 +130,13 @@ def dataset_class(src):
     if not os.path.isfile(path):
         raise SystemExit(f"public-loader: no cam_hdf5_dataset.py in {src} (--src: DeepCAM's "
                          "deepcam/src/deepCam/data directory of github.com/mlcommons/hpc)")
-    spec = importlib.util.spec_from_file_location("cam_hdf5_dataset", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # As DeepCAM's train.py does (`from data import ...`, its source directory on sys.path): a
+    # class of a module loaded from a file path cannot be pickled to workers started by a
+    # forkserver or spawn (Python 3.14's default), which import it by name.
+    parent = os.path.dirname(os.path.abspath(src))
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    module = importlib.import_module(os.path.basename(os.path.abspath(src)) + ".cam_hdf5_dataset")
     return module.CamDataset
 
 
