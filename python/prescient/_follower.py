@@ -24,7 +24,11 @@ Two functions of torch.utils.data are wrapped (install()):
 
 One DataLoader is followed per process: the one given to prescient.follow(),
 else the first that asks its sampler for an epoch (a validation loader that
-starts later is not followed; its reads are served from the cache as usual).
+starts later is not followed; its reads are served from the cache as usual,
+and its workers learn nothing). When the first is validation's (PyTorch
+Lightning's sanity check, a script that evaluates before it trains), the
+first loader over a larger dataset that starts an epoch while it has none in
+progress takes its place, and what was learned is forgotten.
 A loader made anew for every epoch over the same dataset object (a script that
 builds its DataLoader inside the epoch loop) is followed on: once the followed
 loader is gone, the next one over its dataset takes its place, and its epochs
@@ -83,7 +87,7 @@ class _EpochOrder:
     """Stands in for one epoch's sampler iterator (see the module docstring)."""
 
     __slots__ = ("_source", "_follower", "_stream", "_items", "_position", "_workers",
-                 "_epoch", "_next_check")
+                 "_epoch", "_next_check", "__weakref__")
 
     def __init__(self, source, follower: "Follower", stream, workers: int):
         self._source = source
@@ -118,6 +122,11 @@ class _EpochOrder:
             return item
         return next(self._source)
 
+    @property
+    def in_progress(self) -> bool:
+        """Started, and not every item delivered yet."""
+        return self._items is not None and self._position < len(self._items)
+
     def _take_rest(self) -> bool:
         """Takes the epoch's other items; False (nothing taken) for a sampler
         without a length, whose epoch cannot be taken without going past it."""
@@ -146,6 +155,13 @@ class _Passthrough:
 
     def __next__(self):
         return next(self._source)
+
+
+def _length(dataset) -> Optional[int]:
+    try:
+        return len(dataset)
+    except Exception:  # noqa: BLE001 - no length (an iterable dataset), or a failing one
+        return None
 
 
 class _Held:
@@ -177,6 +193,8 @@ class Follower:
         self._dataset = None         # the followed loader's dataset (_Held)
         self._explicit = False
         self._epoch = 0
+        self._size = None            # len() of the followed loader's dataset
+        self._order = None           # weakref to the followed loader's current _EpochOrder
         self._lock = threading.Lock()
         self._known = frozenset()    # indices whose rows are learned (inherited by workers)
         self._recorder = None
@@ -216,21 +234,64 @@ class Follower:
         with self._lock:
             if self._explicit and not explicit:
                 return
-            self._chosen = weakref.ref(index_sampler)
-            self._dataset = _Held(dataset)
+            other = self._dataset is not None and not self._dataset.holds(dataset)
+            self._follow(index_sampler, dataset)
             self._explicit = explicit
+        if other:
+            self._forget_learned()
 
     def wrap(self, source, index_sampler, dataset, workers: int = 0):
+        switched = False
         with self._lock:
-            if self._chosen is None or (self._chosen() is None and self._dataset.holds(dataset)):
+            chosen = self._chosen() if self._chosen is not None else None
+            if self._chosen is None or (chosen is None and self._dataset.holds(dataset)):
                 # The first loader to start an epoch, or the successor of a
                 # followed loader that is gone, over the same dataset.
-                self._chosen = weakref.ref(index_sampler)
-                self._dataset = _Held(dataset)
+                self._follow(index_sampler, dataset)
+            elif chosen is not index_sampler and self._gives_way_to(dataset):
+                self._follow(index_sampler, dataset)
+                switched = True
             followed = self._chosen() is index_sampler
+        if switched:
+            self._forget_learned()
         if not followed:
             return _Passthrough(source)
-        return _EpochOrder(source, self, index_sampler, workers)
+        order = _EpochOrder(source, self, index_sampler, workers)
+        self._order = weakref.ref(order)
+        return order
+
+    def _follow(self, index_sampler, dataset) -> None:
+        self._chosen = weakref.ref(index_sampler)
+        self._dataset = _Held(dataset)
+        self._size = _length(dataset)
+
+    def _gives_way_to(self, dataset) -> bool:
+        """Whether the loader followed so far gives way to one that starts an
+        epoch over `dataset`: a loader over a larger dataset, while the
+        followed one (not chosen in code) has no epoch in progress. The first
+        loader to start an epoch is often validation's: PyTorch Lightning's
+        sanity check (two batches, by default) or a script that evaluates
+        before it trains; training's dataset is the larger. A validation pass
+        in the middle of a training epoch finds that epoch in progress, and
+        one after it a smaller dataset; sizes only grow, so two loaders never
+        take turns."""
+        if self._explicit or self._dataset.holds(dataset):
+            return False
+        size = _length(dataset)
+        if size is None or self._size is None or size <= self._size:
+            return False
+        order = self._order() if self._order is not None else None
+        return order is None or not order.in_progress
+
+    def _forget_learned(self) -> None:
+        """What the workers learned of the loader followed before is not this
+        one's: indices stand for other rows."""
+        try:
+            with self._publisher_lock:
+                self.publisher.forget_learned()
+                self._known = frozenset()
+        except Exception as e:  # noqa: BLE001 - reported, never raised into training
+            self._warn_failed(e)
 
     def may_learn_from(self, dataset) -> bool:
         """Whether a fetch from `dataset` is learned: not when it is another
@@ -564,8 +625,13 @@ def patch_dataloader(dataloader_module) -> None:
         follower = _follower
         it = self._sampler_iter
         if follower is not None and not isinstance(it, (_EpochOrder, _Passthrough)):
-            it = self._sampler_iter = follower.wrap(it, self._index_sampler, self._dataset,
-                                                   getattr(self, "_num_workers", 0))
+            try:
+                wrapped = follower.wrap(it, self._index_sampler, self._dataset,
+                                        getattr(self, "_num_workers", 0))
+            except Exception as e:  # noqa: BLE001 - following is an optimisation
+                follower._warn_failed(e)
+                wrapped = _Passthrough(it)
+            self._sampler_iter = wrapped
         return original(self)
 
     def __init__(self, loader, *args, **kwargs):
@@ -574,7 +640,10 @@ def patch_dataloader(dataloader_module) -> None:
         follower = _follower
         seed = getattr(self, "_base_seed", None)
         if follower is not None and getattr(self, "_num_workers", 0) > 0 and seed is not None:
-            follower.loader_started(self._dataset, int(seed))
+            try:
+                follower.loader_started(self._dataset, int(seed))
+            except Exception as e:  # noqa: BLE001 - following is an optimisation
+                follower._warn_failed(e)
 
     _next_index._prescient = True
     __init__._prescient = True

@@ -340,6 +340,20 @@ class LearnedMap:
         reshuffles), and a learned map would prefetch the wrong rows."""
         return self.rechecked >= 32 and self.changed * 10 > self.rechecked
 
+    def skip_written(self, directory: str) -> None:
+        """Reads nothing of what the workers wrote so far (the records of a
+        loader no longer followed): later reads start at the files' ends (a
+        record cut there is not one: it lacks its "K" line)."""
+        try:
+            names = [n for n in os.listdir(directory) if n.startswith(LEARN_PREFIX)]
+        except OSError:
+            return
+        for name in names:
+            try:
+                self._offsets[name] = os.stat(os.path.join(directory, name)).st_size
+            except OSError:
+                continue
+
     def read_files(self, directory: str) -> int:
         """Reads what workers appended since the last call; returns records."""
         added = 0

@@ -174,6 +174,16 @@ class Publisher:
             self._stats[path] = known
         return known
 
+    def forget_learned(self) -> None:
+        """Starts learning anew (the followed loader is now one over another
+        dataset): what the workers wrote so far is left unread, and what was
+        shared from it (the known indices, the prediction) is withdrawn."""
+        self.learned = LearnedMap()
+        self.learned.skip_written(self._directory)
+        save_known(self._directory, frozenset())
+        save_predicted(self._directory, None)
+        self._shared_prediction = None
+
     def absorb(self) -> int:
         """Reads what the workers appended since the last look (no schedule is
         written); returns the records read."""

@@ -14,6 +14,9 @@ Shapes:
   fresh     a new DataLoader (shuffle=True) over the same dataset every epoch, each followed by
             a validation pass over another dataset (a new loader too), made after the training
             loader is gone
+  sanity    a validation loader over another, smaller dataset takes two batches before training
+            starts (PyTorch Lightning's sanity check), then training (shuffle=True) with a full
+            validation pass by that loader after every epoch
   table     like list, but the dataset reshuffles its index table every epoch (not followable)
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
@@ -164,6 +167,8 @@ def loader_for(shape, directory):
         sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=False)
         return DataLoader(ds, batch_size=BATCH, sampler=sampler, num_workers=2,
                           multiprocessing_context=MP)
+    if shape == "sanity":  # run() samples the validation loader first
+        return fresh_loader(OneFile(directory))
     if shape == "fresh":  # the first epoch's loader; run() makes one anew every epoch
         return fresh_loader(OneFile(directory))
     if shape == "table":  # like "list", but the dataset reshuffles its table every epoch
@@ -204,12 +209,16 @@ def fresh_loader(ds):
     return DataLoader(ds, batch_size=BATCH, shuffle=True, num_workers=2, multiprocessing_context=MP)
 
 
+def validation_loader(directory):
+    """A loader over another dataset (the first file's part, smaller than training's)."""
+    return DataLoader(Part(os.path.join(directory, "part_00.h5")), batch_size=BATCH,
+                      num_workers=2, multiprocessing_context=MP)
+
+
 def validation_pass(directory):
-    """One pass of a loader over another dataset (the first file's part), made and dropped
-    while no training loader exists: a follower must not take it for the training's."""
-    loader = DataLoader(Part(os.path.join(directory, "part_00.h5")), batch_size=BATCH,
-                        num_workers=2, multiprocessing_context=MP)
-    return [digest(x.numpy(), y.numpy()) for x, y in loader]
+    """One pass of a validation loader, made and dropped while no training loader exists: a
+    follower must not take it for the training's."""
+    return [digest(x.numpy(), y.numpy()) for x, y in validation_loader(directory)]
 
 
 def digest(*arrays):
@@ -234,6 +243,11 @@ def run(directory, shape, epochs, out):
     torch.manual_seed(11), np.random.seed(11), random.seed(11)
     loader = loader_for(shape, directory)
     result = []
+    if shape == "sanity":
+        validation = validation_loader(directory)
+        it = iter(validation)
+        sanity = [digest(x.numpy(), y.numpy()) for x, y in (next(it), next(it))]
+        del it
     compute_s = COMPUTE_S * float(os.environ.get("LOADER_SLOWDOWN", "1"))
     for epoch in range(epochs):
         if shape == "fresh" and epoch > 0:
@@ -249,6 +263,9 @@ def run(directory, shape, epochs, out):
         # Training draws random numbers between epochs too (augmentation, dropout).
         torch.rand(3), np.random.rand(2), random.random()
         result.append({"batches": batches, "rng": rng_digest(loader)})
+        if shape == "sanity":
+            result[-1]["validation"] = [digest(x.numpy(), y.numpy()) for x, y in validation]
+            result[-1]["sanity"] = sanity
         if shape == "fresh":
             dataset = loader.dataset
             del loader
