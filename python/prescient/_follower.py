@@ -27,8 +27,10 @@ else the first that asks its sampler for an epoch (a validation loader that
 starts later is not followed; its reads are served from the cache as usual,
 and its workers learn nothing). When the first is validation's (PyTorch
 Lightning's sanity check, a script that evaluates before it trains), the
-first loader over a larger dataset that starts an epoch while it has none in
-progress takes its place, and what was learned is forgotten.
+first loader over a larger dataset that starts an epoch takes its place, and
+what was learned is forgotten. Workers learn unless their DataLoader iterator
+is marked as not learning (by its base seed, in the job's directory: a loader
+over another dataset than the followed one, or the loader given way).
 A loader made anew for every epoch over the same dataset object (a script that
 builds its DataLoader inside the epoch loop) is followed on: once the followed
 loader is gone, the next one over its dataset takes its place, and its epochs
@@ -54,8 +56,8 @@ from . import _context, _learn, _plugin
 # bracket (Follower._loading).
 RECORD_VARIABLE = "PRESCIENT_FOLLOW_RECORD"
 # Base seeds of DataLoader iterators whose workers do not learn, one per line
-# in the job's directory (Follower.loader_started).
-QUIET_SEEDS = "quiet-seeds"
+# in the job's directory (Follower._mark_quiet).
+QUIET_SEEDS = _learn.QUIET_SEEDS
 # One known key in this many is recorded again (see Follower.learns).
 _RECHECK = 32
 # A worker looks again at the indices the pattern predicts (_learn.PREDICTED)
@@ -87,7 +89,7 @@ class _EpochOrder:
     """Stands in for one epoch's sampler iterator (see the module docstring)."""
 
     __slots__ = ("_source", "_follower", "_stream", "_items", "_position", "_workers",
-                 "_epoch", "_next_check", "__weakref__")
+                 "_epoch", "_next_check")
 
     def __init__(self, source, follower: "Follower", stream, workers: int):
         self._source = source
@@ -121,11 +123,6 @@ class _EpochOrder:
                 self._follower.epoch_progressed(self._epoch)
             return item
         return next(self._source)
-
-    @property
-    def in_progress(self) -> bool:
-        """Started, and not every item delivered yet."""
-        return self._items is not None and self._position < len(self._items)
 
     def _take_rest(self) -> bool:
         """Takes the epoch's other items; False (nothing taken) for a sampler
@@ -194,7 +191,6 @@ class Follower:
         self._explicit = False
         self._epoch = 0
         self._size = None            # len() of the followed loader's dataset
-        self._order = None           # weakref to the followed loader's current _EpochOrder
         self._lock = threading.Lock()
         self._known = frozenset()    # indices whose rows are learned (inherited by workers)
         self._recorder = None
@@ -204,7 +200,12 @@ class Follower:
         self._learn_pid = None
         self._warned = set()
         self._quiet_pid = None       # the process _quiet was worked out in
-        self._quiet = False          # whether this worker's loader is another dataset's
+        self._quiet = False          # whether this worker's iterator was marked quiet
+        self._quiet_size = -1        # the size of the file _quiet was read from
+        self._quiet_checked = 0.0    # time.monotonic() of the last look
+        self._quiet_marked = set()   # base seeds this process marked
+        self._followed_seeds = set()  # base seeds of the followed loader's iterators
+        self._forget = False         # the learned map is to be forgotten (_follow)
         self._fetches = 0            # known keys fetched by this process
         self._predicted = None       # the index ranges the pattern predicts, as last read
         self._predicted_checked = None  # time.monotonic() of the last look
@@ -235,13 +236,17 @@ class Follower:
             if self._explicit and not explicit:
                 return
             other = self._dataset is not None and not self._dataset.holds(dataset)
+            quiet = list(self._followed_seeds) if other else []
             self._follow(index_sampler, dataset)
             self._explicit = explicit
-        if other:
-            self._forget_learned()
+        if quiet:
+            self._mark_quiet(quiet)
+        self._forget_if_asked()
 
-    def wrap(self, source, index_sampler, dataset, workers: int = 0):
-        switched = False
+    def wrap(self, source, index_sampler, dataset, workers: int = 0, seed: Optional[int] = None):
+        """The sampler iterator of a loader's epoch, as the DataLoader is to use
+        it (`seed`: the iterator's base seed, when it has workers)."""
+        quiet = []
         with self._lock:
             chosen = self._chosen() if self._chosen is not None else None
             if self._chosen is None or (chosen is None and self._dataset.holds(dataset)):
@@ -249,43 +254,73 @@ class Follower:
                 # followed loader that is gone, over the same dataset.
                 self._follow(index_sampler, dataset)
             elif chosen is not index_sampler and self._gives_way_to(dataset):
+                # The workers of the loader followed so far learn no more.
+                quiet.extend(self._followed_seeds)
                 self._follow(index_sampler, dataset)
-                switched = True
             followed = self._chosen() is index_sampler
-        if switched:
-            self._forget_learned()
+            if seed is not None:
+                if followed:
+                    self._followed_seeds.add(seed)
+                elif not self._dataset.holds(dataset):
+                    quiet.append(seed)
+        if quiet:
+            self._mark_quiet(quiet)
+        self._forget_if_asked()
         if not followed:
             return _Passthrough(source)
-        order = _EpochOrder(source, self, index_sampler, workers)
-        self._order = weakref.ref(order)
-        return order
+        return _EpochOrder(source, self, index_sampler, workers)
 
     def _follow(self, index_sampler, dataset) -> None:
+        other = self._dataset is not None and not self._dataset.holds(dataset)
         self._chosen = weakref.ref(index_sampler)
         self._dataset = _Held(dataset)
         self._size = _length(dataset)
+        self._followed_seeds = set()
+        if other:
+            self._forget = True  # done by the caller, outside the lock (_forget_if_asked)
 
     def _gives_way_to(self, dataset) -> bool:
         """Whether the loader followed so far gives way to one that starts an
-        epoch over `dataset`: a loader over a larger dataset, while the
-        followed one (not chosen in code) has no epoch in progress. The first
-        loader to start an epoch is often validation's: PyTorch Lightning's
-        sanity check (two batches, by default) or a script that evaluates
-        before it trains; training's dataset is the larger. A validation pass
-        in the middle of a training epoch finds that epoch in progress, and
-        one after it a smaller dataset; sizes only grow, so two loaders never
-        take turns."""
+        epoch over `dataset`: one over a larger dataset, unless the followed
+        one was chosen in code. The first loader to start an epoch is often
+        validation's: PyTorch Lightning's sanity check (two batches, by
+        default, from an iterator that persistent workers keep) or a script
+        that evaluates before it trains; training's dataset is the larger.
+        A validation pass during or after a training epoch is over a smaller
+        one; sizes only grow, so two loaders never take turns."""
         if self._explicit or self._dataset.holds(dataset):
             return False
         size = _length(dataset)
-        if size is None or self._size is None or size <= self._size:
-            return False
-        order = self._order() if self._order is not None else None
-        return order is None or not order.in_progress
+        return size is not None and self._size is not None and size > self._size
 
-    def _forget_learned(self) -> None:
-        """What the workers learned of the loader followed before is not this
-        one's: indices stand for other rows."""
+    def _mark_quiet(self, seeds) -> None:
+        """Tells the workers of the iterators with these base seeds not to
+        learn (_quiet_here), through the job's directory: each worker knows
+        its iterator's base seed from its WorkerInfo (seed = base seed + worker
+        id) however it was started. Written before the iterator's epoch hands
+        its workers an index."""
+        new = [s for s in seeds if s not in self._quiet_marked]
+        if not new:
+            return
+        try:
+            fd = os.open(os.path.join(self.context.directory, QUIET_SEEDS),
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, b"".join(b"%d\n" % s for s in new))
+            finally:
+                os.close(fd)
+            self._quiet_marked.update(new)
+        except OSError as e:
+            self._warn_once("quiet", f"cannot mark a loader's workers as not learning "
+                            f"({e.strerror}); their fetches are learned too")
+
+    def _forget_if_asked(self) -> None:
+        """What the workers learned of the loader followed before is not the
+        new one's (indices stand for other rows): forgotten."""
+        with self._lock:
+            forget, self._forget = self._forget, False
+        if not forget:
+            return
         try:
             with self._publisher_lock:
                 self.publisher.forget_learned()
@@ -295,53 +330,43 @@ class Follower:
 
     def may_learn_from(self, dataset) -> bool:
         """Whether a fetch from `dataset` is learned: not when it is another
-        dataset than the followed loader's (a validation loader's workers:
-        its indices read other rows, and taken for the followed dataset's they
-        would make the learned map look unstable). Workers forked after a
-        loader was followed know its dataset; workers started by spawn or a
-        forkserver get the dataset pickled (another object), and those forked
-        before the first epoch was followed know none: they learn unless
-        their loader was marked as another dataset's (loader_started)."""
-        held = self._dataset
-        if held is not None:
-            return held.holds(dataset)
-        return not self._quiet_here()
+        dataset than the followed loader's (a validation loader's: its indices
+        read other rows, and taken for the followed dataset's they would make
+        the learned map look unstable). The training process (a loader without
+        workers) knows the followed loader. A worker goes by whether its
+        iterator was marked as not learning (_mark_quiet), not by what it
+        inherited: workers started by spawn or a forkserver get the dataset
+        pickled (another object), and forked ones may have been forked before
+        the followed loader changed (training's first workers, forked before
+        it took the place of a sanity check's loader, or validation's
+        persistent ones, forked while it was followed)."""
+        worker = sys.modules.get("torch.utils.data._utils.worker")
+        info = worker.get_worker_info() if worker is not None else None
+        if info is None:
+            held = self._dataset
+            return held is None or held.holds(dataset)
+        return not self._quiet_here(info.seed - info.id)
 
-    def loader_started(self, dataset, base_seed: int) -> None:
-        """A DataLoader iterator with workers is made (before they start): when
-        this process follows a loader over another dataset, the new workers
-        must not learn. They are told through the job's directory, by the
-        iterator's base seed, which each worker knows from its WorkerInfo
-        (seed = base seed + worker id) however it was started."""
-        held = self._dataset
-        if held is None or held.holds(dataset):
-            return
-        try:
-            fd = os.open(os.path.join(self.context.directory, QUIET_SEEDS),
-                         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, b"%d\n" % base_seed)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            self._warn_once("quiet", f"cannot mark a loader's workers as not learning "
-                            f"({e.strerror}); their fetches are learned too")
-
-    def _quiet_here(self) -> bool:
-        """Whether this worker's loader was marked by loader_started (worked
-        out once per process)."""
+    def _quiet_here(self, base_seed: int) -> bool:
+        """Whether this worker's iterator (by its base seed) was marked by
+        _mark_quiet: the file is read again when it grew, looked at at most
+        every _PREDICTED_CHECK_SECONDS."""
         pid = os.getpid()
+        now = time.monotonic()
+        if self._quiet_pid == pid and now - self._quiet_checked < _PREDICTED_CHECK_SECONDS:
+            return self._quiet
         if self._quiet_pid != pid:
-            self._quiet_pid = pid
-            self._quiet = False
-            worker = sys.modules.get("torch.utils.data._utils.worker")
-            info = worker.get_worker_info() if worker is not None else None
-            if info is not None:
-                try:
-                    with open(os.path.join(self.context.directory, QUIET_SEEDS), "rb") as f:
-                        self._quiet = str(info.seed - info.id).encode() in f.read().split()
-                except OSError:
-                    pass
+            self._quiet_pid, self._quiet, self._quiet_size = pid, False, -1
+        self._quiet_checked = now
+        path = os.path.join(self.context.directory, QUIET_SEEDS)
+        try:
+            size = os.stat(path).st_size
+            if size != self._quiet_size:
+                with open(path, "rb") as f:
+                    self._quiet = str(base_seed).encode() in f.read().split()
+                self._quiet_size = size
+        except OSError:
+            pass  # nothing marked yet
         return self._quiet
 
     def epoch_progressed(self, epoch: Optional[int]) -> None:
@@ -583,7 +608,10 @@ class Follower:
         try:
             pid = self._recorder_pid  # this process's (_recorder_here ran first)
             if self._learn_fd is None or self._learn_pid != pid:
-                path = os.path.join(self.context.directory, f"{_learn.LEARN_PREFIX}{pid}")
+                worker = sys.modules.get("torch.utils.data._utils.worker")
+                info = worker.get_worker_info() if worker is not None else None
+                seed = "" if info is None else f"{_learn.SEED_MARK}{info.seed - info.id}"
+                path = os.path.join(self.context.directory, f"{_learn.LEARN_PREFIX}{pid}{seed}")
                 self._learn_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                                          0o600)
                 self._learn_pid = pid
@@ -613,42 +641,29 @@ def start(context: _context.FollowContext) -> Follower:
 
 
 def patch_dataloader(dataloader_module) -> None:
-    """Wraps _next_index (the order) and __init__ (which loaders' workers learn)
-    of torch.utils.data.dataloader's _BaseDataLoaderIter."""
+    """Wraps _next_index (the order) in torch.utils.data.dataloader."""
     base = dataloader_module._BaseDataLoaderIter
     if getattr(base._next_index, "_prescient", False):
         return
     original = base._next_index
-    original_init = base.__init__
 
     def _next_index(self):
         follower = _follower
         it = self._sampler_iter
         if follower is not None and not isinstance(it, (_EpochOrder, _Passthrough)):
+            workers = getattr(self, "_num_workers", 0)
+            seed = getattr(self, "_base_seed", None) if workers else None
             try:
-                wrapped = follower.wrap(it, self._index_sampler, self._dataset,
-                                        getattr(self, "_num_workers", 0))
+                wrapped = follower.wrap(it, self._index_sampler, self._dataset, workers,
+                                        None if seed is None else int(seed))
             except Exception as e:  # noqa: BLE001 - following is an optimisation
                 follower._warn_failed(e)
                 wrapped = _Passthrough(it)
             self._sampler_iter = wrapped
         return original(self)
 
-    def __init__(self, loader, *args, **kwargs):
-        # The subclass with workers starts them after this returns.
-        original_init(self, loader, *args, **kwargs)
-        follower = _follower
-        seed = getattr(self, "_base_seed", None)
-        if follower is not None and getattr(self, "_num_workers", 0) > 0 and seed is not None:
-            try:
-                follower.loader_started(self._dataset, int(seed))
-            except Exception as e:  # noqa: BLE001 - following is an optimisation
-                follower._warn_failed(e)
-
     _next_index._prescient = True
-    __init__._prescient = True
     base._next_index = _next_index
-    base.__init__ = __init__
 
 
 def patch_fetch(fetch_module) -> None:

@@ -32,6 +32,26 @@ import os
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 LEARN_PREFIX = "learn-"
+# A worker's learn file is "learn-<pid>.s<base seed>": the base seed of its
+# DataLoader iterator, which the training process lists in QUIET_SEEDS (one per
+# line) when that iterator's workers are not to be learned from (another
+# dataset's loader, or a loader that gave way): their records are not read,
+# also those appended after the listing.
+SEED_MARK = ".s"
+QUIET_SEEDS = "quiet-seeds"
+
+
+def load_quiet_seeds(directory: str) -> frozenset:
+    try:
+        with open(os.path.join(directory, QUIET_SEEDS), "rb") as f:
+            return frozenset(f.read().decode("ascii", "replace").split())
+    except OSError:
+        return frozenset()
+
+
+def _seed_of(name: str) -> Optional[str]:
+    head, mark, seed = name.rpartition(SEED_MARK)
+    return seed if mark and head.startswith(LEARN_PREFIX) else None
 # The index range the learned map's pattern predicts, shared with the workers:
 # they then learn one index of it in _RECHECK (as of known indices) instead of
 # every index of the first epoch (_follower.Follower.learns).
@@ -361,6 +381,8 @@ class LearnedMap:
             names = sorted(n for n in os.listdir(directory) if n.startswith(LEARN_PREFIX))
         except OSError:
             return 0
+        quiet = load_quiet_seeds(directory)
+        names = [n for n in names if _seed_of(n) not in quiet]
         for name in names:
             path = os.path.join(directory, name)
             offset = self._offsets.get(name, 0)

@@ -14,9 +14,9 @@ Shapes:
   fresh     a new DataLoader (shuffle=True) over the same dataset every epoch, each followed by
             a validation pass over another dataset (a new loader too), made after the training
             loader is gone
-  sanity    a validation loader over another, smaller dataset takes two batches before training
-            starts (PyTorch Lightning's sanity check), then training (shuffle=True) with a full
-            validation pass by that loader after every epoch
+  sanity    a validation loader (persistent workers) over another, smaller dataset takes two
+            batches before training starts (PyTorch Lightning's sanity check), then training
+            (shuffle=True) with a full validation pass by that loader after every epoch
   table     like list, but the dataset reshuffles its index table every epoch (not followable)
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
@@ -209,10 +209,10 @@ def fresh_loader(ds):
     return DataLoader(ds, batch_size=BATCH, shuffle=True, num_workers=2, multiprocessing_context=MP)
 
 
-def validation_loader(directory):
+def validation_loader(directory, persistent=False):
     """A loader over another dataset (the first file's part, smaller than training's)."""
     return DataLoader(Part(os.path.join(directory, "part_00.h5")), batch_size=BATCH,
-                      num_workers=2, multiprocessing_context=MP)
+                      num_workers=2, multiprocessing_context=MP, persistent_workers=persistent)
 
 
 def validation_pass(directory):
@@ -244,7 +244,7 @@ def run(directory, shape, epochs, out):
     loader = loader_for(shape, directory)
     result = []
     if shape == "sanity":
-        validation = validation_loader(directory)
+        validation = validation_loader(directory, persistent=True)  # as Lightning's often is
         it = iter(validation)
         sanity = [digest(x.numpy(), y.numpy()) for x, y in (next(it), next(it))]
         del it

@@ -131,29 +131,54 @@ def test_workers_that_do_not_know_the_followed_dataset_learn_every_fetch(tmp_pat
     assert follower.may_learn_from(Data())
 
 
-def test_workers_of_a_loader_over_another_dataset_are_told_not_to_learn(tmp_path, monkeypatch):
-    """Workers started by spawn or a forkserver get their dataset pickled: they cannot tell a
-    validation loader's from the followed one. The training process marks the other loader's
-    iterator by its base seed before the workers start; each worker finds its own (WorkerInfo:
-    seed = base seed + worker id)."""
+class Sized:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+
+def test_validation_sampled_first_gives_way_to_training_and_its_workers_stop_learning(
+        tmp_path, monkeypatch):
+    """A validation loader followed first (PyTorch Lightning's sanity check) gives way to the
+    training loader, over a larger dataset; the workers of every loader over another dataset
+    than the followed one are marked not to learn by their iterator's base seed (workers started
+    by spawn or a forkserver get the dataset pickled and cannot tell it; persistent ones forked
+    while validation was followed believe it still is)."""
     from torch.utils.data._utils import worker
 
     from prescient import _follower
-    follower, data, other = a_follower(tmp_path), Data(), Data()
-    follower.loader_started(other, 1234)  # nothing followed yet: every loader's workers learn
+    from prescient._follower import _EpochOrder, _Passthrough
+    follower, val, train = a_follower(tmp_path), Sized(10), Sized(100)
+    val_sampler, train_sampler = CountingSampler([0]), CountingSampler([0])
+    assert isinstance(follower.wrap(iter([]), val_sampler, val, seed=11), _EpochOrder)
     assert not (tmp_path / _follower.QUIET_SEEDS).exists()
-    sampler = CountingSampler([0, 1])
-    follower.wrap(iter([]), sampler, data)  # the training loader is followed
-    follower.loader_started(data, 77)  # its own (or a new one over its dataset): they learn
-    follower.loader_started(other, 2**62 + 5)  # a validation loader: its workers do not
-    assert (tmp_path / _follower.QUIET_SEEDS).read_text().split() == [str(2**62 + 5)]
+    # Training starts while the sanity check's iterator (persistent workers) is kept.
+    assert isinstance(follower.wrap(iter([]), train_sampler, train, seed=22), _EpochOrder)
+    # Validation's next passes, by its persistent workers or new ones: not followed.
+    assert isinstance(follower.wrap(iter([]), val_sampler, val, seed=11), _Passthrough)
+    assert isinstance(follower.wrap(iter([]), val_sampler, val, seed=33), _Passthrough)
+    assert isinstance(follower.wrap(iter([]), train_sampler, train, seed=44), _EpochOrder)
+    # A smaller dataset never takes training's place.
+    assert isinstance(follower.wrap(iter([]), CountingSampler([0]), Sized(50)), _Passthrough)
+    assert (tmp_path / _follower.QUIET_SEEDS).read_text().split() == ["11", "33"]
 
-    def in_worker(seed, worker_id):
-        """A worker's view: a follower that knows no followed dataset, its WorkerInfo set."""
+    def learns(seed, worker_id, dataset, knows=None):
+        """A worker's view: its WorkerInfo set; `knows`: the dataset a forked worker believes
+        followed (None: started by spawn or a forkserver)."""
         monkeypatch.setattr(worker, "_worker_info",
                             worker.WorkerInfo(id=worker_id, num_workers=2, seed=seed + worker_id,
-                                              dataset=None))
-        return a_follower(tmp_path).may_learn_from(Data())
+                                              dataset=dataset))
+        view = a_follower(tmp_path)
+        if knows is not None:
+            view._dataset = _follower._Held(knows)
+        return view.may_learn_from(dataset)
 
-    assert not in_worker(2**62 + 5, 1)
-    assert in_worker(77, 1) and in_worker(1234, 0)
+    assert not learns(11, 1, val, knows=val)  # validation's, forked during the sanity check
+    assert not learns(33, 0, Sized(10))  # a forkserver's, with its pickled copy
+    assert learns(22, 1, train, knows=val)  # training's first, forked before the switch
+    assert learns(44, 1, Sized(100))
+    # Without workers the training process fetches itself: the followed loader's dataset only.
+    monkeypatch.setattr(worker, "_worker_info", None)
+    assert not follower.may_learn_from(val) and follower.may_learn_from(train)

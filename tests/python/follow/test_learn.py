@@ -478,3 +478,26 @@ def test_predicted_ranges_are_shared_with_the_workers(tmp_path):
     assert load_predicted(str(tmp_path)) is None
     save_predicted(str(tmp_path), None)
     assert load_predicted(str(tmp_path)) is None
+
+
+def test_files_of_workers_whose_iterator_is_quiet_are_not_read(tmp_path):
+    """A worker's learn file is named with its iterator's base seed; once the training process
+    lists that seed as quiet (a validation loader, or the loader that gave way to training's),
+    nothing of the file is read, also what its persistent workers append later."""
+    from prescient import _learn
+
+    def append(name, index, path):
+        with open(tmp_path / name, "ab") as f:
+            f.write(format_record([index], f"{path}\t/x\t1000\t{index}+1\n".encode()))
+
+    append("learn-100.s7", 1, "/val.h5")  # validation's worker (base seed 7)
+    append("learn-200.s9", 1, "/train.h5")  # training's (base seed 9)
+    append("learn-300", 2, "/train.h5")  # the training process itself (no workers)
+    (tmp_path / _learn.QUIET_SEEDS).write_text("7\n")
+    learned = LearnedMap()
+    assert learned.read_files(str(tmp_path)) == 2
+    append("learn-100.s7", 3, "/val.h5")  # appended after the listing: not read either
+    append("learn-200.s9", 3, "/train.h5")
+    assert learned.read_files(str(tmp_path)) == 1
+    assert sorted(learned.known()) == [1, 2, 3] and learned.changed == 0
+    assert {read[0] for i in (1, 2, 3) for read in learned._reads[i]} == {"/train.h5"}
