@@ -154,6 +154,14 @@ class _Passthrough:
         return next(self._source)
 
 
+def _worker_base_seed() -> Optional[int]:
+    """In a DataLoader worker, its iterator's base seed (WorkerInfo's seed is
+    the base seed plus the worker's id); None elsewhere."""
+    worker = sys.modules.get("torch.utils.data._utils.worker")
+    info = worker.get_worker_info() if worker is not None else None
+    return None if info is None else info.seed - info.id
+
+
 def _length(dataset) -> Optional[int]:
     try:
         return len(dataset)
@@ -340,12 +348,11 @@ class Follower:
         the followed loader changed (training's first workers, forked before
         it took the place of a sanity check's loader, or validation's
         persistent ones, forked while it was followed)."""
-        worker = sys.modules.get("torch.utils.data._utils.worker")
-        info = worker.get_worker_info() if worker is not None else None
-        if info is None:
+        base_seed = _worker_base_seed()
+        if base_seed is None:
             held = self._dataset
             return held is None or held.holds(dataset)
-        return not self._quiet_here(info.seed - info.id)
+        return not self._quiet_here(base_seed)
 
     def _quiet_here(self, base_seed: int) -> bool:
         """Whether this worker's iterator (by its base seed) was marked by
@@ -358,15 +365,13 @@ class Follower:
         if self._quiet_pid != pid:
             self._quiet_pid, self._quiet, self._quiet_size = pid, False, -1
         self._quiet_checked = now
-        path = os.path.join(self.context.directory, QUIET_SEEDS)
         try:
-            size = os.stat(path).st_size
-            if size != self._quiet_size:
-                with open(path, "rb") as f:
-                    self._quiet = str(base_seed).encode() in f.read().split()
-                self._quiet_size = size
+            size = os.stat(os.path.join(self.context.directory, QUIET_SEEDS)).st_size
         except OSError:
-            pass  # nothing marked yet
+            return self._quiet  # nothing marked yet
+        if size != self._quiet_size:
+            self._quiet = str(base_seed) in _learn.load_quiet_seeds(self.context.directory)
+            self._quiet_size = size
         return self._quiet
 
     def epoch_progressed(self, epoch: Optional[int]) -> None:
@@ -608,9 +613,8 @@ class Follower:
         try:
             pid = self._recorder_pid  # this process's (_recorder_here ran first)
             if self._learn_fd is None or self._learn_pid != pid:
-                worker = sys.modules.get("torch.utils.data._utils.worker")
-                info = worker.get_worker_info() if worker is not None else None
-                seed = "" if info is None else f"{_learn.SEED_MARK}{info.seed - info.id}"
+                base_seed = _worker_base_seed()
+                seed = "" if base_seed is None else f"{_learn.SEED_MARK}{base_seed}"
                 path = os.path.join(self.context.directory, f"{_learn.LEARN_PREFIX}{pid}{seed}")
                 self._learn_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                                          0o600)
