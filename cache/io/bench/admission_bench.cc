@@ -17,6 +17,11 @@
 //   sendfile      sendfile from the file into the segment (no user buffer)
 //   direct        O_DIRECT pread of the page-aligned span into a reused
 //                 buffer (no page cache), pwrite into the segment
+//   direct-scatter  O_DIRECT pread of the aligned span into a scratch buffer,
+//                 memcpy of the row into the caller's buffer, pwrite of it into
+//                 the segment (what a miss path bypassing the page cache does)
+//   direct-into-mapping  O_DIRECT pread of the aligned span straight into the
+//                 mapped segment (slots page aligned; no page cache, no copy)
 // Prints wall and CPU time (user + system) per pass and per row. The segment
 // pages are the cost native does not have; this shows whether any way of
 // writing them is cheaper than the cache's.
@@ -44,9 +49,17 @@ constexpr std::size_t kRecordBytes = 64;
 constexpr std::size_t kExtentBytes = 2 << 20;
 constexpr std::size_t kPage = 4096;
 
-enum class Way { kNative, kPwrite, kIntoMapping, kSendfile, kDirect };
-constexpr Way kWays[] = {Way::kNative, Way::kPwrite, Way::kIntoMapping, Way::kSendfile,
-                         Way::kDirect};
+enum class Way {
+  kNative,
+  kPwrite,
+  kIntoMapping,
+  kSendfile,
+  kDirect,
+  kDirectScatter,
+  kDirectIntoMapping
+};
+constexpr Way kWays[] = {Way::kNative, Way::kPwrite,        Way::kIntoMapping,      Way::kSendfile,
+                         Way::kDirect, Way::kDirectScatter, Way::kDirectIntoMapping};
 
 const char* NameOf(Way way) {
   switch (way) {
@@ -60,6 +73,10 @@ const char* NameOf(Way way) {
       return "sendfile";
     case Way::kDirect:
       return "direct";
+    case Way::kDirectScatter:
+      return "direct-scatter";
+    case Way::kDirectIntoMapping:
+      return "direct-into-mapping";
   }
   return "?";
 }
@@ -98,15 +115,20 @@ bool Pass(Way way, const std::string& path, const std::vector<std::uint32_t>& or
           std::size_t row_bytes, double* wall, double* cpu) {
   const std::size_t stride = row_bytes + kRecordBytes;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  const int direct_fd =
-      way == Way::kDirect ? open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC) : -1;
-  if (fd < 0 || (way == Way::kDirect && direct_fd < 0)) {
+  const bool direct =
+      way == Way::kDirect || way == Way::kDirectScatter || way == Way::kDirectIntoMapping;
+  const int direct_fd = direct ? open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC) : -1;
+  if (fd < 0 || (direct && direct_fd < 0)) {
     std::perror("open");
     return false;
   }
   fdatasync(fd);
   posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  const std::size_t segment_bytes = order.size() * row_bytes;
+  // Direct reads into the mapping need page-aligned slots with room for the
+  // aligned span around the row.
+  const std::size_t slot_bytes =
+      way == Way::kDirectIntoMapping ? (row_bytes + 2 * kPage) & ~(kPage - 1) : row_bytes;
+  const std::size_t segment_bytes = order.size() * slot_bytes;
   char segment_path[] = "/dev/shm/prescient-admission-bench-XXXXXX";
   const int segment = mkstemp(segment_path);
   if (segment < 0 || unlink(segment_path) != 0 ||
@@ -122,6 +144,7 @@ bool Pass(Way way, const std::string& path, const std::vector<std::uint32_t>& or
     return false;
   }
   auto* bytes = static_cast<char*>(buffer);
+  std::vector<char> caller(row_bytes);  // the caller's buffer (direct-scatter)
   std::vector<bool> backed(segment_bytes / kExtentBytes + 1, false);
   auto back = [&](std::size_t offset) {
     const std::size_t extent = offset / kExtentBytes;
@@ -136,7 +159,7 @@ bool Pass(Way way, const std::string& path, const std::vector<std::uint32_t>& or
   const double cpu_start = CpuSeconds();
   for (std::size_t k = 0; k < order.size() && ok; ++k) {
     const off_t offset = static_cast<off_t>(order[k] * stride);
-    const std::size_t slot = k * row_bytes;  // rows admitted in arrival order
+    const std::size_t slot = k * slot_bytes;  // rows admitted in arrival order
     const auto length = static_cast<ssize_t>(row_bytes);
     if (way != Way::kNative) ok = back(slot) && back(slot + row_bytes - 1);
     switch (way) {
@@ -163,6 +186,23 @@ bool Pass(Way way, const std::string& path, const std::vector<std::uint32_t>& or
         ok = ok && pread(direct_fd, bytes, span, aligned) >= (offset - aligned) + length &&
              pwrite(segment, bytes + (offset - aligned), row_bytes, static_cast<off_t>(slot)) ==
                  length;
+        break;
+      }
+      case Way::kDirectScatter: {
+        const off_t aligned = offset & ~static_cast<off_t>(kPage - 1);
+        const std::size_t span =
+            (static_cast<std::size_t>(offset - aligned) + row_bytes + kPage - 1) & ~(kPage - 1);
+        ok = ok && pread(direct_fd, bytes, span, aligned) >= (offset - aligned) + length;
+        if (ok) std::memcpy(caller.data(), bytes + (offset - aligned), row_bytes);
+        ok = ok && pwrite(segment, caller.data(), row_bytes, static_cast<off_t>(slot)) == length;
+        break;
+      }
+      case Way::kDirectIntoMapping: {
+        const off_t aligned = offset & ~static_cast<off_t>(kPage - 1);
+        const std::size_t span =
+            (static_cast<std::size_t>(offset - aligned) + row_bytes + kPage - 1) & ~(kPage - 1);
+        ok = ok && back(slot + span - 1) &&
+             pread(direct_fd, base + slot, span, aligned) >= (offset - aligned) + length;
         break;
       }
     }
@@ -217,13 +257,13 @@ int main(int argc, char** argv) {
   std::shuffle(order.begin(), order.end(), std::mt19937(42));
   std::printf("%zu rows of %zu bytes (+%zu-byte records) from %s, cold, random order\n", rows,
               row_bytes, kRecordBytes, path.c_str());
-  std::printf("%-6s %-13s %8s %8s %10s %10s\n", "round", "way", "wall s", "cpu s", "wall us/row",
+  std::printf("%-6s %-20s %8s %8s %10s %10s\n", "round", "way", "wall s", "cpu s", "wall us/row",
               "cpu us/row");
   for (int round = 0; round < rounds; ++round) {
     for (Way way : kWays) {
       double wall = 0, cpu = 0;
       if (!Pass(way, path, order, row_bytes, &wall, &cpu)) return 1;
-      std::printf("%-6d %-13s %8.3f %8.3f %10.1f %10.1f\n", round, NameOf(way), wall, cpu,
+      std::printf("%-6d %-20s %8.3f %8.3f %10.1f %10.1f\n", round, NameOf(way), wall, cpu,
                   wall * 1e6 / static_cast<double>(rows), cpu * 1e6 / static_cast<double>(rows));
       std::fflush(stdout);
     }
