@@ -1,15 +1,19 @@
 #include "vol/runtime/runtime.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 #include "cache/base/mutex.h"
 #include "vol/runtime/process_anchor.h"
@@ -154,6 +158,42 @@ bool Alive(long pid) {
   return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
 }
 
+// Holds flock(2) on a directory while processes of a job pick their statistics
+// files in it: choosing a path (seeing whether another live process writes
+// it) and creating the file must be one step, or siblings that start together
+// (DataLoader workers that each load the connector) all take the plain path
+// and all but one lose their counters. Best effort and bounded: without the
+// lock (an unreadable directory, a filesystem without flock, a holder stopped
+// by SIGSTOP or a child forked while it was held) the file is made anyway.
+class StatsDirectoryTurn {
+ public:
+  explicit StatsDirectoryTurn(const std::string& file) {
+    const std::size_t slash = file.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : file.substr(0, slash + 1);
+    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) return;
+    const auto give_up = std::chrono::steady_clock::now() + kWait;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() >= give_up) {
+        ::close(fd_);
+        fd_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~StatsDirectoryTurn() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  StatsDirectoryTurn(const StatsDirectoryTurn&) = delete;
+  StatsDirectoryTurn& operator=(const StatsDirectoryTurn&) = delete;
+
+ private:
+  // Creating a statistics file takes well under a millisecond.
+  static constexpr std::chrono::milliseconds kWait{500};
+  int fd_ = -1;
+};
+
 }  // namespace
 
 std::string Runtime::StatsPathForThisProcess() {
@@ -188,6 +228,7 @@ std::string Runtime::StatsPathForThisProcess() {
 void Runtime::StartStatsFile() {
   std::call_once(stats_file_once_, [this] {
     if (!options().stats_path.empty()) {
+      const StatsDirectoryTurn turn(options().stats_path);
       const std::string error =
           stats_.StartFile(StatsPathForThisProcess(), {.pid = pid_,
                                                        .parent_pid = parent_pid_,

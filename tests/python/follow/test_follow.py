@@ -94,7 +94,7 @@ def epoch_totals(stats_dir):
 @pytest.mark.parametrize("shape,start,imports", [
     ("list", "fork", "eager"), ("files", "fork", "eager"), ("batches", "fork", "eager"),
     ("blocks", "fork", "eager"), ("concat", "fork", "eager"), ("fresh", "fork", "eager"),
-    ("list", "forkserver", "eager"), ("list", "forkserver", "lazy"), ("list", "fork", "lazy"),
+    ("list", "forkserver", "eager"), ("list", "forkserver", "lazy"), ("list", "fork", "lazy"), ("files", "fork", "lazy"),
     ("fresh", "forkserver", "eager"), ("sanity", "fork", "eager"), ("sanity", "forkserver", "eager")])
 def test_loader_followed_without_a_schedule(shape, start, imports, data, tmp_path):
     """`start`: how the DataLoader starts its workers (forkserver: Python 3.14's default; its

@@ -57,6 +57,48 @@ def test_independent_child_process_keeps_its_own_stats(prescient, data_file, tmp
     assert (children[0]["files_opened"], children[0]["reads"]) == (1, 1), children[0]
 
 
+# Siblings that load the connector themselves, all at once: DataLoader workers forked from a
+# training process that never imported h5py (it is imported in __getitem__). None of them is a
+# forked child of the connector, so each may take the plain path; only one may have it.
+SIBLINGS = textwrap.dedent("""
+    import os, sys
+    path, count = sys.argv[1], int(sys.argv[2])
+    go_read, go_write = os.pipe()
+    children = []
+    for k in range(count):
+        pid = os.fork()
+        if pid == 0:
+            os.close(go_write)
+            import h5py  # loads the connector; its statistics start at the first open
+            os.read(go_read, 1)  # every sibling released at the same moment
+            with h5py.File(path, "r") as f:
+                for i in range(k + 1):
+                    f["x"][i]
+            os._exit(0)
+        children.append(pid)
+    os.close(go_write)  # end of file releases them all
+    assert all(os.waitpid(pid, 0)[1] == 0 for pid in children)
+    print(" ".join(map(str, children)))
+""")
+
+
+def test_siblings_starting_together_each_keep_their_own_stats(prescient, data_file, tmp_path):
+    """Processes that start their statistics at the same moment never share a file (they did:
+    both saw no file at the plain path, both took it, and one's counters were lost)."""
+    count = 8
+    for attempt in range(10):  # the race is a matter of microseconds: try it more than once
+        directory = tmp_path / f"attempt{attempt}"
+        directory.mkdir()
+        proc = prescient.run([sys.executable, "-c", SIBLINGS, data_file, str(count)], "connector",
+                             directory, stats=directory / "stats.json")
+        children = sorted(int(pid) for pid in proc.stdout.split())
+        stats = read_stats(directory)
+        assert sorted(s["pid"] for s in stats.values()) == children, sorted(stats)
+        # Child k read k + 1 rows: every file holds one sibling's counters, whole.
+        reads = sorted(s["reads"] for s in stats.values())
+        assert reads == list(range(1, count + 1)), reads
+
+
 def test_stats_written_at_exit_without_close(prescient, data_file, tmp_path):
     """A process that never closes its file still leaves its counters (written at exit)."""
     script = textwrap.dedent("""
