@@ -259,7 +259,7 @@ def run_epochs(kind, src, directory, epochs):
     return out
 
 
-def variant_env(variant, plugin_dir, stats):
+def variant_env(variant, plugin_dir, stats, cache_size=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH", "PRESCIENT_"))}
     if variant == "native":
@@ -267,6 +267,8 @@ def variant_env(variant, plugin_dir, stats):
     env.update({"HDF5_PLUGIN_PATH": plugin_dir, "HDF5_VOL_CONNECTOR": "prescient",
                 "PRESCIENT_NODE_ID": f"public-{os.getpid()}-{time.monotonic_ns()}",
                 "PRESCIENT_STATS": stats})
+    if cache_size:
+        env["PRESCIENT_CACHE_SIZE"] = cache_size
     if variant == "follow":
         env["PRESCIENT_FOLLOW"] = "1"
         env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
@@ -331,7 +333,8 @@ def compare(args):
             cmd = [sys.executable, os.path.abspath(__file__), "_run", "--loader", args.loader, "--src", src,
                    "--data", data_dir, "--epochs", str(args.epochs), "--result", result]
             proc = subprocess.run(cmd, env=variant_env(variant, plugin_dir,
-                                                       os.path.join(args.out, stem + ".json")),
+                                                       os.path.join(args.out, stem + ".json"),
+                                                       args.cache_size),
                                   capture_output=True, text=True, timeout=args.timeout)
             if proc.returncode != 0:
                 raise SystemExit(f"public-loader: {variant} failed:\n{proc.stderr[-4000:]}")
@@ -373,6 +376,8 @@ def main(argv=None):
         p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
         p.add_argument("--plugin-dir", help="where libprescient_vol.so is (build/bench/plugins)")
         p.add_argument("--timeout", type=float, default=600, help="seconds per variant process")
+        p.add_argument("--cache-size", help="PRESCIENT_CACHE_SIZE of the connector's runs "
+                                            "(default: the connector's default)")
         p.add_argument("--out", help="results and data (build/bench-data/public-<loader>)")
 
     p = sub.add_parser("deepcam", help="MLPerf HPC's DeepCAM loader (CamDataset)")

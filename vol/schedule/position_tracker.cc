@@ -15,10 +15,7 @@ PositionTracker::PositionTracker(std::shared_ptr<const ScheduleBinding> binding)
 std::optional<std::uint64_t> PositionTracker::Find(std::uint32_t epoch, std::uint64_t sample,
                                                    std::uint64_t from, std::uint64_t to) const {
   if (epoch >= binding_->epochs() || sample >= binding_->header().num_samples) return std::nullopt;
-  const auto positions = binding_->PositionsOf(epoch);
-  const std::uint32_t p = (*positions)[sample];
-  if (p == ScheduleBinding::kAbsent || p < from || p >= to) return std::nullopt;
-  return p;
+  return binding_->PositionsOf(epoch)->Within(sample, from, to);
 }
 
 std::uint64_t PositionTracker::StepOf(std::uint32_t epoch, std::uint64_t position) const {

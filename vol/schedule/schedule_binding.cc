@@ -183,19 +183,36 @@ scheduler::RankEpochView ScheduleBinding::Part(std::uint32_t rank, std::uint32_t
   return view;
 }
 
-std::shared_ptr<const std::vector<std::uint32_t>> ScheduleBinding::PositionsOf(
+ScheduleBinding::EpochPositions::EpochPositions(std::uint64_t num_samples,
+                                                const scheduler::RankEpochView& part)
+    : first_(num_samples, kAbsent), next_(part.size(), kAbsent) {
+  // Built from the back, so each sample's chain runs in ascending positions.
+  for (std::size_t p = part.size(); p-- > 0;) {
+    const std::uint64_t sample = part.sample(p);
+    if (sample >= first_.size()) continue;  // checked when the schedule was bound
+    next_[p] = first_[sample];
+    first_[sample] = static_cast<std::uint32_t>(p);
+  }
+}
+
+std::optional<std::uint64_t> ScheduleBinding::EpochPositions::Within(std::uint64_t sample,
+                                                                     std::uint64_t from,
+                                                                     std::uint64_t to) const {
+  if (sample >= first_.size()) return std::nullopt;
+  for (std::uint32_t p = first_[sample]; p != kAbsent && p < to; p = next_[p]) {
+    if (p >= from) return p;
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<const ScheduleBinding::EpochPositions> ScheduleBinding::PositionsOf(
     std::uint32_t epoch) const {
   {
     cache::MutexLock lock(&mutex_);
     auto it = positions_.find(epoch);
     if (it != positions_.end()) return it->second;
   }
-  const scheduler::RankEpochView part = Part(rank_, epoch);
-  auto positions = std::make_shared<std::vector<std::uint32_t>>(header().num_samples, kAbsent);
-  for (std::size_t p = 0; p < part.size(); ++p) {
-    std::uint32_t& slot = (*positions)[part.sample(p)];
-    if (slot == kAbsent) slot = static_cast<std::uint32_t>(p);  // padding repeats: first position
-  }
+  auto positions = std::make_shared<const EpochPositions>(header().num_samples, Part(rank_, epoch));
   cache::MutexLock lock(&mutex_);
   for (auto old = positions_.begin(); old != positions_.end();) {
     old = old->first + 1 < epoch ? positions_.erase(old) : std::next(old);

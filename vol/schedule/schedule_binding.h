@@ -105,9 +105,22 @@ class ScheduleBinding {
   scheduler::RankEpochView Part(std::uint32_t rank, std::uint32_t epoch) const;
 
   // Where each sample sits in this rank's epoch list (for the position
-  // tracker); kAbsent for samples the rank does not read that epoch.
+  // tracker). A sample may sit there more than once: padding repeats, and
+  // loaders whose samples share rows (a time step read as one sample's
+  // target and the next one's input) list a row at every use.
   static constexpr std::uint32_t kAbsent = UINT32_MAX;
-  std::shared_ptr<const std::vector<std::uint32_t>> PositionsOf(std::uint32_t epoch) const;
+  class EpochPositions {
+   public:
+    EpochPositions(std::uint64_t num_samples, const scheduler::RankEpochView& part);
+    // The first position of `sample` in [from, to), if any.
+    std::optional<std::uint64_t> Within(std::uint64_t sample, std::uint64_t from,
+                                        std::uint64_t to) const;
+
+   private:
+    std::vector<std::uint32_t> first_;  // per sample: its first position, or kAbsent
+    std::vector<std::uint32_t> next_;   // per position: the sample's next position, or kAbsent
+  };
+  std::shared_ptr<const EpochPositions> PositionsOf(std::uint32_t epoch) const;
 
   // fork(): every use of the reader happens under mutex_, so holding it
   // across fork() guarantees no thread of the parent is inside the reader
@@ -131,7 +144,7 @@ class ScheduleBinding {
   mutable cache::Mutex mutex_;  // guards the caches below
   mutable std::map<std::pair<std::uint32_t, std::uint32_t>, scheduler::RankEpochView> parts_
       GUARDED_BY(mutex_);
-  mutable std::map<std::uint32_t, std::shared_ptr<const std::vector<std::uint32_t>>> positions_
+  mutable std::map<std::uint32_t, std::shared_ptr<const EpochPositions>> positions_
       GUARDED_BY(mutex_);
   // (device, inode) -> file, built on the first lookup a path did not answer.
   mutable std::optional<std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t>>
