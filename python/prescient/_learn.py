@@ -60,6 +60,12 @@ PREDICTED = "predicted"
 _MIN_PATTERN_EVIDENCE = 32
 # ... and of each file before its own offset is (a piecewise pattern, Pattern).
 _MIN_PIECE_EVIDENCE = 4
+# Learned indices that may break a pattern over the whole map, one in this
+# many: a loader's boundary cases (FourCastNet's last step of a year reads
+# that step twice instead of the next year's first). They keep their learned
+# rows; a boundary index not learned yet is predicted wrongly, which costs a
+# prefetch, never a byte.
+_EXCEPTION_SHARE = 16
 
 Read = Tuple[str, str, int, Tuple[int, ...]]  # file, dataset, dataset rows, rows read
 
@@ -173,22 +179,31 @@ class LearnedSampleMap:
 @dataclasses.dataclass(frozen=True)
 class Pattern:
     """A map's evident pattern: index i of the k-th piece, starts[k] <= i <
-    ends[k], stands for samples i * per + offsets[k] .. + per - 1. One piece
+    ends[k], stands for samples i * stride + offsets[k] .. + per - 1. One piece
     covers the whole map (row = index, file = index // rows per file over the
     sorted files, whole contiguous batches); one piece per file when the
     files are concatenated in another order than sorted (a ConcatDataset of
-    an unsorted glob: each file's rows in index order, at its own offset)."""
+    an unsorted glob: each file's rows in index order, at its own offset), or
+    when each file has fewer indices than rows (a window of time steps per
+    index: FourCastNet reads steps t and t + 1, so per = 2, stride = 1, and a
+    file of 64 steps holds 63 indices). The stride is per unless given: windows
+    side by side."""
 
     per: int
     starts: Tuple[int, ...]  # ascending, pieces do not overlap
     ends: Tuple[int, ...]
     offsets: Tuple[int, ...]
+    stride: int = 0  # 0: per
+
+    @property
+    def step(self) -> int:
+        return self.stride or self.per
 
     def first_sample(self, index: int) -> Optional[int]:
         k = bisect.bisect_right(self.starts, index) - 1
         if k < 0 or index >= self.ends[k]:
             return None
-        return index * self.per + self.offsets[k]
+        return index * self.step + self.offsets[k]
 
     def first_samples(self, indices):
         """first_sample of every index of a NumPy array at once; -1 where no
@@ -201,7 +216,7 @@ class Pattern:
         inside = k >= 0
         k = np.maximum(k, 0)
         inside &= indices < np.asarray(self.ends, dtype=np.int64)[k]
-        first = indices * self.per + np.asarray(self.offsets, dtype=np.int64)[k]
+        first = indices * self.step + np.asarray(self.offsets, dtype=np.int64)[k]
         return np.where(inside, first, -1)
 
     def ranges(self) -> Tuple[Tuple[int, int], ...]:
@@ -215,12 +230,24 @@ class Pattern:
         return tuple((a, b) for a, b in merged)
 
 
-def _piece(per: int, offset: int, first: int, rows: int) -> Tuple[int, int]:
-    """[lo, hi): the indices i whose samples i * per + offset .. + per - 1
+def _piece(per: int, stride: int, offset: int, first: int, rows: int) -> Tuple[int, int]:
+    """[lo, hi): the indices i whose samples i * stride + offset .. + per - 1
     lie in the samples [first, first + rows)."""
-    lo = max(0, -((offset - first) // per))  # the least i >= 0 with i * per + offset >= first
-    hi = (first + rows - per - offset) // per + 1
+    lo = max(0, -((offset - first) // stride))  # the least i >= 0 with i * stride + offset >= first
+    hi = (first + rows - per - offset) // stride + 1
     return lo, max(lo, hi)
+
+
+def _stride(firsts: Dict[int, int]) -> Optional[int]:
+    """The samples between consecutive indices, from {index: its first sample}
+    of indices known to share one offset: the difference between the lowest
+    and the highest index's; None when it is not a whole positive number, or
+    with fewer than two indices."""
+    if len(firsts) < 2:
+        return None
+    lo, hi = min(firsts), max(firsts)
+    stride, rest = divmod(firsts[hi] - firsts[lo], hi - lo)
+    return stride if rest == 0 and stride > 0 else None
 
 
 class LearnedMap:
@@ -241,6 +268,7 @@ class LearnedMap:
         # False when the records contradict every pattern (adding more cannot help).
         self._pattern_possible = True
         self._piece_files: frozenset = frozenset()  # files (map positions) with a piece
+        self._exceptions: set = set()  # learned indices the pattern does not describe
         self._file_firsts: List[int] = []  # each map file's first sample
         # Records the map was built from: its "no pattern" verdict stands for
         # good only when they were enough evidence (see _still_fits).
@@ -336,8 +364,14 @@ class LearnedMap:
             # ... or a file of a piece, at an index outside it
             return not self._in_piece_files(samples) and self._let_in_unplaced()
         per = pattern.per
-        return (len(samples) == per and samples[0] == first
-                and samples[-1] - samples[0] == per - 1 and len(set(samples)) == per)
+        if (len(samples) == per and samples[0] == first
+                and samples[-1] - samples[0] == per - 1 and len(set(samples)) == per):
+            self._exceptions.discard(index)
+            return True
+        if index in self._exceptions or len(self._exceptions) < len(self._reads) // _EXCEPTION_SHARE:
+            self._exceptions.add(index)
+            return True
+        return False
 
     def _let_in_unplaced(self) -> bool:
         """Counts a new index no pattern places; True while such indices are
@@ -418,6 +452,7 @@ class LearnedMap:
             self._built_from = len(self._reads)
             self._samples = {}
             self._unplaced = 0
+            self._exceptions = set()
             self._pattern = self._find_pattern() if self._map is not None else None
             if self._map is not None and self._pattern is None:
                 self._try_sibling_files()
@@ -520,25 +555,50 @@ class LearnedMap:
         return tuple(out)
 
     def _find_pattern(self) -> Optional[Pattern]:
-        """One piece over the whole map when every learned index i stands for
-        the samples i * per + offset .. + per - 1 of the map (row = index, file
-        = index // rows per file over the sorted files, whole contiguous
-        batches, ...): the map's evident pattern, which predicts the indices
-        not read yet."""
+        """One piece over the whole map when the learned indices i stand for
+        the samples i * stride + offset .. + per - 1 of the map (row = index,
+        file = index // rows per file over the sorted files, whole contiguous
+        batches, overlapping windows, ...): the map's evident pattern, which
+        predicts the indices not read yet. Up to one learned index in
+        _EXCEPTION_SHARE may read other rows (kept as learned: _exceptions);
+        the rest must all fit, and be at least _MIN_PATTERN_EVIDENCE."""
         if len(self._reads) < _MIN_PATTERN_EVIDENCE:
             return None
-        per = offset = None
-        for index in self._reads:
-            samples = self._learned_samples(index)
-            if not samples:
-                return None
-            if per is None:
-                per, offset = len(samples), samples[0] - index * len(samples)
-            if (len(samples) != per or samples[0] != index * per + offset
-                    or samples[-1] - samples[0] != per - 1 or len(set(samples)) != per):
-                return None
-        lo, hi = _piece(per, offset, 0, self._map.num_samples)
-        return Pattern(per, (lo,), (hi,), (offset,)) if lo < hi else None
+        learned = {index: self._learned_samples(index) for index in self._reads}
+        if not all(learned.values()):
+            return None
+        # The shape most indices have: `per` samples in a row, all distinct.
+        per = collections.Counter(len(v) for v in learned.values()).most_common(1)[0][0]
+        regular = {i: v[0] for i, v in learned.items()
+                   if len(v) == per and v[-1] - v[0] == per - 1 and len(set(v)) == per}
+        # The stride and offset most neighbouring indices agree on (an
+        # exception among them cannot decide them).
+        ordered = sorted(regular)
+        strides = collections.Counter()
+        for a, b in zip(ordered, ordered[1:]):
+            step, rest = divmod(regular[b] - regular[a], b - a)
+            if rest == 0 and step > 0:
+                strides[step] += 1
+        if not strides:
+            return None
+        stride = strides.most_common(1)[0][0]
+        offset = collections.Counter(f - i * stride for i, f in regular.items()).most_common(1)[0][0]
+        fitting = {i for i, f in regular.items() if f == i * stride + offset}
+        exceptions = set(learned) - fitting
+        if (len(fitting) < _MIN_PATTERN_EVIDENCE
+                or len(exceptions) > len(learned) // _EXCEPTION_SHARE):
+            return None
+        lo, hi = _piece(per, stride, offset, 0, self._map.num_samples)
+        if lo >= hi:
+            return None
+        self._exceptions = exceptions
+        return Pattern(per, (lo,), (hi,), (offset,), 0 if stride == per else stride)
+
+    def exceptions(self) -> Dict[int, Tuple[int, ...]]:
+        """Learned indices the pattern does not describe, and their samples."""
+        if self.pattern() is None:
+            return {}
+        return {i: self._learned_samples(i) for i in self._exceptions}
 
     def _find_pieces(self) -> Optional[Pattern]:
         """One piece per file when each file's learned indices fit a pattern of
@@ -557,8 +617,7 @@ class LearnedMap:
             self._pattern_possible = True
             return None
         per = None
-        offsets: Dict[int, int] = {}  # file position -> the offset of its indices
-        counts: Dict[int, int] = collections.Counter()
+        of_file: Dict[int, Dict[int, int]] = collections.defaultdict(dict)  # k -> {index: first}
         learned: List[Tuple[int, int]] = []  # (index, file position)
         for index in self._reads:
             samples = self._learned_samples(index)
@@ -572,16 +631,25 @@ class LearnedMap:
             k = self._file_of(samples[0])
             if self._file_of(samples[-1]) != k:
                 return None  # one index across two files: not a concatenation
-            offset = samples[0] - index * per
-            if offsets.setdefault(k, offset) != offset:
-                return None
-            counts[k] += 1
+            of_file[k][index] = samples[0]
             learned.append((index, k))
-        kept = sorted(k for k in offsets if counts[k] >= _MIN_PIECE_EVIDENCE)
+        # One stride for every file, from those read at two indices or more
+        # (per when none is: windows side by side, as before strides).
+        strides = {_stride(firsts) for firsts in of_file.values() if len(firsts) >= 2}
+        if None in strides or len(strides) > 1:
+            return None
+        stride = strides.pop() if strides else per
+        offsets: Dict[int, int] = {}  # file position -> the offset of its indices
+        for k, firsts in of_file.items():
+            index, first = next(iter(firsts.items()))
+            offsets[k] = first - index * stride
+            if any(f != i * stride + offsets[k] for i, f in firsts.items()):
+                return None
+        kept = sorted(k for k in offsets if len(of_file[k]) >= _MIN_PIECE_EVIDENCE)
         self._pattern_possible = len(kept) < len(offsets)  # more reads may add pieces
         pieces = []
         for k in kept:
-            lo, hi = _piece(per, offsets[k], self._file_firsts[k], m.files[k].rows)
+            lo, hi = _piece(per, stride, offsets[k], self._file_firsts[k], m.files[k].rows)
             if lo < hi:
                 pieces.append((lo, hi, offsets[k], k))
         if not pieces:  # no file read often enough yet
@@ -591,7 +659,7 @@ class LearnedMap:
             self._pattern_possible = False
             return None
         pattern = Pattern(per, tuple(p[0] for p in pieces), tuple(p[1] for p in pieces),
-                          tuple(p[2] for p in pieces))
+                          tuple(p[2] for p in pieces), 0 if stride == per else stride)
         # An index of a file without a piece inside another file's piece
         # contradicts the concatenation.
         piece_of = {p[3]: i for i, p in enumerate(pieces)}

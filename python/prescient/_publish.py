@@ -111,8 +111,13 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
         per = pattern.per
         idx = np.asarray(indices, dtype=np.int64)
         first = pattern.first_samples(idx)
-        if len(idx) == 0 or first.min() >= 0:
-            samples = (first[:, None] + np.arange(per, dtype=np.int64)).reshape(-1)
+        exceptions = learned.exceptions()
+        if (len(idx) == 0 or first.min() >= 0) and all(len(v) == per for v in exceptions.values()):
+            samples = first[:, None] + np.arange(per, dtype=np.int64)
+            # Learned indices the pattern does not describe read their own rows.
+            for position in np.flatnonzero(np.isin(idx, list(exceptions))).tolist():
+                samples[position] = exceptions[int(idx[position])]
+            samples = samples.reshape(-1)
             bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
             np.cumsum(np.asarray(lengths, dtype=np.uint64) * np.uint64(per), out=bounds[1:])
             return samples.astype(np.uint32), bounds

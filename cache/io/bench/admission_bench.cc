@@ -10,6 +10,8 @@
 // in /dev/shm (2 MiB extents backed with posix_fallocate before first use, as
 // the cache does). Ways of getting a row there, alternated round by round:
 //   native        pread into a reused buffer, no segment (what h5py pays)
+//   pwrite-unbacked  the same into a segment never fallocated (pwrite
+//                 allocates each page itself)
 //   pwrite        pread into a reused buffer, pwrite into the segment
 //                 (the cache's path: FileBacking::WriteThrough)
 //   into-mapping  pread straight into the mapped segment (no second copy, but
@@ -51,6 +53,7 @@ constexpr std::size_t kPage = 4096;
 
 enum class Way {
   kNative,
+  kPwriteUnbacked,
   kPwrite,
   kIntoMapping,
   kSendfile,
@@ -58,13 +61,16 @@ enum class Way {
   kDirectScatter,
   kDirectIntoMapping
 };
-constexpr Way kWays[] = {Way::kNative, Way::kPwrite,        Way::kIntoMapping,      Way::kSendfile,
-                         Way::kDirect, Way::kDirectScatter, Way::kDirectIntoMapping};
+constexpr Way kWays[] = {Way::kNative,        Way::kPwriteUnbacked,   Way::kPwrite,
+                         Way::kIntoMapping,   Way::kSendfile,         Way::kDirect,
+                         Way::kDirectScatter, Way::kDirectIntoMapping};
 
 const char* NameOf(Way way) {
   switch (way) {
     case Way::kNative:
       return "native";
+    case Way::kPwriteUnbacked:
+      return "pwrite-unbacked";
     case Way::kPwrite:
       return "pwrite";
     case Way::kIntoMapping:
@@ -161,11 +167,13 @@ bool Pass(Way way, const std::string& path, const std::vector<std::uint32_t>& or
     const off_t offset = static_cast<off_t>(order[k] * stride);
     const std::size_t slot = k * slot_bytes;  // rows admitted in arrival order
     const auto length = static_cast<ssize_t>(row_bytes);
-    if (way != Way::kNative) ok = back(slot) && back(slot + row_bytes - 1);
+    if (way != Way::kNative && way != Way::kPwriteUnbacked)
+      ok = back(slot) && back(slot + row_bytes - 1);
     switch (way) {
       case Way::kNative:
         ok = ok && pread(fd, bytes, row_bytes, offset) == length;
         break;
+      case Way::kPwriteUnbacked:
       case Way::kPwrite:
         ok = ok && pread(fd, bytes, row_bytes, offset) == length &&
              pwrite(segment, bytes, row_bytes, static_cast<off_t>(slot)) == length;

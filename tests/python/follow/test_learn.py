@@ -150,15 +150,44 @@ def test_siblings_that_break_the_numbering_are_not_believed(tmp_path):
     assert learned.sample_map().num_samples == len(range(5, 300, 7))
 
 
-def test_a_record_that_breaks_the_pattern_later_stops_the_prediction():
+def test_records_that_break_the_pattern_keep_their_rows_and_more_of_them_stop_the_prediction():
     learned = LearnedMap()
-    for i in range(0, 400, 9):
+    for i in range(0, 400, 9):  # 45 records
         record(learned, [i], [f"/d/a.h5\t/x\t1000\t{i}+1\n"])
     assert learned.predicts() and learned.samples_of(500) == (500,)
     record(learned, [401], [f"/d/a.h5\t/x\t1000\t7+1\n"])  # index 401 reads row 7
+    assert learned.predicts()  # one in 16 may break it (a loader's boundary case) ...
+    assert learned.samples_of(401) == (7,)  # ... and reads its own rows
+    assert learned.samples_of(500) == (500,)
+    assert learned.exceptions() == {401: (7,)}
+    for i in range(402, 406):  # more than one in 16: the pattern is not believed
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{i - 394}+1\n"])
     assert not learned.predicts()
     assert learned.samples_of(401) == (7,)
     assert learned.samples_of(500) == ()
+
+
+def test_boundary_indices_that_read_a_row_twice_do_not_hide_the_pattern():
+    """FourCastNet's last step of a year reads that step as input and target (rows 63 and
+    63): such records are exceptions from the start, not a reason to find no pattern."""
+    import numpy as np
+    from prescient._publish import _translate
+
+    def reads(i):
+        year, t = divmod(i, 64)
+        target = t if t == 63 else t + 1
+        return [f"/d/{2015 + year}.h5\t/fields\t64\t{t}+1\n",
+                f"/d/{2015 + year}.h5\t/fields\t64\t{target}+1\n"]
+
+    learned = LearnedMap()
+    for i in list(range(0, 256, 3)) + [63, 127]:
+        record(learned, [i], reads(i))
+    assert learned.predicts()
+    assert learned.samples_of(100) == (100, 101)  # predicted
+    assert learned.samples_of(63) == (63, 63) and learned.samples_of(127) == (127, 127)
+    indices = np.array([63, 100, 127, 5])
+    samples, _ = _translate(learned, np.array([1, 1, 1, 1]), indices)
+    assert samples.tolist() == [63, 63, 100, 101, 127, 127, 5, 6]
 
 
 def test_an_order_translates_the_same_with_and_without_the_pattern():
@@ -298,7 +327,7 @@ def test_workers_learn_one_predicted_index_in_32_until_the_pattern_breaks(tmp_pa
 
     # A learned record that leaves the pattern withdraws the prediction, and the worker
     # learns every index again at its next look (_PREDICTED_CHECK_SECONDS after the last).
-    append([300], row_of=lambda i: 7)
+    append(range(300, 308), row_of=lambda i: 7)  # more than one record in 16
     publisher.absorb()
     assert load_predicted(str(tmp_path)) is None
     time.sleep(_follower._PREDICTED_CHECK_SECONDS)
@@ -461,9 +490,10 @@ def test_a_record_that_breaks_a_piece_stops_the_prediction():
     for i in range(0, 200, 4):
         record(learned, [i], reads(i))
     assert learned.predicted_indices() == ((0, 200),)
-    record(learned, [1], [f"/d/f01.h5\t/x\t100\t50+1\n", f"/d/f01.h5\t/y\t100\t50+1\n"])
+    for i in (1, 2, 3, 5):  # more than one record in 16
+        record(learned, [i], [f"/d/f01.h5\t/x\t100\t50+1\n", f"/d/f01.h5\t/y\t100\t50+1\n"])
     assert not learned.predicts()
-    assert learned.samples_of(3) == ()
+    assert learned.samples_of(6) == ()
 
 
 def test_predicted_ranges_are_shared_with_the_workers(tmp_path):
@@ -501,3 +531,46 @@ def test_files_of_workers_whose_iterator_is_quiet_are_not_read(tmp_path):
     assert learned.read_files(str(tmp_path)) == 1
     assert sorted(learned.known()) == [1, 2, 3] and learned.changed == 0
     assert {read[0] for i in (1, 2, 3) for read in learned._reads[i]} == {"/train.h5"}
+
+
+def test_windows_of_two_steps_one_step_apart_are_predicted_file_by_file():
+    """FourCastNet's shape: year files of 32 time steps; index i is step t = i % 31 of year
+    i // 31 and reads steps t and t + 1 (input and target) of `fields`. Consecutive indices'
+    windows overlap (stride 1, two samples each), and each file holds one index fewer than
+    it has rows, so the files' offsets differ: one piece per file."""
+    import numpy as np
+    from prescient._publish import _translate
+    years, steps = 4, 32
+    per_year = steps - 1
+
+    def reads(i):
+        year, t = divmod(i, per_year)
+        path = f"/d/{2015 + year}.h5\t/fields\t{steps}\t"
+        return [path + f"{t}+1\n", path + f"{t + 1}+1\n"]
+
+    learned = LearnedMap()
+    for i in np.random.default_rng(11).permutation(years * per_year)[:48].tolist():
+        record(learned, [i], reads(i))
+    assert learned.predicts()
+    for i in range(years * per_year):  # every index, read or not
+        year, t = divmod(i, per_year)
+        assert learned.samples_of(i) == (year * steps + t, year * steps + t + 1), i
+    assert learned.predicted_indices() == ((0, years * per_year),)
+    indices = np.random.default_rng(12).permutation(years * per_year)
+    samples, bounds = _translate(learned, np.array([1] * len(indices)), indices)
+    expected = [s for i in indices.tolist() for s in learned.samples_of(i)]
+    assert samples.tolist() == expected
+    assert bounds.tolist() == list(range(0, 2 * len(indices) + 1, 2))
+
+
+def test_one_file_of_overlapping_windows_is_one_piece():
+    """A single file read in windows of three rows, one row apart (index i reads rows
+    i .. i + 2 in one read): the whole map is one piece with stride 1."""
+    learned = LearnedMap()
+    for i in range(0, 300, 7):
+        record(learned, [i], [f"/d/a.h5\t/x\t1000\t{i}+3\n"])
+    assert learned.predicts()
+    assert learned.samples_of(500) == (500, 501, 502)
+    assert learned.samples_of(997) == (997, 998, 999)
+    assert learned.samples_of(998) == ()  # its window would leave the file
+    assert learned.predicted_indices() == ((0, 998),)
