@@ -496,8 +496,22 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   lock.Unlock();
   // Our own claims with blocks attached cannot change under us (only we, or
   // a repair after our death, release them): copy without the lock.
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (deferred[i] != 0 && !tables_.CopyInOwned(entries[i], dest[i], row_bytes)) deferred[i] = 2;
+  {
+    // One pass over every deferred row: adjacent blocks go in one write.
+    std::vector<std::uint32_t> owned;
+    std::vector<const std::byte*> sources;
+    std::vector<std::size_t> positions;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (deferred[i] == 0) continue;
+      owned.push_back(entries[i]);
+      sources.push_back(dest[i]);
+      positions.push_back(i);
+    }
+    std::unique_ptr<bool[]> copied(new bool[owned.size()]);
+    tables_.CopyInOwnedRows(owned, sources, row_bytes, {copied.get(), owned.size()});
+    for (std::size_t k = 0; k < owned.size(); ++k) {
+      if (!copied[k]) deferred[positions[k]] = 2;
+    }
   }
   if (Status s = lock.Relock(); !s.ok()) return s;
   for (std::size_t i = 0; i < rows.size(); ++i) {

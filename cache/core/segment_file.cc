@@ -4,13 +4,17 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/interprocess/file_mapping.hpp>
 #include <cerrno>
+#include <climits>
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace prescient::cache::detail {
 namespace {
@@ -197,23 +201,38 @@ FileBacking::FileBacking(const MappedSegment& segment)
   }
 }
 
-bool FileBacking::WriteThrough(std::uint64_t offset, const std::byte* source,
-                               std::uint64_t length) const noexcept {
+bool FileBacking::WriteThrough(std::uint64_t offset,
+                               std::span<const struct iovec> pieces) const noexcept {
+  std::uint64_t length = 0;
+  for (const struct iovec& piece : pieces) length += piece.iov_len;
   if (ino_ == 0 || offset > size_ || length > size_ - offset) return false;
+  // Once per call, not per piece: the descriptor must still name the mapped file.
   struct stat st{};
   if (fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != dev_ ||
       static_cast<std::uint64_t>(st.st_ino) != ino_) {
     return false;
   }
-  while (length > 0) {
-    const ssize_t n = pwrite(fd_, source, length, static_cast<off_t>(offset));
+  // pwritev takes at most IOV_MAX pieces, and may write less than asked.
+  thread_local std::vector<struct iovec> rest;
+  rest.assign(pieces.begin(), pieces.end());
+  std::size_t first = 0;
+  while (first < rest.size()) {
+    const int count = static_cast<int>(std::min<std::size_t>(rest.size() - first, IOV_MAX));
+    const ssize_t n = pwritev(fd_, rest.data() + first, count, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     // An error part way (the filesystem full, which backed blocks should not
     // see): the mapping copy rewrites the whole run.
     if (n <= 0) return false;
-    source += n;
     offset += static_cast<std::uint64_t>(n);
-    length -= static_cast<std::uint64_t>(n);
+    for (auto done = static_cast<std::size_t>(n); done > 0;) {
+      struct iovec& piece = rest[first];
+      const std::size_t step = std::min(done, piece.iov_len);
+      piece.iov_base = static_cast<char*>(piece.iov_base) + step;
+      piece.iov_len -= step;
+      done -= step;
+      if (piece.iov_len == 0) ++first;
+    }
+    while (first < rest.size() && rest[first].iov_len == 0) ++first;
   }
   return true;
 }

@@ -128,8 +128,9 @@ class FileBacking final : public SegmentBacking {
  public:
   explicit FileBacking(const MappedSegment& segment);
   Status Back(std::uint64_t offset, std::uint64_t length) const noexcept override;
-  bool WriteThrough(std::uint64_t offset, const std::byte* source,
-                    std::uint64_t length) const noexcept override;
+  using SegmentBacking::WriteThrough;
+  bool WriteThrough(std::uint64_t offset,
+                    std::span<const struct iovec> pieces) const noexcept override;
 
  private:
   int fd_;

@@ -14,6 +14,7 @@
 #include <bit>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cache/core/shm_sync.h"
 
@@ -342,40 +343,91 @@ bool SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_
 
 bool SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source,
                                 std::uint64_t row_bytes) const {
+  bool copied = false;
+  CopyInOwnedRows({&e, 1}, {&source, 1}, row_bytes, {&copied, 1});
+  return copied;
+}
+
+void SegmentTables::CopyInOwnedRows(std::span<const std::uint32_t> entries,
+                                    std::span<const std::byte* const> sources,
+                                    std::uint64_t row_bytes, std::span<bool> copied) const {
   const std::uint64_t block = geo_.block_bytes;
-  // Blocks adjacent in the file are written as one run: through the file when
-  // the run spans a page (see SegmentBacking::WriteThrough), else through the
-  // mapping (a label's few bytes share a page already faulted in).
-  std::uint32_t run_first = kNone;
+  // A run of adjacent blocks: written through the file when it spans a page
+  // (see SegmentBacking::WriteThrough), else through the mapping (a label's
+  // few bytes share a page already faulted in). Filler pieces (the unused
+  // tail of a row's last block, between two rows) are skipped by the mapping
+  // copy.
+  struct Piece {
+    const std::byte* source;
+    std::uint64_t bytes;
+    bool filler;
+  };
+  thread_local std::vector<Piece> pieces;
+  thread_local std::vector<struct iovec> vectors;
+  pieces.clear();
+  std::uint64_t run_first = 0;  // the run's first block
   std::uint64_t run_bytes = 0;
-  const std::byte* run_source = source;
   auto flush = [&] {
     if (run_bytes == 0) return;
-    const std::uint64_t offset = geo_.off_data + std::uint64_t{run_first} * block;
-    if (run_bytes < kPageBytes || backing_ == nullptr ||
-        !backing_->WriteThrough(offset, run_source, run_bytes)) {
-      std::memcpy(base_ + offset, run_source, run_bytes);
+    const std::uint64_t offset = geo_.off_data + run_first * block;
+    vectors.clear();
+    for (const Piece& p : pieces) {
+      vectors.push_back({const_cast<std::byte*>(p.source), static_cast<std::size_t>(p.bytes)});
     }
+    if (run_bytes < kPageBytes || backing_ == nullptr || !backing_->WriteThrough(offset, vectors)) {
+      std::uint64_t at = offset;
+      for (const Piece& p : pieces) {
+        if (!p.filler) std::memcpy(base_ + at, p.source, p.bytes);
+        at += p.bytes;
+      }
+    }
+    pieces.clear();
     run_bytes = 0;
   };
-  std::uint64_t left = row_bytes;
-  for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next_block_unlocked(b)) {
-    if (b >= geo_.num_blocks) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    // The whole chain is checked before any of it joins a run: a broken row
+    // writes nothing.
+    const std::uint32_t head = entry_unlocked(entries[i]).first_block;
+    const std::uint64_t blocks = row_bytes == 0 ? 0 : (row_bytes + block - 1) / block;
+    bool whole = true;
+    std::uint32_t b = head;
+    for (std::uint64_t k = 0; k < blocks; ++k, b = next_block_unlocked(b)) {
+      if (b >= geo_.num_blocks) {
+        whole = false;
+        break;
+      }
+    }
+    copied[i] = whole;
+    if (!whole) {
       MarkCorrupt();
-      return false;
+      continue;
     }
-    const std::uint64_t n = left < block ? left : block;
-    if (run_bytes == 0 || b != run_first + run_bytes / block) {
-      flush();
-      run_first = b;
-      run_source = source;
+    const std::byte* source = sources[i];
+    std::uint64_t left = row_bytes;
+    for (b = head; left > 0; b = next_block_unlocked(b)) {
+      const std::uint64_t n = left < block ? left : block;
+      const bool adjacent =
+          run_bytes != 0 && run_bytes % block == 0 && b == run_first + run_bytes / block;
+      // The previous row ended inside its last block, and this row's chain
+      // goes on in the next one: fill that block's tail, from any bytes of
+      // this row long enough.
+      const std::uint64_t tail = run_bytes % block == 0 ? 0 : block - run_bytes % block;
+      const bool after_tail = tail != 0 && tail <= row_bytes && left == row_bytes &&
+                              b == run_first + run_bytes / block + 1;
+      if (after_tail) {
+        pieces.push_back({source, tail, true});
+        run_bytes += tail;
+      } else if (!adjacent) {
+        flush();
+        run_first = b;
+      }
+      pieces.push_back({source, n, false});
+      run_bytes += n;
+      source += n;
+      left -= n;
     }
-    run_bytes += n;
-    source += n;
-    left -= n;
   }
   flush();
-  return true;
 }
 
 int SegmentTables::Pin(std::uint16_t slot, std::uint32_t e) {

@@ -144,6 +144,28 @@ TEST(CrashRecovery, RowsAreWrittenThroughOnlyTheSegmentsOwnFile) {
   EXPECT_EQ(st.st_size, 0);  // nothing written into the other file
 }
 
+// Many pieces in one vectored write (more than IOV_MAX: written in turns),
+// each where the one before ended.
+TEST(CrashRecovery, PiecesAreWrittenThroughOneAfterAnother) {
+  ScopedSegmentName name;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  detail::MappedSegment seg;
+  ASSERT_TRUE(testing::MapSegmentOf(*cache.value(), &seg));
+  const detail::FileBacking backing(seg);
+  const std::uint64_t at = seg.geometry.off_data;
+  constexpr std::size_t kPieces = 3000;
+  std::vector<std::byte> bytes(kPieces * 7);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 31 + 5);
+  ASSERT_TRUE(backing.Back(at, (bytes.size() + 4095) / 4096 * 4096).ok());
+  std::vector<struct iovec> pieces;
+  for (std::size_t i = 0; i < kPieces; ++i) pieces.push_back({bytes.data() + 7 * i, 7});
+  ASSERT_TRUE(backing.WriteThrough(at, pieces));
+  EXPECT_EQ(std::memcmp(static_cast<const std::byte*>(seg.base()) + at, bytes.data(), bytes.size()),
+            0);
+  EXPECT_FALSE(backing.WriteThrough(seg.size() - 100, pieces));  // past the end: nothing
+}
+
 TEST(CrashRecovery, KilledWhileLoadingOthersTakeOver) {
   ScopedSegmentName name;
   auto cache = NodeCache::Open(name.options());

@@ -1,6 +1,7 @@
 // NodeCache::ReadRows and the claim/publish interface in one process.
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -64,6 +65,41 @@ TEST(ReadRows, MissThenHitWithDuplicatesAndAnyOrder) {
   EXPECT_EQ(s.misses, 5u);
   EXPECT_EQ(s.rows_resident, 5u);
   EXPECT_EQ(s.bytes_resident, 5 * kBytes);
+}
+
+// A read's misses are written into the segment together (SegmentTables::
+// CopyInOwnedRows): rows of 4.5 blocks, whose chains follow each other with
+// the unused tail of a block between them, and chains that are not adjacent
+// (blocks freed between resident rows). Every byte read back is right.
+TEST(ReadRows, RowsOfPartBlocksLoadedTogetherReadBackExactly) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  const std::uint64_t kBytes = name.options().block_bytes * 9 / 2;  // DeepCAM's 18 KiB rows
+  constexpr std::uint64_t kRows = 192;
+  const DatasetSlot a = cache->RegisterDataset({7, 7}, kBytes, kRows).value();
+  const DatasetSlot b = cache->RegisterDataset({7, 8}, kBytes, kRows).value();
+  PatternLoader loader_a{7, kBytes, nullptr}, loader_b{8, kBytes, nullptr};
+  std::vector<std::byte> out(kRows * kBytes);
+  // One row at a time, the two datasets in turn: their chains interleave.
+  for (std::uint64_t r = 0; r < kRows / 4; ++r) {
+    const std::vector<std::uint64_t> ra = {2 * r}, rb = {r};
+    ASSERT_TRUE(cache->ReadRows(a, ra, out.data(), loader_a, nullptr, nullptr).ok());
+    ASSERT_TRUE(cache->ReadRows(b, rb, out.data(), loader_b, nullptr, nullptr).ok());
+  }
+  ASSERT_TRUE(cache->DropDataset(b).ok());  // holes between a's rows
+  std::vector<std::uint64_t> all(kRows);
+  std::iota(all.begin(), all.end(), 0);
+  ReadRowsStats mixed;
+  ASSERT_TRUE(cache->ReadRows(a, all, out.data(), loader_a, nullptr, &mixed).ok());
+  EXPECT_EQ(mixed.hits, kRows / 4);
+  EXPECT_EQ(mixed.loaded, kRows - kRows / 4);  // into the holes, then into fresh blocks
+  EXPECT_EQ(FirstBadByte(7, all, out.data(), kBytes), -1);
+  std::fill(out.begin(), out.end(), std::byte{0});
+  ReadRowsStats hits;
+  ASSERT_TRUE(cache->ReadRows(a, all, out.data(), loader_a, nullptr, &hits).ok());
+  EXPECT_EQ(hits.hits, kRows);
+  EXPECT_EQ(FirstBadByte(7, all, out.data(), kBytes), -1);
 }
 
 TEST(ReadRows, WithoutANextUseOrderAFullCacheKeepsOneMissInEight) {
