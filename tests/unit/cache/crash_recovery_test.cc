@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -114,56 +115,64 @@ TEST(CrashRecovery, BackingNeverGrowsTheSegmentPastItsMapping) {
   EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), seg.size());
 }
 
+// A node cache's segment mapped once more, and its file backing, for writing
+// through the segment's descriptor.
+class WriteThroughTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto opened = NodeCache::Open(name_.options());
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    cache_ = std::move(opened.value());
+    ASSERT_TRUE(testing::MapSegmentOf(*cache_, &seg_));
+    backing_.emplace(seg_);
+  }
+  const std::byte* At(std::uint64_t offset) const {
+    return static_cast<const std::byte*>(seg_.base()) + offset;
+  }
+
+  ScopedSegmentName name_;
+  std::unique_ptr<NodeCache> cache_;
+  detail::MappedSegment seg_;
+  std::optional<detail::FileBacking> backing_;
+};
+
 // Rows are written through the segment's descriptor (no page fault per fresh
 // page), but only while that descriptor still names the segment: a host
 // program that closed it and opened another file under the same number must
 // never find the cache's bytes in that file.
-TEST(CrashRecovery, RowsAreWrittenThroughOnlyTheSegmentsOwnFile) {
-  ScopedSegmentName name;
-  auto cache = NodeCache::Open(name.options());
-  ASSERT_TRUE(cache.ok()) << cache.status().message();
-  detail::MappedSegment seg;
-  ASSERT_TRUE(testing::MapSegmentOf(*cache.value(), &seg));
-  const detail::FileBacking backing(seg);
-  const std::uint64_t at = seg.geometry.off_data;
-  ASSERT_TRUE(backing.Back(at, 8192).ok());
+TEST_F(WriteThroughTest, RowsAreWrittenThroughOnlyTheSegmentsOwnFile) {
+  const std::uint64_t at = seg_.geometry.off_data;
+  ASSERT_TRUE(backing_->Back(at, 8192).ok());
   std::vector<std::byte> row(8192, std::byte{0x5a});
-  ASSERT_TRUE(backing.WriteThrough(at, row.data(), row.size()));
-  EXPECT_EQ(std::memcmp(static_cast<const std::byte*>(seg.base()) + at, row.data(), row.size()), 0);
-  EXPECT_FALSE(backing.WriteThrough(seg.size() - 100, row.data(), row.size()));  // past the end
+  ASSERT_TRUE(backing_->WriteThrough(at, row.data(), row.size()));
+  EXPECT_EQ(std::memcmp(At(at), row.data(), row.size()), 0);
+  EXPECT_FALSE(backing_->WriteThrough(seg_.size() - 100, row.data(), row.size()));  // past the end
 
   char path[] = "/tmp/prescient-write-through-XXXXXX";
   const int other = mkstemp(path);
   ASSERT_GE(other, 0);
   unlink(path);
-  ASSERT_EQ(dup2(other, seg.fd.get()), seg.fd.get());  // our number, another file
+  ASSERT_EQ(dup2(other, seg_.fd.get()), seg_.fd.get());  // our number, another file
   close(other);
-  EXPECT_FALSE(backing.WriteThrough(at, row.data(), row.size()));
+  EXPECT_FALSE(backing_->WriteThrough(at, row.data(), row.size()));
   struct stat st{};
-  ASSERT_EQ(fstat(seg.fd.get(), &st), 0);
+  ASSERT_EQ(fstat(seg_.fd.get(), &st), 0);
   EXPECT_EQ(st.st_size, 0);  // nothing written into the other file
 }
 
 // Many pieces in one vectored write (more than IOV_MAX: written in turns),
 // each where the one before ended.
-TEST(CrashRecovery, PiecesAreWrittenThroughOneAfterAnother) {
-  ScopedSegmentName name;
-  auto cache = NodeCache::Open(name.options());
-  ASSERT_TRUE(cache.ok()) << cache.status().message();
-  detail::MappedSegment seg;
-  ASSERT_TRUE(testing::MapSegmentOf(*cache.value(), &seg));
-  const detail::FileBacking backing(seg);
-  const std::uint64_t at = seg.geometry.off_data;
+TEST_F(WriteThroughTest, PiecesAreWrittenThroughOneAfterAnother) {
+  const std::uint64_t at = seg_.geometry.off_data;
   constexpr std::size_t kPieces = 3000;
   std::vector<std::byte> bytes(kPieces * 7);
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 31 + 5);
-  ASSERT_TRUE(backing.Back(at, (bytes.size() + 4095) / 4096 * 4096).ok());
+  ASSERT_TRUE(backing_->Back(at, (bytes.size() + 4095) / 4096 * 4096).ok());
   std::vector<struct iovec> pieces;
   for (std::size_t i = 0; i < kPieces; ++i) pieces.push_back({bytes.data() + 7 * i, 7});
-  ASSERT_TRUE(backing.WriteThrough(at, pieces));
-  EXPECT_EQ(std::memcmp(static_cast<const std::byte*>(seg.base()) + at, bytes.data(), bytes.size()),
-            0);
-  EXPECT_FALSE(backing.WriteThrough(seg.size() - 100, pieces));  // past the end: nothing
+  ASSERT_TRUE(backing_->WriteThrough(at, pieces));
+  EXPECT_EQ(std::memcmp(At(at), bytes.data(), bytes.size()), 0);
+  EXPECT_FALSE(backing_->WriteThrough(seg_.size() - 100, pieces));  // past the end: nothing
 }
 
 TEST(CrashRecovery, KilledWhileLoadingOthersTakeOver) {
