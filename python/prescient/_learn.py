@@ -184,10 +184,10 @@ class Pattern:
     sorted files, whole contiguous batches); one piece per file when the
     files are concatenated in another order than sorted (a ConcatDataset of
     an unsorted glob: each file's rows in index order, at its own offset), or
-    when each file has fewer indices than rows (a window of time steps per
-    index: FourCastNet reads steps t and t + 1, so per = 2, stride = 1, and a
-    file of 64 steps holds 63 indices). The stride is per unless given: windows
-    side by side."""
+    when each file has fewer indices than rows (windows of time steps that
+    stop short of a file's end). The stride is per unless given: windows side
+    by side; FourCastNet's index reads steps t and t + 1, so per = 2 and
+    stride = 1."""
 
     per: int
     starts: Tuple[int, ...]  # ascending, pieces do not overlap
