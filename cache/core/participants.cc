@@ -8,6 +8,14 @@
 // /proc per participant, so it is checked at most every kLivenessPeriod
 // node-wide: the first caller past the period wins a CAS on the header's
 // timestamp and does it.
+//
+// The node step is kept in the header's floor word, raised by NodeStep() scans
+// and lowered by registrations. A scan may miss a participant that registers
+// while it runs, so a scan's raise must fail if any registration happened
+// since the scan read the floor, whether or not that registration lowered it
+// (one registering between the floor and the others' steps lowers nothing).
+// The word therefore carries a registration count beside the step, and a
+// raise is a compare-exchange on the whole word.
 #include <time.h>
 
 #include <algorithm>
@@ -49,6 +57,24 @@ void AtomicMax(std::uint64_t& field, std::uint64_t value) {
   while (seen < value && !a.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
   }
 }
+
+// The floor word: the low kStepBits hold the step (steps beyond are kept as
+// the largest), the high bits count registrations (wrapping: a scan would
+// have to overlap 2^16 registrations to be fooled).
+struct FloorWord {
+  static constexpr int kStepBits = 48;
+  static constexpr std::uint64_t kStepMask = (std::uint64_t{1} << kStepBits) - 1;
+
+  static std::uint64_t Step(std::uint64_t word) { return word & kStepMask; }
+  static std::uint64_t WithStep(std::uint64_t word, std::uint64_t step) {
+    return (word & ~kStepMask) | std::min(step, kStepMask);
+  }
+  // One more registration, the step lowered to `step` if that is lower.
+  static std::uint64_t Registered(std::uint64_t word, std::uint64_t step) {
+    const std::uint64_t tag = (word >> kStepBits) + 1;
+    return (tag << kStepBits) | std::min(Step(word), std::min(step, kStepMask));
+  }
+};
 
 std::uint32_t UsedRecords(SegmentHeader& h) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(
@@ -130,9 +156,12 @@ Status NodeCache::ReportProgress(std::uint32_t participant, std::uint64_t step,
   // swept as stale predictions. (A rank whose first read came late, such as
   // one whose DataLoader workers started from a forkserver on a busy node,
   // found the node step at the other ranks' progress.) Published after the
-  // record, so a NodeStep() that sees the lowered floor also sees the record.
-  std::uint64_t floor = Atomic(h.participant_floor).load();
-  while (step < floor && !Atomic(h.participant_floor).compare_exchange_weak(floor, step)) {
+  // record, so a NodeStep() that sees the new word also sees the record; the
+  // word changes even when the step does not, which fails every raise by a
+  // scan that began before (and may have missed the record).
+  std::uint64_t word = Atomic(h.participant_floor).load();
+  while (
+      !Atomic(h.participant_floor).compare_exchange_weak(word, FloorWord::Registered(word, step))) {
   }
   return Status::Ok();
 }
@@ -200,8 +229,9 @@ void NodeCache::AdvanceNodeStep(std::uint64_t step) noexcept {
 std::uint64_t NodeCache::NodeStep() const noexcept {
   SegmentHeader& h = tables_.raw_header();
   // Before the table is read: a registration publishes its record, then
-  // lowers the floor, so a scan that follows a lowered floor sees the record.
-  const std::uint64_t floor_before = Atomic(h.participant_floor).load();
+  // changes the floor word, so a scan that follows a changed word sees the
+  // record.
+  const std::uint64_t word_before = Atomic(h.participant_floor).load();
   const std::uint32_t used = UsedRecords(h);
   if (used == 0) return Atomic(h.node_step).load(std::memory_order_relaxed);
   CheckParticipantsLiveness();
@@ -216,18 +246,22 @@ std::uint64_t NodeCache::NodeStep() const noexcept {
     furthest = std::max(furthest, step);
     if (Atomic(r.flags).load(std::memory_order_relaxed) == 0) slowest = std::min(slowest, step);
   }
-  if (!any) return Atomic(h.participant_floor).load(std::memory_order_relaxed);
+  if (!any) return FloorWord::Step(Atomic(h.participant_floor).load());
   // Nobody live and unfinished: nobody holds the node back.
   const std::uint64_t candidate =
       slowest != std::numeric_limits<std::uint64_t>::max() ? slowest : furthest;
-  // Raised only from the value seen before the scan: a participant that
-  // registered during the scan (which it may have missed) lowered the floor,
-  // and the exchange then fails instead of raising it past that participant.
-  std::uint64_t seen = floor_before;
-  while (seen < candidate && !Atomic(h.participant_floor).compare_exchange_weak(seen, candidate)) {
-    if (seen != floor_before) break;  // changed meanwhile: keep what is there
+  // Raised only from the word seen before the scan: any change since (a
+  // registration, or another scan's raise) fails the exchange, and what is
+  // there is kept.
+  if (FloorWord::Step(word_before) < candidate) {
+    std::uint64_t seen = word_before;
+    while (!Atomic(h.participant_floor)
+                .compare_exchange_weak(seen, FloorWord::WithStep(word_before, candidate)) &&
+           seen == word_before) {
+      // a spurious failure: try again
+    }
   }
-  return Atomic(h.participant_floor).load();
+  return FloorWord::Step(Atomic(h.participant_floor).load());
 }
 
 }  // namespace prescient::cache

@@ -22,9 +22,10 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-// 13 had no shared stall memo (SegmentHeader::stuck_pid_beat); 12 initialised
-// every entry and bucket.
-inline constexpr std::uint32_t kLayoutVersion = 14;
+// 14 kept a bare step in SegmentHeader::participant_floor (no registration
+// tag); 13 had no shared stall memo (SegmentHeader::stuck_pid_beat); 12
+// initialised every entry and bucket.
+inline constexpr std::uint32_t kLayoutVersion = 15;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -169,7 +170,9 @@ struct alignas(64) SegmentHeader {
   std::uint64_t leader_start_time;
   std::uint64_t node_step;          // AdvanceNodeStep's value (used while nobody reports progress)
   std::uint64_t participants_used;  // records [0, used) may hold a participant
-  std::uint64_t participant_floor;  // NodeStep() from participants (participants.cc)
+  // NodeStep() from participants, tagged with a count of registrations
+  // (participants.cc: FloorWord).
+  std::uint64_t participant_floor;
   std::uint64_t participants_checked_ns;  // CLOCK_MONOTONIC of the last liveness check
   // The last loader a wait on the node found stuck (read_rows.cc), as
   // pid << 32 | its heartbeat's low 32 bits, and its CPU time then: a later

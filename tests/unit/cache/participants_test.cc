@@ -159,5 +159,39 @@ TEST(Participants, ALateParticipantHoldsTheNodeBackWhileOthersComputeTheNodeStep
   for (auto& th : readers) th.join();
 }
 
+TEST(Participants, ALateParticipantAboveTheFloorIsNotPassedByAStaleScan) {
+  // The floor lags the slowest participant until someone computes the node
+  // step. A participant registering between the floor and the others' steps
+  // does not lower the floor, yet a scan that began before it registered must
+  // not raise the floor past it.
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  const std::int32_t me = getpid();
+  ASSERT_TRUE(cache->ReportProgress(0, 0, me).ok());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&] {
+      while (!stop.load()) (void)cache->NodeStep();
+    });
+  }
+  int passed = 0;
+  for (std::uint32_t late = 1; late < detail::kMaxParticipants; ++late) {
+    const std::uint64_t leader = 1000u * late;
+    ASSERT_TRUE(cache->ReportProgress(0, leader, me).ok());
+    ASSERT_TRUE(cache->ReportProgress(late, leader - 500, me).ok());
+    if (cache->NodeStep() != leader - 500) ++passed;
+    ASSERT_TRUE(cache->FinishParticipant(late).ok());
+    const auto t0 = Clock::now();
+    while (cache->NodeStep() != leader && Clock::now() - t0 < std::chrono::seconds(2)) {
+    }
+    ASSERT_EQ(cache->NodeStep(), leader);
+  }
+  stop = true;
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(passed, 0) << "times a registering participant was passed";
+}
+
 }  // namespace
 }  // namespace prescient::cache
