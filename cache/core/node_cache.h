@@ -37,6 +37,7 @@
 
 #include "cache/base/mutex.h"
 #include "cache/base/status.h"
+#include "cache/core/admission_queue.h"
 #include "cache/core/cache_options.h"
 #include "cache/core/dataset_key.h"
 #include "cache/core/next_use_oracle.h"
@@ -59,9 +60,12 @@ struct ReadRowsStats {
   std::uint64_t hits = 0;          // distinct rows copied from the cache
   std::uint64_t loaded = 0;        // distinct rows this call's loader loaded and published
   std::uint64_t waited = 0;        // distinct rows obtained after waiting for another loader
-  std::uint64_t not_admitted = 0;  // loaded rows the cache declined to keep
+  std::uint64_t not_admitted = 0;  // loaded rows not kept: declined, or claim lost meanwhile
   std::uint64_t uncached = 0;      // rows loaded privately (no free descriptor, broken chain)
   std::uint64_t taken_over = 0;    // rows taken from a stuck (or too slow) loader, loaded here
+  // Of `loaded`: rows whose copy into the segment was left to the admission
+  // queue (admission_queue.h); they become hits when its thread publishes them.
+  std::uint64_t admitted_behind = 0;
   // Where the call's time went, for the connector's stall figures (both are
   // time the caller waited for rows; hits cost neither):
   std::chrono::nanoseconds wait_time{0};  // asleep, waiting for another process's/thread's load
@@ -141,6 +145,19 @@ class NodeCache {
 
   // True if the row is resident (a snapshot).
   bool Contains(DatasetSlot ds, std::uint64_t row) noexcept;
+
+  // Admission behind the reader (admission_queue.h): with a queue set, the
+  // rows a ReadRows call loads are handed to it with a copy of their bytes
+  // (when it has room), instead of being placed in the segment by the reader.
+  // Null (the default) turns it off. The queue must outlive its use: its
+  // owner drains it and sets null before either goes.
+  void SetAdmissionQueue(AdmissionQueue* queue) noexcept { admission_queue_.store(queue); }
+  // Publishes rows a ReadRows call of this process loaded and handed to the
+  // admission queue, from any thread of that process: each still claimed is
+  // made resident, or released if the cache declines it (their readers'
+  // waiters then load them). Rows whose claim was taken over or dropped
+  // meanwhile are skipped.
+  PublishedRows PublishLoaded(LoadedRows&& loaded) noexcept EXCLUDES(tables_);
 
   // For the prefetcher: claims rows to load ahead of need. `rows` come in
   // order of need, each with its eviction key. A row is claimed only if it is
@@ -323,6 +340,18 @@ class NodeCache {
                         std::span<const std::uint32_t> entries, std::span<std::byte* const> dest,
                         const LoaderFn& loader, std::span<const std::uint64_t> keys,
                         ReadRowsStats* stats) noexcept EXCLUDES(tables_);
+  // The second half of LoadAndPublish: loaded rows still claimed by `slot`
+  // get their blocks and bytes (`sources`, one row each) and become resident.
+  Status PublishClaims(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
+                       std::span<const std::uint32_t> entries,
+                       std::span<const std::byte* const> sources,
+                       std::span<const std::uint64_t> keys, PublishedRows* out) noexcept
+      EXCLUDES(tables_);
+  // Hands loaded rows to the admission queue (copying their bytes); false if
+  // there is none or it has no room.
+  bool AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
+                   std::span<const std::uint32_t> entries, std::span<std::byte* const> dest,
+                   std::span<const std::uint64_t> keys, std::uint64_t row_bytes) noexcept;
 
   CacheOptions options_;
   detail::SegmentPlace place_;  // the node's directory and file names
@@ -345,6 +374,7 @@ class NodeCache {
   std::atomic<std::uint64_t> full_cache_misses_{0};
   // Start time of the process named in attachment_ (for leadership checks).
   std::atomic<std::uint64_t> self_start_time_{0};
+  std::atomic<AdmissionQueue*> admission_queue_{nullptr};
 };
 
 }  // namespace prescient::cache

@@ -447,11 +447,16 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   const Status loaded = CallLoader(loader, rows, dest, stats);
   DatasetShape shape;
   const bool known = ShapeOf(ds, &shape, /*or_retired=*/true);
-  if (loaded.ok() && known) tables_.BackAhead(std::uint64_t{shape.blocks_per_row} * rows.size());
-  SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return lock.status();  // our claims go when we detach or die
-  SegmentHeader& h = tables_.header();
+  if (loaded.ok() && known) {
+    if (AdmitBehind(ds, slot, rows, entries, dest, keys, shape.row_bytes)) {
+      stats->admitted_behind += rows.size();
+      return Status::Ok();
+    }
+    tables_.BackAhead(std::uint64_t{shape.blocks_per_row} * rows.size());
+  }
   if (!loaded.ok()) {
+    SegmentLock lock(tables_, options_.lock_timeout);
+    if (!lock.ok()) return lock.status();  // our claims go when we detach or die
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Entry& x = tables_.entry(entries[i]);
       if (OwnedClaim(x, ds, rows[i], slot)) tables_.Release(entries[i]);
@@ -459,6 +464,84 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     }
     return loaded;
   }
+  std::vector<const std::byte*> sources(dest.begin(), dest.end());
+  PublishedRows published;
+  const Status status = PublishClaims(ds, slot, rows, entries, sources, keys, &published);
+  stats->not_admitted += published.not_admitted;
+  return status;
+}
+
+bool NodeCache::AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
+                            std::span<const std::uint32_t> entries,
+                            std::span<std::byte* const> dest, std::span<const std::uint64_t> keys,
+                            std::uint64_t row_bytes) noexcept {
+  if (rows.empty()) return false;
+  AdmissionQueue* queue = admission_queue_.load();
+  const std::uint64_t bytes = row_bytes * rows.size();
+  if (queue == nullptr) return false;
+  const std::span<std::byte> buffer = queue->Reserve(bytes);
+  if (buffer.size() != bytes) return false;
+  LoadedRows loaded;
+  try {
+    loaded.ds = ds;
+    loaded.slot = slot;
+    loaded.rows.assign(rows.begin(), rows.end());
+    loaded.entries.assign(entries.begin(), entries.end());
+    loaded.keys.assign(keys.begin(), keys.end());
+  } catch (const std::bad_alloc&) {
+    queue->Unreserve(buffer);
+    return false;
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(buffer.data() + i * row_bytes, dest[i], row_bytes);
+  }
+  loaded.bytes = buffer;
+  return queue->Submit(std::move(loaded));
+}
+
+PublishedRows NodeCache::PublishLoaded(LoadedRows&& loaded) noexcept {
+  PublishedRows published;
+  DatasetShape shape;
+  const std::size_t n = loaded.rows.size();
+  const bool usable = ShapeOf(loaded.ds, &shape, /*or_retired=*/true) &&
+                      loaded.entries.size() == n &&
+                      (loaded.keys.empty() || loaded.keys.size() == n) &&
+                      loaded.bytes.size() == n * shape.row_bytes;
+  if (!usable) {
+    // Not publishable (the dataset forgotten, or a malformed set): let the
+    // claims go, so the rows' readers load them.
+    SegmentLock lock(tables_, options_.lock_timeout);
+    if (!lock.ok()) return published;  // our claims go when we detach or die
+    for (std::size_t i = 0; i < std::min(n, loaded.entries.size()); ++i) {
+      const Entry& x = tables_.entry(loaded.entries[i]);
+      if (OwnedClaim(x, loaded.ds, loaded.rows[i], loaded.slot)) tables_.Release(loaded.entries[i]);
+      if (RevokedClaim(x, loaded.ds, loaded.rows[i], loaded.slot)) {
+        tables_.DisownRevoked(loaded.entries[i]);
+      }
+    }
+    published.not_admitted = n;
+    return published;
+  }
+  // Twice what these rows take: the readers' own small rows, copied in under
+  // the lock, then find their blocks backed too, by this thread.
+  tables_.BackAhead(2 * std::uint64_t{shape.blocks_per_row} * n);
+  std::vector<const std::byte*> sources(n);
+  for (std::size_t i = 0; i < n; ++i) sources[i] = loaded.bytes.data() + i * shape.row_bytes;
+  (void)PublishClaims(loaded.ds, loaded.slot, loaded.rows, loaded.entries, sources, loaded.keys,
+                      &published);
+  return published;
+}
+
+Status NodeCache::PublishClaims(DatasetSlot ds, std::uint16_t slot,
+                                std::span<const std::uint64_t> rows,
+                                std::span<const std::uint32_t> entries,
+                                std::span<const std::byte* const> sources,
+                                std::span<const std::uint64_t> keys, PublishedRows* out) noexcept {
+  DatasetShape shape;
+  const bool known = ShapeOf(ds, &shape, /*or_retired=*/true);
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();  // our claims go when we detach or die
+  SegmentHeader& h = tables_.header();
   if (!known) {
     return Status::InvalidArgument("cache: dataset slot not registered by this process");
   }
@@ -470,20 +553,24 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
     if (RevokedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.DisownRevoked(e);
-    if (!OwnedClaim(tables_.entry(e), ds, rows[i], slot)) continue;
+    if (!OwnedClaim(tables_.entry(e), ds, rows[i], slot)) {
+      ++out->not_admitted;  // taken over, or its dataset dropped: not ours to keep
+      continue;
+    }
     const std::uint64_t key = keys.empty() ? detail::LruKey(++h.lru_tick) : keys[i];
     tables_.entry(e).key = key;
     if (!tables_.MakeRoom(blocks, key)) {
       tables_.Release(e);
       SegmentTables::Add(h.counters.rejections, 1);
-      ++stats->not_admitted;
+      ++out->not_admitted;
       continue;
     }
     tables_.entry(e).first_block = tables_.AllocChain(blocks);
     if (row_bytes <= kCopyInUnderLockBytes && copied_locked < kLockHoldCopyBudget) {
       copied_locked += row_bytes;
-      if (tables_.CopyIn(e, dest[i], row_bytes)) {
+      if (tables_.CopyIn(e, sources[i], row_bytes)) {
         tables_.MarkReady(e, key);
+        ++out->stored;
       } else {
         tables_.Release(e);  // a broken chain (corrupt segment): not cached
       }
@@ -499,16 +586,16 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   {
     // One pass over every deferred row: adjacent blocks go in one write.
     std::vector<std::uint32_t> owned;
-    std::vector<const std::byte*> sources;
+    std::vector<const std::byte*> owned_sources;
     std::vector<std::size_t> positions;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (deferred[i] == 0) continue;
       owned.push_back(entries[i]);
-      sources.push_back(dest[i]);
+      owned_sources.push_back(sources[i]);
       positions.push_back(i);
     }
     std::unique_ptr<bool[]> copied(new bool[owned.size()]);
-    tables_.CopyInOwnedRows(owned, sources, row_bytes, {copied.get(), owned.size()});
+    tables_.CopyInOwnedRows(owned, owned_sources, row_bytes, {copied.get(), owned.size()});
     for (std::size_t k = 0; k < owned.size(); ++k) {
       if (!copied[k]) deferred[positions[k]] = 2;
     }
@@ -520,6 +607,7 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     if (OwnedClaim(tables_.entry(e), ds, rows[i], slot)) {
       if (deferred[i] == 1) {
         tables_.MarkReady(e, tables_.entry(e).key);
+        ++out->stored;
       } else {
         tables_.Release(e);  // the copy found a broken chain: not cached
       }

@@ -26,8 +26,10 @@ z-score normalisation), DistributedSampler(shuffle=True) over one rank (a one-pr
 batch 2, 2 workers. Its `img_utils` imports matplotlib and torchvision for plotting helpers the
 loader never calls; where they are not installed, empty modules stand in for them.
 
-Variants: native (no connector variables at all), `lru` (the connector, no schedule) and `follow`
-(PRESCIENT_FOLLOW=1: the sampler followed at run time). Each round runs them in turn, each a
+Variants: native (no connector variables at all), `lru` (the connector, no schedule),
+`lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
+cache) and `follow` (PRESCIENT_FOLLOW=1: the sampler followed at run time). `--workers N` sets the
+DataLoader's workers (2, the loaders' own choice above; 0 reads in the training process). Each round runs them in turn, each a
 fresh process with a fresh node cache (a new PRESCIENT_NODE_ID); before every epoch every file
 is written back and dropped from the page cache (POSIX_FADV_DONTNEED), so "cold" means read from
 the device. Every epoch's batches are digested (a CRC-32 of every byte in delivery order) and
@@ -48,7 +50,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CHANNELS = list(range(16))
-VARIANTS = ("native", "lru", "follow")
+VARIANTS = ("native", "lru", "lru-inline", "follow")
 
 
 def fresh_train_dir(directory, layout):
@@ -173,7 +175,7 @@ class _Params(dict):
     __getattr__ = dict.__getitem__
 
 
-def fourcastnet_loader(src, directory):
+def fourcastnet_loader(src, directory, workers):
     import types
 
     import torch.distributed as dist
@@ -197,7 +199,7 @@ def fourcastnet_loader(src, directory):
     params = _Params(dt=1, n_history=0, in_channels=channels, out_channels=channels,
                      crop_size_x=None, crop_size_y=None, roll=False, two_step_training=False,
                      orography=False, add_noise=False, normalize=True, normalization="zscore",
-                     add_grid=False, batch_size=2, num_data_workers=2,
+                     add_grid=False, batch_size=2, num_data_workers=workers,
                      global_means_path=os.path.join(directory, "global_means.npy"),
                      global_stds_path=os.path.join(directory, "global_stds.npy"))
     train = os.path.join(directory, "train")
@@ -205,7 +207,7 @@ def fourcastnet_loader(src, directory):
     return loader, sampler, train
 
 
-def deepcam_loader(src, directory):
+def deepcam_loader(src, directory, workers):
     from torch.utils.data import DataLoader, DistributedSampler
 
     train = os.path.join(directory, "train")
@@ -213,7 +215,8 @@ def deepcam_loader(src, directory):
                                  allow_uneven_distribution=False, shuffle=True, preprocess=True,
                                  comm_size=1, comm_rank=0)
     sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, drop_last=True)
-    loader = DataLoader(dataset, 4, num_workers=2, sampler=sampler, pin_memory=True, drop_last=True)
+    loader = DataLoader(dataset, 4, num_workers=workers, sampler=sampler, pin_memory=True,
+                        drop_last=True)
     return loader, sampler, train
 
 
@@ -230,7 +233,7 @@ def make_cold(directory):
             os.close(fd)
 
 
-def run_epochs(kind, src, directory, epochs):
+def run_epochs(kind, src, directory, epochs, workers=2):
     """One variant's process: the loader's training loop for `epochs` cold epochs; each epoch's
     batches digested in delivery order (a CRC-32 of every tensor's bytes, and of any strings: it
     tells a wrong byte, at a few GB/s, where a cryptographic hash at 0.7 GB/s would be most of
@@ -240,7 +243,7 @@ def run_epochs(kind, src, directory, epochs):
     import numpy as np
     import torch
 
-    loader, sampler, train = LOADERS[kind](src, directory)
+    loader, sampler, train = LOADERS[kind](src, directory, workers)
     torch.manual_seed(0)
     out = []
     for epoch in range(epochs):
@@ -269,6 +272,8 @@ def variant_env(variant, plugin_dir, stats, cache_size=None):
                 "PRESCIENT_STATS": stats})
     if cache_size:
         env["PRESCIENT_CACHE_SIZE"] = cache_size
+    if variant == "lru-inline":
+        env["PRESCIENT_ADMIT_BEHIND"] = "0"  # the reader places its own misses in the cache
     if variant == "follow":
         env["PRESCIENT_FOLLOW"] = "1"
         env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
@@ -331,7 +336,8 @@ def compare(args):
             result = os.path.join(args.out, f"{variant}-r{rnd}.json")
             src = args.src if args.src == "stand-in" else os.path.abspath(args.src)
             cmd = [sys.executable, os.path.abspath(__file__), "_run", "--loader", args.loader, "--src", src,
-                   "--data", data_dir, "--epochs", str(args.epochs), "--result", result]
+                   "--data", data_dir, "--epochs", str(args.epochs), "--result", result,
+                   "--workers", str(args.workers)]
             proc = subprocess.run(cmd, env=variant_env(variant, plugin_dir,
                                                        os.path.join(args.out, stem + ".json"),
                                                        args.cache_size),
@@ -373,12 +379,14 @@ def main(argv=None):
     def common(p):
         p.add_argument("--epochs", type=int, default=3)
         p.add_argument("--rounds", type=int, default=2)
-        p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+        p.add_argument("--variants", nargs="+", default=["native", "lru", "follow"], choices=VARIANTS)
         p.add_argument("--plugin-dir", help="where libprescient_vol.so is (build/bench/plugins)")
         p.add_argument("--timeout", type=float, default=600, help="seconds per variant process")
         p.add_argument("--cache-size", help="PRESCIENT_CACHE_SIZE of the connector's runs "
                                             "(default: the connector's default)")
         p.add_argument("--out", help="results and data (build/bench-data/public-<loader>)")
+        p.add_argument("--workers", type=int, default=2,
+                       help="DataLoader workers (2; 0: the training process reads itself)")
 
     p = sub.add_parser("deepcam", help="MLPerf HPC's DeepCAM loader (CamDataset)")
     p.add_argument("--src", required=True,
@@ -400,10 +408,11 @@ def main(argv=None):
     r.add_argument("--data", required=True)
     r.add_argument("--epochs", type=int, required=True)
     r.add_argument("--result", required=True)
+    r.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
     if args.loader == "_run":
         with open(args.result, "w") as f:
-            json.dump(run_epochs(args.kind, args.src, args.data, args.epochs), f)
+            json.dump(run_epochs(args.kind, args.src, args.data, args.epochs, args.workers), f)
         return 0
     args.out = args.out or os.path.join(REPO, "build", "bench-data", f"public-{args.loader}")
     return compare(args)

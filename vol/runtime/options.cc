@@ -174,6 +174,15 @@ const std::vector<OptionRow>& Rows() {
          if (n && *n >= 1) o.io_threads = static_cast<unsigned>(*n);
          return n.has_value() && *n >= 1;
        }},
+      {{"PRESCIENT_ADMIT_BEHIND", "admit_behind", "bytes with a unit (0 = off)", "16MiB",
+        "rows a read loaded on a miss go to the caller at once and are copied into the cache by "
+        "a thread of the process; at most this many bytes wait (or one read, when none does); "
+        "beyond it, and with 0, the reader copies them itself"},
+       [](std::string_view v, Options& o) {
+         auto b = ParseBytes(v);
+         if (b) o.admit_behind_bytes = *b;
+         return b.has_value();
+       }},
       {{"PRESCIENT_COALESCE_GAP", "coalesce_gap", "auto, or bytes with a unit (0 = never merge)",
         "auto",
         "merge missing rows into one read when the gap between them is below this; auto is "

@@ -57,6 +57,10 @@ struct Options {
   bool prefetch = true;
   // PRESCIENT_IO_THREADS: I/O threads of the node's prefetch leader.
   unsigned io_threads = 2;
+  // PRESCIENT_ADMIT_BEHIND: bytes of loaded rows that may wait for the
+  // process's admission thread (vol/serve/admission_worker.h); 0 = the
+  // reader copies them into the cache itself.
+  std::uint64_t admit_behind_bytes = 16ull << 20;
   // PRESCIENT_COALESCE_GAP: merge missing rows whose gap in the file is
   // below this many bytes; nullopt = the local-disk default (256 KiB,
   // cache::io::kDefaultLocalDiskCoalescing): nothing is probed at start.

@@ -28,6 +28,8 @@ constexpr const char* kTopLevelNames[] = {
     "rows_waited",
     "rows_prefetched",
     "rows_read_around",
+    "rows_admitted_behind",
+    "rows_admitted_behind_declined",
     "files_warmed",
     "rows_remote",
     "rows_served",
@@ -137,6 +139,7 @@ void Stats::Commit(const ReadRecord& read) {
   add(Counter::kRowsLoaded, read.rows_loaded);
   add(Counter::kRowsWaited, read.rows_waited);
   add(Counter::kRowsReadAround, read.rows_read_around);
+  add(Counter::kRowsAdmittedBehind, read.rows_admitted_behind);
   add(Counter::kStorageReads, read.storage_reads);
   add(Counter::kStorageBytes, read.storage_bytes);
   add(Counter::kStallNs, read.stall_storage_ns + read.stall_wait_ns);

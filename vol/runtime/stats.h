@@ -43,16 +43,18 @@ enum class Counter : std::size_t {
   kRowsWaited,              // distinct rows another process or thread was loading
   kRowsPrefetched,          // rows the prefetch threads read ahead of need
   kRowsReadAround,          // rows read beside a miss on the reader's thread (rest of a chunk)
-  kFilesWarmed,             // small files the prefetch thread read into the page cache
-  kRowsRemote,              // node agent: rows fetched from other nodes' agents
-  kRowsServed,              // node agent: rows sent to other nodes' agents
-  kStorageReads,            // read requests to storage (coalesced)
-  kStorageBytes,            // bytes read from storage, gaps included
-  kStallNs,                 // time read callbacks waited for rows: the two below
-  kStallStorageNs,          //   ... for their own storage reads (misses)
-  kStallWaitNs,             //   ... for rows others were loading (prefetch, other processes)
-  kScheduleMatches,         // read samples found where the schedule said
-  kScheduleMismatches,      // read samples the schedule did not predict
+  kRowsAdmittedBehind,      // of rows_loaded: copied into the cache by the admission thread
+  kRowsAdmittedBehindDeclined,  // of those: not kept (full cache, claim taken over meanwhile)
+  kFilesWarmed,                 // small files the prefetch thread read into the page cache
+  kRowsRemote,                  // node agent: rows fetched from other nodes' agents
+  kRowsServed,                  // node agent: rows sent to other nodes' agents
+  kStorageReads,                // read requests to storage (coalesced)
+  kStorageBytes,                // bytes read from storage, gaps included
+  kStallNs,                     // time read callbacks waited for rows: the two below
+  kStallStorageNs,              //   ... for their own storage reads (misses)
+  kStallWaitNs,                 //   ... for rows others were loading (prefetch, other processes)
+  kScheduleMatches,             // read samples found where the schedule said
+  kScheduleMismatches,          // read samples the schedule did not predict
   // Fallbacks: each is also warned about once (Runtime::Fallback).
   kFallbackServeFailed,     // a cached read failed and was forwarded
   kFallbackFileChanged,     // reads of a file changed since it was opened, forwarded
@@ -120,6 +122,7 @@ struct ReadRecord {
   // Outcome.
   bool served = false;  // false: forwarded to the connector underneath
   std::uint64_t rows_hit = 0, rows_loaded = 0, rows_waited = 0, rows_read_around = 0;
+  std::uint64_t rows_admitted_behind = 0;  // of rows_loaded
   std::uint64_t storage_reads = 0, storage_bytes = 0;
   std::uint64_t stall_storage_ns = 0, stall_wait_ns = 0;
   std::uint64_t schedule_matches = 0, schedule_mismatches = 0;

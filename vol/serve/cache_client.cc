@@ -124,6 +124,7 @@ void CacheClient::AtForkPrepare() {
   DatasetResolver::LockForFork();  // first: a resolution holds HDF5's lock, and none of ours
   CacheClient& client = Get();
   client.mutex_.Lock();
+  if (client.admission_) client.admission_->LockForFork();
   if (ScheduleFollower* follower = client.follower_.load()) follower->LockForFork();
   if (client.cache_) client.cache_->LockForFork();  // last: a leaf
 }
@@ -132,6 +133,7 @@ void CacheClient::AtForkParent() {
   CacheClient& client = Get();
   if (client.cache_) client.cache_->UnlockAfterFork();
   if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
+  if (client.admission_) client.admission_->UnlockAfterFork();
   client.mutex_.Unlock();
   DatasetResolver::UnlockAfterFork();
 }
@@ -140,6 +142,10 @@ void CacheClient::AtForkChild() {
   CacheClient& client = Get();
   if (client.cache_) client.cache_->UnlockAfterFork();
   if (ScheduleFollower* follower = client.follower_.load()) follower->UnlockAfterFork();
+  if (client.admission_) {
+    client.admission_->UnlockAfterFork();
+    client.admission_->ForgetAfterForkInChild();
+  }
   client.mutex_.Unlock();
   DatasetResolver::UnlockAfterFork();
 }
@@ -147,12 +153,17 @@ void CacheClient::AtForkChild() {
 std::unique_ptr<cache::NodeCache> CacheClient::ExchangeSegmentForTesting(
     std::unique_ptr<cache::NodeCache> segment) {
   cache::MutexLock lock(&mutex_);
+  if (admission_) admission_->Drain();
   std::swap(cache_, segment);
+  if (admission_) admission_->Attach(cache_.get());
   return segment;
 }
 
 void CacheClient::Shutdown() noexcept {
   cache::MutexLock lock(&mutex_);
+  // Rows waiting for the admission thread are published while everything
+  // they need is still there.
+  if (admission_) admission_->Drain();
   if (follower_owner_) follower_owner_->Stop();
   for (Retired& retired : retired_) {
     if (retired.pid != ::getpid()) (void)retired.follower.release();
@@ -206,6 +217,10 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   }
   cache_ = std::move(opened.value());
   capacity_bytes_ = cache_->Stats().capacity_bytes;
+  if (options.admit_behind_bytes > 0) {
+    admission_ = std::make_unique<AdmissionWorker>(options.admit_behind_bytes);
+    admission_->Attach(cache_.get());
+  }
   runtime.Log(LogLevel::kInfo, "node cache " + cache_->path() + " open");
   node_snapshot_.Take(*cache_, runtime.stats());
   follower_owner_ =
@@ -495,6 +510,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_loaded += read.loaded + read.uncached;
       record->rows_waited += read.waited;
       record->rows_read_around += read_around;
+      record->rows_admitted_behind += read.admitted_behind;
     } else {
       // Entries of several rows: rows brought from storage are whole entries;
       // the requested rows count as hits when their entries all were.
@@ -503,6 +519,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_hit += missed == 0 ? rows.size() : rows.size() * read.hits / entries.size();
       record->rows_loaded += (read.loaded + read.uncached) * g;
       record->rows_waited += read.waited * g;
+      record->rows_admitted_behind += read.admitted_behind * g;
     }
     return true;
   } catch (const std::exception& e) {

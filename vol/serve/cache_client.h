@@ -32,6 +32,7 @@
 #include "vol/runtime/stats.h"
 #include "vol/schedule/schedule_follower.h"
 #include "vol/schedule/schedule_watch.h"
+#include "vol/serve/admission_worker.h"
 #include "vol/serve/cached_dataset.h"
 #include "vol/serve/node_snapshot.h"
 
@@ -108,6 +109,9 @@ class CacheClient {
   cache::Mutex mutex_;  // held across fork()
   bool open_attempted_ GUARDED_BY(mutex_) = false;
   std::unique_ptr<cache::NodeCache> cache_ GUARDED_BY(mutex_);
+  // Copies loaded rows into cache_ behind the readers (PRESCIENT_ADMIT_BEHIND);
+  // made with the segment, drained before it goes.
+  std::unique_ptr<AdmissionWorker> admission_ GUARDED_BY(mutex_);
   // The segment's data capacity, read once at open (constant for its life).
   std::uint64_t capacity_bytes_ GUARDED_BY(mutex_) = 0;
   std::map<Identity, std::shared_ptr<CachedDataset>> datasets_ GUARDED_BY(mutex_);

@@ -1,0 +1,56 @@
+// Admission behind the reader: a miss's rows go to the caller at storage
+// speed, and their copy into the segment (page allocation, copy, the lock
+// rounds that place them) is done by another thread of the same process.
+//
+// The reading thread keeps its claims on the rows (they stay Loading to every
+// other reader of the node, who wait for them as for any load) and hands a
+// copy of their bytes to the queue; the queue's thread calls
+// NodeCache::PublishLoaded with them. Whoever owns a queue must drain it
+// before the NodeCache it publishes into goes away.
+#ifndef PRESCIENT_CACHE_CORE_ADMISSION_QUEUE_H_
+#define PRESCIENT_CACHE_CORE_ADMISSION_QUEUE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cache/core/dataset_key.h"
+
+namespace prescient::cache {
+
+// Rows one ReadRows call loaded and still holds claims on (in its process's
+// attach slot), with a copy of their bytes, for NodeCache::PublishLoaded.
+struct LoadedRows {
+  DatasetSlot ds{};
+  std::uint16_t slot = 0;              // the claims' attach slot
+  std::vector<std::uint64_t> rows;     // ascending
+  std::vector<std::uint32_t> entries;  // the claimed entries, one per row
+  std::vector<std::uint64_t> keys;     // eviction keys, one per row (empty: LRU)
+  std::span<std::byte> bytes;  // row_bytes per row, in rows' order, in a buffer from Reserve
+};
+
+// What PublishLoaded did with the rows.
+struct PublishedRows {
+  std::uint64_t stored = 0;        // resident now
+  std::uint64_t not_admitted = 0;  // declined by a full cache, or their claim was lost
+};
+
+class AdmissionQueue {
+ public:
+  virtual ~AdmissionQueue() = default;
+  // A buffer of exactly `bytes` for rows to hand over (the queue's memory,
+  // reused from hand-over to hand-over), or an empty span when the queue is
+  // full or cannot run here: the reader then publishes the rows itself.
+  virtual std::span<std::byte> Reserve(std::uint64_t bytes) noexcept = 0;
+  // Gives back a buffer from Reserve that will not be submitted.
+  virtual void Unreserve(std::span<std::byte> buffer) noexcept = 0;
+  // Takes rows whose bytes are in a buffer from Reserve; they are published
+  // on another thread. False if that cannot happen after all: the buffer is
+  // taken back, and the reader publishes the rows itself.
+  virtual bool Submit(LoadedRows&& rows) noexcept = 0;
+};
+
+}  // namespace prescient::cache
+
+#endif  // PRESCIENT_CACHE_CORE_ADMISSION_QUEUE_H_

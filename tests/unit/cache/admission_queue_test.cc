@@ -1,0 +1,278 @@
+// Admission behind the reader (cache/core/admission_queue.h): rows a read
+// loaded reach the caller at once, stay claimed (Loading) until the queue's
+// thread publishes them, and are then hits, byte for byte.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/cache/test_support.h"
+
+namespace prescient::cache {
+namespace {
+
+using testing::FirstBadByte;
+using testing::PatternLoader;
+using testing::ScopedSegmentName;
+
+std::unique_ptr<NodeCache> OpenOrDie(const CacheOptions& options) {
+  auto cache = NodeCache::Open(options);
+  EXPECT_TRUE(cache.ok()) << cache.status().message();
+  return cache.ok() ? std::move(cache.value()) : nullptr;
+}
+
+// Keeps what is handed over until the test publishes it; `full` refuses.
+class HeldQueue final : public AdmissionQueue {
+ public:
+  std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override {
+    if (full) return {};
+    buffers.push_back(std::make_unique<std::byte[]>(bytes));
+    return {buffers.back().get(), static_cast<std::size_t>(bytes)};
+  }
+  void Unreserve(std::span<std::byte>) noexcept override { ++unreserved; }
+  bool Submit(LoadedRows&& rows) noexcept override {
+    held.push_back(std::move(rows));
+    return true;
+  }
+  PublishedRows PublishAll(NodeCache& cache) {
+    PublishedRows sum;
+    for (LoadedRows& rows : held) {
+      const PublishedRows p = cache.PublishLoaded(std::move(rows));
+      sum.stored += p.stored;
+      sum.not_admitted += p.not_admitted;
+    }
+    held.clear();
+    return sum;
+  }
+
+  bool full = false;
+  int unreserved = 0;
+  std::vector<std::unique_ptr<std::byte[]>> buffers;
+  std::vector<LoadedRows> held;
+};
+
+// Publishes on a thread of its own, as the connector's worker does.
+class ThreadQueue final : public AdmissionQueue {
+ public:
+  explicit ThreadQueue(NodeCache& cache) : cache_(cache), thread_([this] { Run(); }) {}
+  ~ThreadQueue() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override {
+    std::lock_guard lock(mu_);
+    if (in_flight_ > 8) return {};  // a bounded queue: the reader publishes its own
+    ++in_flight_;
+    auto* data = new std::byte[bytes];
+    return {data, static_cast<std::size_t>(bytes)};
+  }
+  void Unreserve(std::span<std::byte> buffer) noexcept override {
+    delete[] buffer.data();
+    std::lock_guard lock(mu_);
+    --in_flight_;
+  }
+  bool Submit(LoadedRows&& rows) noexcept override {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(rows));
+    }
+    wake_.notify_one();
+    return true;
+  }
+  std::uint64_t stored() {
+    std::lock_guard lock(mu_);
+    return stored_;
+  }
+
+ private:
+  void Run() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      LoadedRows rows = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      const std::span<std::byte> buffer = rows.bytes;
+      const PublishedRows p = cache_.PublishLoaded(std::move(rows));
+      Unreserve(buffer);
+      lock.lock();
+      stored_ += p.stored;
+    }
+  }
+
+  NodeCache& cache_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<LoadedRows> queue_;
+  int in_flight_ = 0;
+  std::uint64_t stored_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+constexpr std::uint64_t kRowBytes = 20 * 1024;  // larger than what the reader copies in itself
+
+TEST(AdmissionBehind, RowsReachTheCallerAtOnceAndAreHitsOncePublished) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  HeldQueue queue;
+  cache->SetAdmissionQueue(&queue);
+  const DatasetSlot ds = cache->RegisterDataset({7, 1}, kRowBytes, 64).value();
+  std::atomic<std::uint64_t> loaded{0};
+  PatternLoader loader{3, kRowBytes, &loaded};
+  const std::vector<std::uint64_t> rows = {12, 4, 30, 4, 5};
+  std::vector<std::byte> out(rows.size() * kRowBytes);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(FirstBadByte(3, rows, out.data(), kRowBytes), -1);
+  EXPECT_EQ(st.loaded, 4u);
+  EXPECT_EQ(st.admitted_behind, 4u);
+  ASSERT_EQ(queue.held.size(), 1u);
+  EXPECT_EQ(queue.held[0].rows, (std::vector<std::uint64_t>{4, 5, 12, 30}));
+  EXPECT_FALSE(cache->Contains(ds, 12));  // claimed, not yet resident
+
+  // Another reader of a handed-over row waits for it, loading nothing.
+  std::vector<std::byte> other(kRowBytes);
+  ReadRowsStats other_st;
+  std::thread reader([&] {
+    const std::vector<std::uint64_t> one = {30};
+    EXPECT_TRUE(cache->ReadRows(ds, one, other.data(), loader, nullptr, &other_st).ok());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const PublishedRows published = queue.PublishAll(*cache);
+  reader.join();
+  EXPECT_EQ(published.stored, 4u);
+  EXPECT_EQ(published.not_admitted, 0u);
+  EXPECT_EQ(other_st.waited, 1u);
+  EXPECT_EQ(FirstBadByte(3, std::vector<std::uint64_t>{30}, other.data(), kRowBytes), -1);
+  EXPECT_EQ(loaded.load(), 4u);
+
+  std::vector<std::byte> again(rows.size() * kRowBytes);
+  ReadRowsStats st2;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, again.data(), loader, nullptr, &st2).ok());
+  EXPECT_EQ(FirstBadByte(3, rows, again.data(), kRowBytes), -1);
+  EXPECT_EQ(st2.hits, 4u);
+  EXPECT_EQ(loaded.load(), 4u);
+  cache->SetAdmissionQueue(nullptr);
+}
+
+TEST(AdmissionBehind, AFullQueueLeavesTheCopyToTheReader) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  HeldQueue queue;
+  cache->SetAdmissionQueue(&queue);
+  queue.full = true;
+  const DatasetSlot ds = cache->RegisterDataset({7, 2}, kRowBytes, 64).value();
+  PatternLoader loader{5, kRowBytes, nullptr};
+  const std::vector<std::uint64_t> rows = {1, 2, 3};
+  std::vector<std::byte> out(rows.size() * kRowBytes);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(FirstBadByte(5, rows, out.data(), kRowBytes), -1);
+  EXPECT_EQ(st.admitted_behind, 0u);
+  EXPECT_TRUE(queue.held.empty());
+  EXPECT_TRUE(cache->Contains(ds, 2));
+  cache->SetAdmissionQueue(nullptr);
+}
+
+TEST(AdmissionBehind, SmallRowsCopiedInUnderTheLockGoBehindToo) {
+  // A reader that publishes small rows itself waits for the lock behind the
+  // queue's thread (placing a large read's rows): they are handed over too.
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  HeldQueue queue;
+  cache->SetAdmissionQueue(&queue);
+  constexpr std::uint64_t kSmall = 1000;
+  const DatasetSlot ds = cache->RegisterDataset({7, 3}, kSmall, 64).value();
+  PatternLoader loader{6, kSmall, nullptr};
+  const std::vector<std::uint64_t> rows = {8, 9, 40};
+  std::vector<std::byte> out(rows.size() * kSmall);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(FirstBadByte(6, rows, out.data(), kSmall), -1);
+  EXPECT_EQ(st.admitted_behind, 3u);
+  EXPECT_EQ(queue.PublishAll(*cache).stored, 3u);
+  std::vector<std::byte> again(rows.size() * kSmall);
+  ReadRowsStats st2;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, again.data(), loader, nullptr, &st2).ok());
+  EXPECT_EQ(st2.hits, 3u);
+  EXPECT_EQ(FirstBadByte(6, rows, again.data(), kSmall), -1);
+  cache->SetAdmissionQueue(nullptr);
+}
+
+TEST(AdmissionBehind, RowsOfADatasetDroppedMeanwhileAreNotPublished) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  HeldQueue queue;
+  cache->SetAdmissionQueue(&queue);
+  const DatasetSlot ds = cache->RegisterDataset({7, 4}, kRowBytes, 64).value();
+  PatternLoader loader{8, kRowBytes, nullptr};
+  const std::vector<std::uint64_t> rows = {10, 11};
+  std::vector<std::byte> out(rows.size() * kRowBytes);
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, nullptr).ok());
+  ASSERT_EQ(queue.held.size(), 1u);
+  ASSERT_TRUE(cache->DropDataset(ds).ok());  // the file changed under an open handle
+  const PublishedRows published = queue.PublishAll(*cache);
+  EXPECT_EQ(published.stored, 0u);
+  EXPECT_EQ(published.not_admitted, 2u);
+  EXPECT_EQ(cache->Stats().rows_resident, 0u);
+  // The same key registered again gets a new slot and loads afresh.
+  const DatasetSlot fresh = cache->RegisterDataset({7, 4}, kRowBytes, 64).value();
+  ASSERT_NE(fresh, ds);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(fresh, rows, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(st.loaded, 2u);
+  EXPECT_EQ(FirstBadByte(8, rows, out.data(), kRowBytes), -1);
+  cache->SetAdmissionQueue(nullptr);
+}
+
+TEST(AdmissionBehind, ReadersAndThePublishingThreadTogetherKeepEveryByteExact) {
+  // Readers miss, hit and wait on rows the queue's thread is publishing, in a
+  // cache that holds a third of the rows (evictions, declined admissions).
+  ScopedSegmentName name;
+  name.options().capacity_bytes = 2 << 20;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  constexpr std::uint64_t kRows = 300;
+  const DatasetSlot ds = cache->RegisterDataset({7, 5}, kRowBytes, kRows).value();
+  std::uint64_t stored = 0;
+  {
+    ThreadQueue queue(*cache);
+    cache->SetAdmissionQueue(&queue);
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 3; ++t) {
+      readers.emplace_back([&, t] {
+        PatternLoader loader{9, kRowBytes, nullptr};
+        std::mt19937_64 rng(t);
+        std::vector<std::byte> out(4 * kRowBytes);
+        for (int i = 0; i < 400; ++i) {
+          std::vector<std::uint64_t> rows(1 + rng() % 4);
+          for (auto& r : rows) r = rng() % kRows;
+          ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, nullptr).ok());
+          ASSERT_EQ(FirstBadByte(9, rows, out.data(), kRowBytes), -1) << "read " << i;
+        }
+      });
+    }
+    for (auto& th : readers) th.join();
+    cache->SetAdmissionQueue(nullptr);
+    stored = queue.stored();  // read before the queue drains
+  }
+  EXPECT_GT(stored, 0u);
+  EXPECT_GT(cache->Stats().rows_resident, 0u);
+}
+
+}  // namespace
+}  // namespace prescient::cache

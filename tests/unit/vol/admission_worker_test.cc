@@ -1,0 +1,129 @@
+// The connector's admission thread (vol/serve/admission_worker.h): its budget
+// and buffers, draining before the segment goes, and a forked child that
+// inherits the worker but not its thread. A real segment, real fork().
+#include "vol/serve/admission_worker.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "tests/unit/cache/test_support.h"
+
+namespace prescient::vol {
+namespace {
+
+using cache::testing::FirstBadByte;
+using cache::testing::PatternLoader;
+using cache::testing::ScopedSegmentName;
+
+constexpr std::uint64_t kMiB = 1 << 20;
+constexpr std::uint64_t kRowBytes = 64 * 1024;
+
+std::unique_ptr<cache::NodeCache> OpenOrDie(const cache::CacheOptions& options) {
+  auto opened = cache::NodeCache::Open(options);
+  EXPECT_TRUE(opened.ok()) << opened.status().message();
+  return opened.ok() ? std::move(opened.value()) : nullptr;
+}
+
+TEST(AdmissionWorker, HoldsAtMostItsBudgetAndReusesItsBuffers) {
+  ScopedSegmentName name;
+  auto segment = OpenOrDie(name.options());
+  ASSERT_NE(segment, nullptr);
+  AdmissionWorker worker(16 * kMiB);
+  EXPECT_TRUE(worker.Reserve(kMiB).empty());  // not attached: nothing to publish into
+  worker.Attach(segment.get());
+  const std::span<std::byte> first = worker.Reserve(10 * kMiB);
+  ASSERT_EQ(first.size(), 10 * kMiB);
+  EXPECT_TRUE(worker.Reserve(10 * kMiB).empty());  // 20 MiB would wait
+  const std::span<std::byte> small = worker.Reserve(6 * kMiB);
+  EXPECT_EQ(small.size(), 6 * kMiB);
+  worker.Unreserve(first);
+  worker.Unreserve(small);
+  const std::span<std::byte> again = worker.Reserve(8 * kMiB);
+  EXPECT_EQ(again.data(), first.data());  // the smallest kept buffer that fits
+  worker.Unreserve(again);
+  EXPECT_EQ(worker.KeptBytes(), 16 * kMiB);
+  // One read larger than the budget goes when nothing waits, and its buffer
+  // is not kept afterwards.
+  const std::span<std::byte> large = worker.Reserve(40 * kMiB);
+  ASSERT_EQ(large.size(), 40 * kMiB);
+  EXPECT_TRUE(worker.Reserve(kMiB).empty());
+  worker.Unreserve(large);
+  EXPECT_LE(worker.KeptBytes(), 16 * kMiB);
+  worker.Drain();
+  EXPECT_TRUE(worker.Reserve(kMiB).empty());  // detached
+}
+
+TEST(AdmissionWorker, DrainPublishesWhatIsQueuedBeforeTheSegmentGoes) {
+  ScopedSegmentName name;
+  auto segment = OpenOrDie(name.options());
+  ASSERT_NE(segment, nullptr);
+  const cache::DatasetSlot ds = segment->RegisterDataset({5, 5}, kRowBytes, 64).value();
+  AdmissionWorker worker(16 * kMiB);
+  worker.Attach(segment.get());
+  PatternLoader loader{2, kRowBytes, nullptr};
+  std::vector<std::byte> out(kRowBytes);
+  std::uint64_t behind = 0;
+  for (std::uint64_t row = 0; row < 32; ++row) {
+    const std::vector<std::uint64_t> one = {row};
+    cache::ReadRowsStats st;
+    ASSERT_TRUE(segment->ReadRows(ds, one, out.data(), loader, nullptr, &st).ok());
+    ASSERT_EQ(FirstBadByte(2, one, out.data(), kRowBytes), -1);
+    behind += st.admitted_behind;
+  }
+  worker.Drain();
+  EXPECT_EQ(behind, 32u);
+  for (std::uint64_t row = 0; row < 32; ++row) EXPECT_TRUE(segment->Contains(ds, row)) << row;
+  // Detached: the reader places its own rows again.
+  const std::vector<std::uint64_t> next = {40};
+  cache::ReadRowsStats st;
+  ASSERT_TRUE(segment->ReadRows(ds, next, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(st.admitted_behind, 0u);
+  EXPECT_TRUE(segment->Contains(ds, 40));
+}
+
+TEST(AdmissionWorker, AForkedChildStartsAThreadOfItsOwnAndLeavesTheParentsRowsToIt) {
+  ScopedSegmentName name;
+  auto segment = OpenOrDie(name.options());
+  ASSERT_NE(segment, nullptr);
+  const cache::DatasetSlot ds = segment->RegisterDataset({5, 6}, kRowBytes, 64).value();
+  AdmissionWorker worker(16 * kMiB);
+  worker.Attach(segment.get());
+  PatternLoader loader{4, kRowBytes, nullptr};
+  std::vector<std::byte> out(16 * kRowBytes);
+  std::vector<std::uint64_t> parent_rows(16);
+  for (std::uint64_t i = 0; i < 16; ++i) parent_rows[i] = i;
+  ASSERT_TRUE(segment->ReadRows(ds, parent_rows, out.data(), loader, nullptr, nullptr).ok());
+  // fork() as the connector's handlers do it: the worker's lock held across.
+  worker.LockForFork();
+  const pid_t child = fork();
+  worker.UnlockAfterFork();
+  if (child == 0) {
+    worker.ForgetAfterForkInChild();
+    std::vector<std::uint64_t> rows(16);
+    for (std::uint64_t i = 0; i < 16; ++i) rows[i] = 32 + i;
+    cache::ReadRowsStats st;
+    bool ok = segment->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok() &&
+              FirstBadByte(4, rows, out.data(), kRowBytes) == -1 && st.admitted_behind == 16;
+    // The parent's rows: hits or waits, never wrong.
+    ok = ok && segment->ReadRows(ds, parent_rows, out.data(), loader, nullptr, nullptr).ok() &&
+         FirstBadByte(4, parent_rows, out.data(), kRowBytes) == -1;
+    worker.Drain();  // the child's own thread places its rows
+    for (std::uint64_t r : rows) ok = ok && segment->Contains(ds, r);
+    _exit(ok ? 0 : 1);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  worker.Drain();
+  for (std::uint64_t r = 0; r < 16; ++r) EXPECT_TRUE(segment->Contains(ds, r)) << r;
+  for (std::uint64_t r = 32; r < 48; ++r) EXPECT_TRUE(segment->Contains(ds, r)) << r;
+}
+
+}  // namespace
+}  // namespace prescient::vol

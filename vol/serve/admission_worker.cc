@@ -1,0 +1,128 @@
+#include "vol/serve/admission_worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <new>
+#include <utility>
+
+#include "vol/runtime/runtime.h"
+
+namespace prescient::vol {
+
+void AdmissionWorker::Attach(cache::NodeCache* cache) {
+  cache::MutexLock lock(&mu_);
+  cache_ = cache;
+  if (cache_ != nullptr) cache_->SetAdmissionQueue(this);
+}
+
+void AdmissionWorker::Drain() noexcept {
+  std::unique_ptr<cache::io::ThreadPool> pool;
+  {
+    cache::MutexLock lock(&mu_);
+    // No new rows from here on: reads publish their own, and a hand-over
+    // racing with this finds no cache and is given back.
+    if (cache_ != nullptr) cache_->SetAdmissionQueue(nullptr);
+    cache_ = nullptr;
+    pool = std::move(pool_);
+  }
+  pool.reset();  // runs what is queued, then joins (in a forked child: lets go)
+}
+
+std::span<std::byte> AdmissionWorker::Reserve(std::uint64_t bytes) noexcept {
+  cache::MutexLock lock(&mu_);
+  if (cache_ == nullptr || bytes == 0 || budget_bytes_ == 0) return {};
+  // A read larger than the whole budget may still go when nothing waits:
+  // memory stays bounded by one read (itself at most a quarter of the cache).
+  if (in_flight_bytes_ != 0 && in_flight_bytes_ + bytes > budget_bytes_) return {};
+  // The smallest free buffer that fits; else a new one, after letting go of
+  // free ones that would keep more than the budget allocated.
+  Buffer* best = nullptr;
+  std::uint64_t kept = 0;
+  for (Buffer& b : buffers_) {
+    kept += b.capacity;
+    if (b.used == 0 && b.capacity >= bytes && (best == nullptr || b.capacity < best->capacity)) {
+      best = &b;
+    }
+  }
+  if (best == nullptr) {
+    for (auto it = buffers_.begin(); it != buffers_.end() && kept + bytes > budget_bytes_;) {
+      if (it->used == 0) {
+        kept -= it->capacity;
+        it = buffers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    try {
+      buffers_.push_back({std::unique_ptr<std::byte[]>(new std::byte[bytes]), bytes, 0});
+    } catch (const std::bad_alloc&) {
+      return {};
+    }
+    best = &buffers_.back();
+  }
+  best->used = bytes;
+  in_flight_bytes_ += bytes;
+  return {best->data.get(), static_cast<std::size_t>(bytes)};
+}
+
+void AdmissionWorker::Unreserve(std::span<std::byte> buffer) noexcept {
+  cache::MutexLock lock(&mu_);
+  std::uint64_t kept = 0;
+  for (const Buffer& b : buffers_) kept += b.capacity;
+  for (auto it = buffers_.begin(); it != buffers_.end(); ++it) {
+    if (it->data.get() != buffer.data() || it->used == 0) continue;
+    in_flight_bytes_ -= it->used;
+    it->used = 0;
+    // A buffer for a read beyond the budget is not kept for the process's life.
+    if (kept > budget_bytes_) buffers_.erase(it);
+    return;
+  }
+}
+
+bool AdmissionWorker::Submit(cache::LoadedRows&& rows) noexcept {
+  const std::span<std::byte> buffer = rows.bytes;
+  try {
+    cache::MutexLock lock(&mu_);
+    if (cache_ != nullptr) {
+      const pid_t self = ::getpid();
+      if (pool_ == nullptr || pool_pid_ != self) {
+        pool_.reset();  // a parent's pool, in a forked child, is let go unjoined
+        pool_ = std::make_unique<cache::io::ThreadPool>(cache::io::ThreadPoolOptions{.threads = 1});
+        pool_pid_ = self;
+      }
+      cache::NodeCache* cache = cache_;
+      auto task = [this, cache, loaded = std::move(rows), buffer]() mutable {
+        const cache::PublishedRows published = cache->PublishLoaded(std::move(loaded));
+        Unreserve(buffer);
+        if (published.not_admitted != 0) {
+          Runtime::Get().stats().Add(Counter::kRowsAdmittedBehindDeclined, published.not_admitted);
+        }
+      };
+      if (pool_->Submit(std::move(task))) return true;
+    }
+  } catch (...) {
+  }
+  Unreserve(buffer);
+  return false;
+}
+
+std::uint64_t AdmissionWorker::KeptBytes() {
+  cache::MutexLock lock(&mu_);
+  std::uint64_t kept = 0;
+  for (const Buffer& b : buffers_) kept += b.capacity;
+  return kept;
+}
+
+void AdmissionWorker::ForgetAfterForkInChild() noexcept {
+  cache::MutexLock lock(&mu_);
+  // The parent's hand-overs: their buffers are the parent's to reuse; here
+  // they are copies nobody writes (fork shares their pages), let go unused.
+  for (Buffer& b : buffers_) {
+    if (b.used != 0) (void)b.data.release();
+  }
+  std::erase_if(buffers_, [](const Buffer& b) { return b.data == nullptr; });
+  in_flight_bytes_ = 0;
+}
+
+}  // namespace prescient::vol

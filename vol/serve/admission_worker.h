@@ -1,0 +1,79 @@
+// The process's admission thread (cache/core/admission_queue.h): rows a read
+// loaded on a miss are returned to the caller at once, and their copy into
+// the node's segment (page allocation, copy, placing them under the segment
+// lock) is made here, on one thread of the process that claimed them.
+//
+// Bounded: at most `budget_bytes` of rows wait at once; a read that finds the
+// budget spent publishes its rows itself, as without a queue. The thread
+// never calls HDF5: it only publishes bytes the reader already has.
+//
+// Fork: a DataLoader worker inherits the object but not the thread. Rows
+// queued in the parent are the parent's (its claims, its thread publishes
+// them); the child forgets them (ForgetAfterForkInChild) and starts a thread
+// of its own on its first use.
+#ifndef PRESCIENT_VOL_SERVE_ADMISSION_WORKER_H_
+#define PRESCIENT_VOL_SERVE_ADMISSION_WORKER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cache/base/mutex.h"
+#include "cache/core/admission_queue.h"
+#include "cache/core/node_cache.h"
+#include "cache/io/executor.h"
+
+namespace prescient::vol {
+
+class AdmissionWorker final : public cache::AdmissionQueue {
+ public:
+  explicit AdmissionWorker(std::uint64_t budget_bytes) : budget_bytes_(budget_bytes) {}
+  ~AdmissionWorker() override { Drain(); }
+  AdmissionWorker(const AdmissionWorker&) = delete;
+  AdmissionWorker& operator=(const AdmissionWorker&) = delete;
+
+  // Publishes into `cache` from now on, and sets itself as its queue.
+  void Attach(cache::NodeCache* cache) EXCLUDES(mu_);
+  // Publishes everything queued, stops the thread and detaches from the
+  // cache (which reads no longer hand rows to). Before the cache goes away.
+  void Drain() noexcept EXCLUDES(mu_);
+
+  std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override EXCLUDES(mu_);
+  void Unreserve(std::span<std::byte> buffer) noexcept override EXCLUDES(mu_);
+  bool Submit(cache::LoadedRows&& rows) noexcept override EXCLUDES(mu_);
+
+  // Bytes of hand-over buffers the process holds (in use or kept for reuse).
+  std::uint64_t KeptBytes() EXCLUDES(mu_);
+
+  // fork(): held across it, so a child never inherits mu_ held.
+  void LockForFork() ACQUIRE(mu_) { mu_.Lock(); }
+  void UnlockAfterFork() RELEASE(mu_) { mu_.Unlock(); }
+  // In the child, after UnlockAfterFork: the parent's queued rows are not
+  // this process's to publish (their buffers stay the parent's, unused here).
+  void ForgetAfterForkInChild() noexcept EXCLUDES(mu_);
+
+ private:
+  // Hand-over buffers, reused: a fresh one would cost the reader a page fault
+  // per page at every read (the very cost admission behind it avoids).
+  struct Buffer {
+    std::unique_ptr<std::byte[]> data;
+    std::uint64_t capacity = 0;
+    std::uint64_t used = 0;  // bytes of the current hand-over; 0 = free
+  };
+  const std::uint64_t budget_bytes_;
+  cache::Mutex mu_;
+  cache::NodeCache* cache_ GUARDED_BY(mu_) = nullptr;
+  std::vector<Buffer> buffers_ GUARDED_BY(mu_);
+  std::uint64_t in_flight_bytes_ GUARDED_BY(mu_) = 0;
+  // One thread, started on first use in each process (pool_pid_).
+  std::unique_ptr<cache::io::ThreadPool> pool_ GUARDED_BY(mu_);
+  pid_t pool_pid_ GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_SERVE_ADMISSION_WORKER_H_
