@@ -340,6 +340,10 @@ class NodeCache {
                         std::span<const std::uint32_t> entries, std::span<std::byte* const> dest,
                         const LoaderFn& loader, std::span<const std::uint64_t> keys,
                         ReadRowsStats* stats) noexcept EXCLUDES(tables_);
+  // Lets go of loaded rows' claims (a failed load, rows not publishable):
+  // each still ours is freed, its waiters woken to load it themselves.
+  Status ReleaseClaims(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
+                       std::span<const std::uint32_t> entries) noexcept EXCLUDES(tables_);
   // The second half of LoadAndPublish: loaded rows still claimed by `slot`
   // get their blocks and bytes (`sources`, one row each) and become resident.
   Status PublishClaims(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,

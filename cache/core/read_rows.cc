@@ -455,14 +455,8 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     tables_.BackAhead(std::uint64_t{shape.blocks_per_row} * rows.size());
   }
   if (!loaded.ok()) {
-    SegmentLock lock(tables_, options_.lock_timeout);
-    if (!lock.ok()) return lock.status();  // our claims go when we detach or die
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Entry& x = tables_.entry(entries[i]);
-      if (OwnedClaim(x, ds, rows[i], slot)) tables_.Release(entries[i]);
-      if (RevokedClaim(x, ds, rows[i], slot)) tables_.DisownRevoked(entries[i]);
-    }
-    return loaded;
+    const Status released = ReleaseClaims(ds, slot, rows, entries);
+    return released.ok() ? loaded : released;
   }
   std::vector<const std::byte*> sources(dest.begin(), dest.end());
   PublishedRows published;
@@ -499,6 +493,19 @@ bool NodeCache::AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const 
   return queue->Submit(std::move(loaded));
 }
 
+Status NodeCache::ReleaseClaims(DatasetSlot ds, std::uint16_t slot,
+                                std::span<const std::uint64_t> rows,
+                                std::span<const std::uint32_t> entries) noexcept {
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return lock.status();  // our claims go when we detach or die
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Entry& x = tables_.entry(entries[i]);
+    if (OwnedClaim(x, ds, rows[i], slot)) tables_.Release(entries[i]);
+    if (RevokedClaim(x, ds, rows[i], slot)) tables_.DisownRevoked(entries[i]);
+  }
+  return Status::Ok();
+}
+
 PublishedRows NodeCache::PublishLoaded(LoadedRows&& loaded) noexcept {
   PublishedRows published;
   DatasetShape shape;
@@ -510,15 +517,9 @@ PublishedRows NodeCache::PublishLoaded(LoadedRows&& loaded) noexcept {
   if (!usable) {
     // Not publishable (the dataset forgotten, or a malformed set): let the
     // claims go, so the rows' readers load them.
-    SegmentLock lock(tables_, options_.lock_timeout);
-    if (!lock.ok()) return published;  // our claims go when we detach or die
-    for (std::size_t i = 0; i < std::min(n, loaded.entries.size()); ++i) {
-      const Entry& x = tables_.entry(loaded.entries[i]);
-      if (OwnedClaim(x, loaded.ds, loaded.rows[i], loaded.slot)) tables_.Release(loaded.entries[i]);
-      if (RevokedClaim(x, loaded.ds, loaded.rows[i], loaded.slot)) {
-        tables_.DisownRevoked(loaded.entries[i]);
-      }
-    }
+    const std::size_t paired = std::min(n, loaded.entries.size());
+    (void)ReleaseClaims(loaded.ds, loaded.slot, std::span(loaded.rows).first(paired),
+                        std::span(loaded.entries).first(paired));
     published.not_admitted = n;
     return published;
   }

@@ -16,14 +16,9 @@ namespace prescient::cache {
 namespace {
 
 using testing::FirstBadByte;
+using testing::OpenOrDie;
 using testing::PatternLoader;
 using testing::ScopedSegmentName;
-
-std::unique_ptr<NodeCache> OpenOrDie(const CacheOptions& options) {
-  auto cache = NodeCache::Open(options);
-  EXPECT_TRUE(cache.ok()) << cache.status().message();
-  return cache.ok() ? std::move(cache.value()) : nullptr;
-}
 
 // Keeps what is handed over until the test publishes it; `full` refuses.
 class HeldQueue final : public AdmissionQueue {

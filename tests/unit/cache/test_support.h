@@ -4,6 +4,7 @@
 #define PRESCIENT_TESTS_UNIT_CACHE_TEST_SUPPORT_H_
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
@@ -51,6 +52,13 @@ class ScopedSegmentName {
  private:
   CacheOptions options_;
 };
+
+// Opens a segment, failing the test (and returning null) if it cannot.
+inline std::unique_ptr<NodeCache> OpenOrDie(const CacheOptions& options) {
+  auto cache = NodeCache::Open(options);
+  EXPECT_TRUE(cache.ok()) << cache.status().message();
+  return cache.ok() ? std::move(cache.value()) : nullptr;
+}
 
 // Maps the segment `cache` uses as another process would (in a forked child
 // of the process that opened it: through the inherited descriptor).

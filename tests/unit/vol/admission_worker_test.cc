@@ -17,17 +17,12 @@ namespace prescient::vol {
 namespace {
 
 using cache::testing::FirstBadByte;
+using cache::testing::OpenOrDie;
 using cache::testing::PatternLoader;
 using cache::testing::ScopedSegmentName;
 
 constexpr std::uint64_t kMiB = 1 << 20;
 constexpr std::uint64_t kRowBytes = 64 * 1024;
-
-std::unique_ptr<cache::NodeCache> OpenOrDie(const cache::CacheOptions& options) {
-  auto opened = cache::NodeCache::Open(options);
-  EXPECT_TRUE(opened.ok()) << opened.status().message();
-  return opened.ok() ? std::move(opened.value()) : nullptr;
-}
 
 TEST(AdmissionWorker, HoldsAtMostItsBudgetAndReusesItsBuffers) {
   ScopedSegmentName name;
