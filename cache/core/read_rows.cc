@@ -469,7 +469,10 @@ bool NodeCache::AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const 
                             std::span<const std::uint32_t> entries,
                             std::span<std::byte* const> dest, std::span<const std::uint64_t> keys,
                             std::uint64_t row_bytes) noexcept {
-  if (rows.empty()) return false;
+  // Rows small enough to copy in under the lock are placed by the reader: a
+  // read of the next row of the same entry (h5py's dset[i] over labels)
+  // would otherwise wait for the thread, a wake-up per entry instead of a hit.
+  if (rows.empty() || row_bytes <= kCopyInUnderLockBytes) return false;
   AdmissionQueue* queue = admission_queue_.load();
   const std::uint64_t bytes = row_bytes * rows.size();
   if (queue == nullptr) return false;

@@ -69,6 +69,9 @@ herr_t Initialize(hid_t /*vipl_id*/) {
 
 herr_t Terminate() {
   return Barrier("terminate", []() -> herr_t {
+    // Rows still waiting for the admission thread are placed (and counted)
+    // before the statistics are written for the last time.
+    CacheClient::Get().DrainAdmissions();
     Runtime::Get().FlushStats();
     CacheClient::Get().Shutdown();
     UnregisterErrorClass();

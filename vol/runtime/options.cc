@@ -175,9 +175,10 @@ const std::vector<OptionRow>& Rows() {
          return n.has_value() && *n >= 1;
        }},
       {{"PRESCIENT_ADMIT_BEHIND", "admit_behind", "bytes with a unit (0 = off)", "16MiB",
-        "rows a read loaded on a miss go to the caller at once and are copied into the cache by "
-        "a thread of the process; at most this many bytes wait (or one read, when none does); "
-        "beyond it, and with 0, the reader copies them itself"},
+        "rows (larger than 4 KiB) a read loaded on a miss go to the caller at once and are "
+        "copied into the cache by a thread of the process; at most this many bytes wait (or one "
+        "read, when none does), and the process keeps at most this much memory for it; beyond "
+        "it, and with 0, the reader copies them itself"},
        [](std::string_view v, Options& o) {
          auto b = ParseBytes(v);
          if (b) o.admit_behind_bytes = *b;

@@ -159,6 +159,11 @@ std::unique_ptr<cache::NodeCache> CacheClient::ExchangeSegmentForTesting(
   return segment;
 }
 
+void CacheClient::DrainAdmissions() noexcept {
+  cache::MutexLock lock(&mutex_);
+  if (admission_) admission_->Drain();
+}
+
 void CacheClient::Shutdown() noexcept {
   cache::MutexLock lock(&mutex_);
   // Rows waiting for the admission thread are published while everything

@@ -59,6 +59,9 @@ class CacheClient {
   // Detaches from the segment (connector shutdown): the last process of the
   // node unlinks it unless PRESCIENT_KEEP_CACHE is set.
   void Shutdown() noexcept;
+  // Places every row waiting for the admission thread and stops it; reads
+  // after this place their own rows. Before the final statistics.
+  void DrainAdmissions() noexcept EXCLUDES(mutex_);
 
   // The node segment's options for `options` and the schedule (may be null):
   // its dataset table holds every field of every file the sample map names.
