@@ -445,18 +445,17 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
                                  std::span<const std::uint64_t> keys,
                                  ReadRowsStats* stats) noexcept {
   const Status loaded = CallLoader(loader, rows, dest, stats);
+  if (!loaded.ok()) {
+    const Status released = ReleaseClaims(ds, slot, rows, entries);
+    return released.ok() ? loaded : released;
+  }
   DatasetShape shape;
-  const bool known = ShapeOf(ds, &shape, /*or_retired=*/true);
-  if (loaded.ok() && known) {
+  if (ShapeOf(ds, &shape, /*or_retired=*/true)) {
     if (AdmitBehind(ds, slot, rows, entries, dest, keys, shape.row_bytes)) {
       stats->admitted_behind += rows.size();
       return Status::Ok();
     }
     tables_.BackAhead(std::uint64_t{shape.blocks_per_row} * rows.size());
-  }
-  if (!loaded.ok()) {
-    const Status released = ReleaseClaims(ds, slot, rows, entries);
-    return released.ok() ? loaded : released;
   }
   std::vector<const std::byte*> sources(dest.begin(), dest.end());
   PublishedRows published;
