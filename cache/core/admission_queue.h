@@ -4,9 +4,12 @@
 //
 // The reading thread keeps its claims on the rows (they stay Loading to every
 // other reader of the node, who wait for them as for any load) and hands a
-// copy of their bytes to the queue; the queue's thread calls
-// NodeCache::PublishLoaded with them. Whoever owns a queue must drain it
-// before the NodeCache it publishes into goes away.
+// copy of their bytes to the queue, or, for a dataset the queue can read
+// itself (ReadsRowsAgain), only the rows: the queue's thread reads them
+// again (from the page cache the reader's read just filled) and the reader
+// copies nothing. The queue's thread calls NodeCache::PublishLoaded with the
+// bytes. Whoever owns a queue must drain it before the NodeCache it publishes
+// into goes away.
 #ifndef PRESCIENT_CACHE_CORE_ADMISSION_QUEUE_H_
 #define PRESCIENT_CACHE_CORE_ADMISSION_QUEUE_H_
 
@@ -28,6 +31,9 @@ struct LoadedRows {
   std::vector<std::uint32_t> entries;  // the claimed entries, one per row
   std::vector<std::uint64_t> keys;     // eviction keys, one per row (empty: LRU)
   std::span<std::byte> bytes;  // row_bytes per row, in rows' order, in a buffer from Reserve
+  // The buffer was left unfilled: the queue reads the rows again itself
+  // before publishing them (AdmissionQueue::ReadsRowsAgain).
+  bool read_again = false;
 };
 
 // What PublishLoaded did with the rows.
@@ -45,6 +51,9 @@ class AdmissionQueue {
   virtual std::span<std::byte> Reserve(std::uint64_t bytes) noexcept = 0;
   // Gives back a buffer from Reserve that will not be submitted.
   virtual void Unreserve(std::span<std::byte> buffer) noexcept = 0;
+  // Whether the queue reads rows of `ds` again itself, from their storage:
+  // then Submit gets them with `read_again` set and the buffer unfilled.
+  virtual bool ReadsRowsAgain(DatasetSlot ds) noexcept = 0;
   // Takes rows whose bytes are in a buffer from Reserve; they are published
   // on another thread. False if that cannot happen after all: the buffer is
   // taken back, and the reader publishes the rows itself.

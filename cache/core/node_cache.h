@@ -66,6 +66,8 @@ struct ReadRowsStats {
   // Of `loaded`: rows whose copy into the segment was left to the admission
   // queue (admission_queue.h); they become hits when its thread publishes them.
   std::uint64_t admitted_behind = 0;
+  // Of those: rows the queue reads again itself, the caller's bytes not copied.
+  std::uint64_t admitted_read_again = 0;
   // Where the call's time went, for the connector's stall figures (both are
   // time the caller waited for rows; hits cost neither):
   std::chrono::nanoseconds wait_time{0};  // asleep, waiting for another process's/thread's load
@@ -351,11 +353,13 @@ class NodeCache {
                        std::span<const std::byte* const> sources,
                        std::span<const std::uint64_t> keys, PublishedRows* out) noexcept
       EXCLUDES(tables_);
-  // Hands loaded rows to the admission queue (copying their bytes); false if
-  // there is none or it has no room.
+  // Hands loaded rows to the admission queue (copying their bytes, unless the
+  // queue reads them again itself: *read_again); false if there is none or it
+  // has no room.
   bool AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
                    std::span<const std::uint32_t> entries, std::span<std::byte* const> dest,
-                   std::span<const std::uint64_t> keys, std::uint64_t row_bytes) noexcept;
+                   std::span<const std::uint64_t> keys, std::uint64_t row_bytes,
+                   bool* read_again) noexcept;
 
   CacheOptions options_;
   detail::SegmentPlace place_;  // the node's directory and file names

@@ -451,8 +451,10 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   }
   DatasetShape shape;
   if (ShapeOf(ds, &shape, /*or_retired=*/true)) {
-    if (AdmitBehind(ds, slot, rows, entries, dest, keys, shape.row_bytes)) {
+    bool read_again = false;
+    if (AdmitBehind(ds, slot, rows, entries, dest, keys, shape.row_bytes, &read_again)) {
       stats->admitted_behind += rows.size();
+      if (read_again) stats->admitted_read_again += rows.size();
       return Status::Ok();
     }
     tables_.BackAhead(std::uint64_t{shape.blocks_per_row} * rows.size());
@@ -467,7 +469,7 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
 bool NodeCache::AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
                             std::span<const std::uint32_t> entries,
                             std::span<std::byte* const> dest, std::span<const std::uint64_t> keys,
-                            std::uint64_t row_bytes) noexcept {
+                            std::uint64_t row_bytes, bool* read_again) noexcept {
   // Rows small enough to copy in under the lock are placed by the reader: a
   // read of the next row of the same entry (h5py's dset[i] over labels)
   // would otherwise wait for the thread, a wake-up per entry instead of a hit.
@@ -488,10 +490,16 @@ bool NodeCache::AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const 
     queue->Unreserve(buffer);
     return false;
   }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::memcpy(buffer.data() + i * row_bytes, dest[i], row_bytes);
+  // The caller's bytes are copied only when the queue cannot read the rows
+  // again itself: that copy was the reader's largest cost left on a miss.
+  loaded.read_again = queue->ReadsRowsAgain(ds);
+  if (!loaded.read_again) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      std::memcpy(buffer.data() + i * row_bytes, dest[i], row_bytes);
+    }
   }
   loaded.bytes = buffer;
+  *read_again = loaded.read_again;
   return queue->Submit(std::move(loaded));
 }
 
@@ -512,7 +520,9 @@ PublishedRows NodeCache::PublishLoaded(LoadedRows&& loaded) noexcept {
   PublishedRows published;
   DatasetShape shape;
   const std::size_t n = loaded.rows.size();
-  const bool usable = ShapeOf(loaded.ds, &shape, /*or_retired=*/true) &&
+  // Rows the queue was to read again and did not (a failed read) are not
+  // publishable either: their claims go like those of any failed load.
+  const bool usable = !loaded.read_again && ShapeOf(loaded.ds, &shape, /*or_retired=*/true) &&
                       loaded.entries.size() == n &&
                       (loaded.keys.empty() || loaded.keys.size() == n) &&
                       loaded.bytes.size() == n * shape.row_bytes;

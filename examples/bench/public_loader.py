@@ -28,7 +28,8 @@ loader never calls; where they are not installed, empty modules stand in for the
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
-cache) and `follow` (PRESCIENT_FOLLOW=1: the sampler followed at run time). `--workers N` sets the
+cache), `lru-copy` (with PRESCIENT_ADMIT_READ_AGAIN=0: the admission thread takes a copy of a
+miss's rows from the reader instead of reading them again) and `follow` (PRESCIENT_FOLLOW=1: the sampler followed at run time). `--workers N` sets the
 DataLoader's workers (2, the loaders' own choice above; 0 reads in the training process). Each round runs them in turn, each a
 fresh process with a fresh node cache (a new PRESCIENT_NODE_ID); before every epoch every file
 is written back and dropped from the page cache (POSIX_FADV_DONTNEED), so "cold" means read from
@@ -50,7 +51,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CHANNELS = list(range(16))
-VARIANTS = ("native", "lru", "lru-inline", "follow")
+VARIANTS = ("native", "lru", "lru-inline", "lru-copy", "follow")
 
 
 def fresh_train_dir(directory, layout):
@@ -274,6 +275,8 @@ def variant_env(variant, plugin_dir, stats, cache_size=None):
         env["PRESCIENT_CACHE_SIZE"] = cache_size
     if variant == "lru-inline":
         env["PRESCIENT_ADMIT_BEHIND"] = "0"  # the reader places its own misses in the cache
+    if variant == "lru-copy":
+        env["PRESCIENT_ADMIT_READ_AGAIN"] = "0"  # the reader copies its misses for the thread
     if variant == "follow":
         env["PRESCIENT_FOLLOW"] = "1"
         env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")

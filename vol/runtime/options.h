@@ -61,6 +61,9 @@ struct Options {
   // process's admission thread (vol/serve/admission_worker.h); 0 = the
   // reader copies them into the cache itself.
   std::uint64_t admit_behind_bytes = 16ull << 20;
+  // PRESCIENT_ADMIT_READ_AGAIN: the admission thread reads rows stored as
+  // they are in the file again itself instead of taking the reader's copy.
+  bool admit_read_again = true;
   // PRESCIENT_COALESCE_GAP: merge missing rows whose gap in the file is
   // below this many bytes; nullopt = the local-disk default (256 KiB,
   // cache::io::kDefaultLocalDiskCoalescing): nothing is probed at start.

@@ -30,6 +30,7 @@ constexpr const char* kTopLevelNames[] = {
     "rows_read_around",
     "rows_admitted_behind",
     "rows_admitted_behind_declined",
+    "rows_admitted_read_again",
     "files_warmed",
     "rows_remote",
     "rows_served",
@@ -140,6 +141,7 @@ void Stats::Commit(const ReadRecord& read) {
   add(Counter::kRowsWaited, read.rows_waited);
   add(Counter::kRowsReadAround, read.rows_read_around);
   add(Counter::kRowsAdmittedBehind, read.rows_admitted_behind);
+  add(Counter::kRowsAdmittedReadAgain, read.rows_admitted_read_again);
   add(Counter::kStorageReads, read.storage_reads);
   add(Counter::kStorageBytes, read.storage_bytes);
   add(Counter::kStallNs, read.stall_storage_ns + read.stall_wait_ns);

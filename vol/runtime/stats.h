@@ -45,6 +45,7 @@ enum class Counter : std::size_t {
   kRowsReadAround,          // rows read beside a miss on the reader's thread (rest of a chunk)
   kRowsAdmittedBehind,      // of rows_loaded: copied into the cache by the admission thread
   kRowsAdmittedBehindDeclined,  // of those: not kept (full cache, claim taken over meanwhile)
+  kRowsAdmittedReadAgain,       // of rows_admitted_behind: read again by the thread, not copied
   kFilesWarmed,                 // small files the prefetch thread read into the page cache
   kRowsRemote,                  // node agent: rows fetched from other nodes' agents
   kRowsServed,                  // node agent: rows sent to other nodes' agents
@@ -122,7 +123,8 @@ struct ReadRecord {
   // Outcome.
   bool served = false;  // false: forwarded to the connector underneath
   std::uint64_t rows_hit = 0, rows_loaded = 0, rows_waited = 0, rows_read_around = 0;
-  std::uint64_t rows_admitted_behind = 0;  // of rows_loaded
+  std::uint64_t rows_admitted_behind = 0;      // of rows_loaded
+  std::uint64_t rows_admitted_read_again = 0;  // of rows_admitted_behind
   std::uint64_t storage_reads = 0, storage_bytes = 0;
   std::uint64_t stall_storage_ns = 0, stall_wait_ns = 0;
   std::uint64_t schedule_matches = 0, schedule_mismatches = 0;

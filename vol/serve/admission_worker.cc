@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <new>
 #include <utility>
+#include <variant>
 
+#include "cache/io/raw_layout.h"
 #include "vol/runtime/runtime.h"
+#include "vol/serve/cached_dataset.h"
 
 namespace prescient::vol {
 
@@ -27,6 +30,46 @@ void AdmissionWorker::Drain() noexcept {
     pool = std::move(pool_);
   }
   pool.reset();  // runs what is queued, then joins (in a forked child: lets go)
+}
+
+bool AdmissionWorker::RowsReadAgainCheaply(const CachedDataset& dataset) {
+  const std::shared_ptr<const cache::io::RawLayout>& layout = dataset.raw_layout();
+  if (!layout) return false;
+  if (const auto* chunked = std::get_if<cache::io::ChunkedLayout>(layout.get())) {
+    return chunked->filters().empty();
+  }
+  return true;  // contiguous
+}
+
+void AdmissionWorker::ReadRowsAgainFrom(cache::DatasetSlot slot,
+                                        std::shared_ptr<const CachedDataset> dataset) {
+  if (dataset == nullptr || !RowsReadAgainCheaply(*dataset)) return;
+  cache::MutexLock lock(&mu_);
+  read_again_.insert_or_assign(slot, std::move(dataset));
+}
+
+bool AdmissionWorker::ReadsRowsAgain(cache::DatasetSlot ds) noexcept {
+  cache::MutexLock lock(&mu_);
+  return read_again_.count(ds) > 0;
+}
+
+bool AdmissionWorker::ReadAgain(const CachedDataset& dataset, cache::LoadedRows& rows) noexcept {
+  // A file rewritten since the reader's read would give other bytes than
+  // the reader got: not published (FileChanged re-checks it at most once a
+  // second, the same bound as for every read and prefetch of the file).
+  if (dataset.FileChanged()) return false;
+  const std::uint64_t entry_bytes = dataset.entry_bytes();
+  if (rows.bytes.size() != rows.rows.size() * entry_bytes) return false;
+  try {
+    thread_local std::vector<std::byte*> dest;
+    dest.clear();
+    for (std::size_t i = 0; i < rows.rows.size(); ++i) {
+      dest.push_back(rows.bytes.data() + i * entry_bytes);
+    }
+    return dataset.LoadEntries(nullptr, rows.rows, dest, nullptr).ok();
+  } catch (...) {
+    return false;
+  }
 }
 
 std::span<std::byte> AdmissionWorker::Reserve(std::uint64_t bytes) noexcept {
@@ -84,7 +127,12 @@ bool AdmissionWorker::Submit(cache::LoadedRows&& rows) noexcept {
   const std::span<std::byte> buffer = rows.bytes;
   try {
     cache::MutexLock lock(&mu_);
-    if (cache_ != nullptr) {
+    std::shared_ptr<const CachedDataset> source;
+    if (rows.read_again) {
+      // (Always found: ReadsRowsAgain said so, and nothing is ever removed.)
+      if (auto it = read_again_.find(rows.ds); it != read_again_.end()) source = it->second;
+    }
+    if (cache_ != nullptr && (source != nullptr || !rows.read_again)) {
       const pid_t self = ::getpid();
       if (pool_ == nullptr || pool_pid_ != self) {
         pool_.reset();  // a parent's pool, in a forked child, is let go unjoined
@@ -92,7 +140,11 @@ bool AdmissionWorker::Submit(cache::LoadedRows&& rows) noexcept {
         pool_pid_ = self;
       }
       cache::NodeCache* cache = cache_;
-      auto task = [this, cache, loaded = std::move(rows), buffer]() mutable {
+      auto task = [this, cache, loaded = std::move(rows), buffer,
+                   source = std::move(source)]() mutable {
+        // Not read again (a failure): published with read_again still set,
+        // which releases the claims; the rows' next reader loads them.
+        if (source != nullptr && ReadAgain(*source, loaded)) loaded.read_again = false;
         const cache::PublishedRows published = cache->PublishLoaded(std::move(loaded));
         Unreserve(buffer);
         if (published.not_admitted != 0) {

@@ -4,8 +4,14 @@
 // lock) is made here, on one thread of the process that claimed them.
 //
 // Bounded: at most `budget_bytes` of rows wait at once; a read that finds the
-// budget spent publishes its rows itself, as without a queue. The thread
-// never calls HDF5: it only publishes bytes the reader already has.
+// budget spent publishes its rows itself, as without a queue.
+//
+// Rows of a dataset stored as it is in the file (ReadRowsAgainFrom: raw
+// layout, no filters) are not copied by the reader at all: the thread reads
+// them again with the dataset's raw loader, from the page cache the reader's
+// read just filled, as the prefetcher reads rows (raw pread at offsets the
+// caller's thread obtained from HDF5). That copy of a whole read was the
+// reader's largest cost left on a miss. The thread never calls HDF5.
 //
 // Fork: a DataLoader worker inherits the object but not the thread. Rows
 // queued in the parent are the parent's (its claims, its thread publishes
@@ -20,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "cache/base/mutex.h"
@@ -28,6 +35,8 @@
 #include "cache/io/executor.h"
 
 namespace prescient::vol {
+
+class CachedDataset;
 
 class AdmissionWorker final : public cache::AdmissionQueue {
  public:
@@ -42,6 +51,15 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   // cache (which reads no longer hand rows to). Before the cache goes away.
   void Drain() noexcept EXCLUDES(mu_);
 
+  // Rows of `dataset` (registered at `slot`) are read again by the thread
+  // when RowsReadAgainCheaply(*dataset); other datasets are ignored.
+  void ReadRowsAgainFrom(cache::DatasetSlot slot, std::shared_ptr<const CachedDataset> dataset)
+      EXCLUDES(mu_);
+  // Stored as they are in the file (a raw layout without filters): reading
+  // them again is one pread per run of rows, no decoding.
+  static bool RowsReadAgainCheaply(const CachedDataset& dataset);
+
+  bool ReadsRowsAgain(cache::DatasetSlot ds) noexcept override EXCLUDES(mu_);
   std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override EXCLUDES(mu_);
   void Unreserve(std::span<std::byte> buffer) noexcept override EXCLUDES(mu_);
   bool Submit(cache::LoadedRows&& rows) noexcept override EXCLUDES(mu_);
@@ -64,8 +82,15 @@ class AdmissionWorker final : public cache::AdmissionQueue {
     std::uint64_t capacity = 0;
     std::uint64_t used = 0;  // bytes of the current hand-over; 0 = free
   };
+  // Fills the buffer of rows handed over for reading again; false if the
+  // file changed or the read failed (the rows are then not published).
+  static bool ReadAgain(const CachedDataset& dataset, cache::LoadedRows& rows) noexcept;
+
   const std::uint64_t budget_bytes_;
   cache::Mutex mu_;
+  // Slots are never reused within a segment, so a slot names one dataset.
+  std::unordered_map<cache::DatasetSlot, std::shared_ptr<const CachedDataset>> read_again_
+      GUARDED_BY(mu_);
   cache::NodeCache* cache_ GUARDED_BY(mu_) = nullptr;
   std::vector<Buffer> buffers_ GUARDED_BY(mu_);
   std::uint64_t in_flight_bytes_ GUARDED_BY(mu_) = 0;

@@ -280,6 +280,9 @@ bool CacheClient::RegisterLocked(const std::shared_ptr<CachedDataset>& cached) {
   }
   runtime.Log(LogLevel::kInfo,
               "caching " + cached->description() + " (" + LoadingNote(*cached) + ")");
+  if (admission_ && runtime.options().admit_read_again) {
+    admission_->ReadRowsAgainFrom(cached->slot(), cached);
+  }
   if (ScheduleFollower* follower = follower_.load()) follower->OnRegistered(cached);
   return true;
 }
@@ -295,6 +298,9 @@ std::shared_ptr<CachedDataset> CacheClient::Adopt(std::shared_ptr<CachedDataset>
     const cache::Status status = it->second->Register(*cache_, runtime.options().cache.block_bytes,
                                                       runtime.options().coalesce_gap);
     if (!status.ok()) return nullptr;
+    if (admission_ && runtime.options().admit_read_again) {
+      admission_->ReadRowsAgainFrom(it->second->slot(), it->second);
+    }
   }
   return it->second;
 }
@@ -516,6 +522,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_waited += read.waited;
       record->rows_read_around += read_around;
       record->rows_admitted_behind += read.admitted_behind;
+      record->rows_admitted_read_again += read.admitted_read_again;
     } else {
       // Entries of several rows: rows brought from storage are whole entries;
       // the requested rows count as hits when their entries all were.
@@ -525,6 +532,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_loaded += (read.loaded + read.uncached) * g;
       record->rows_waited += read.waited * g;
       record->rows_admitted_behind += read.admitted_behind * g;
+      record->rows_admitted_read_again += read.admitted_read_again * g;
     }
     return true;
   } catch (const std::exception& e) {

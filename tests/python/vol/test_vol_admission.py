@@ -5,7 +5,9 @@ What must hold whatever the timing: every byte a read returns is the file's, in 
 handed rows over, in a child forked while hand-overs were in flight (it inherits the queue but
 not the thread), and after a child that handed rows over left with os._exit (as DataLoader
 workers do) before its thread published them; rows handed over become hits; with the setting 0
-nothing is handed over.
+nothing is handed over. Rows stored as they are in the file (contiguous, chunked without filters)
+are read again by the thread instead of copied by the reader (PRESCIENT_ADMIT_READ_AGAIN);
+compressed ones are copied.
 """
 
 import textwrap
@@ -47,22 +49,32 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+# Layouts: rows read again by the thread (stored as they are) or copied from the reader.
+LAYOUTS = {"contiguous": ("{}", True),
+           "chunked": ("dict(chunks=(4, COLUMNS))", True),
+           "gzip": ("dict(chunks=(4, COLUMNS), compression='gzip')", False)}
+
+
 @pytest.fixture(scope="module")
-def data_file(runner, tmp_path_factory):
-    path = tmp_path_factory.mktemp("admission") / "rows.h5"
-    runner.python("import h5py, numpy as np, sys\n"
-                  "with h5py.File(sys.argv[1], 'w') as f:\n"
-                  f"    f['x'] = np.arange({ROWS} * {COLUMNS}, dtype=np.float32)"
-                  f".reshape({ROWS}, {COLUMNS})\n",
-                  [path], "native", path.parent)
-    return path
+def data_files(runner, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("admission")
+    for name, (options, _) in LAYOUTS.items():
+        path = directory / f"{name}.h5"
+        runner.python("import h5py, numpy as np, sys\n"
+                      f"COLUMNS = {COLUMNS}\n"
+                      "with h5py.File(sys.argv[1], 'w') as f:\n"
+                      f"    f.create_dataset('x', data=np.arange({ROWS} * {COLUMNS}, dtype=np.float32)"
+                      f".reshape({ROWS}, {COLUMNS}), **{options})\n",
+                      [path], "native", directory)
+    return directory
 
 
-def run(prescient, data_file, tmp_path, setting):
-    node = f"admission-{setting}-{tmp_path.name}"
+def run(prescient, data_file, tmp_path, setting, read_again="1"):
+    node = f"admission-{setting}-{read_again}-{tmp_path.name}"
     proc = prescient.python(SCRIPT, [data_file, ROWS, COLUMNS], "connector", tmp_path,
                             stats=tmp_path / "stats.json",
                             extra={"PRESCIENT_ADMIT_BEHIND": setting, "PRESCIENT_NODE_ID": node,
+                                   "PRESCIENT_ADMIT_READ_AGAIN": read_again,
                                    "PRESCIENT_CACHE_SIZE": "64MiB"})
     child = int(proc.stdout.split()[-1])
     stats = {s["pid"]: s for s in read_stats(tmp_path).values()}
@@ -71,20 +83,34 @@ def run(prescient, data_file, tmp_path, setting):
     return parent, stats[child]
 
 
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_rows_handed_over_are_exact_in_the_process_its_forked_child_and_after_the_child_left(
-        prescient, data_file, tmp_path):
-    parent, child = run(prescient, data_file, tmp_path, "64MiB")
+        prescient, data_files, tmp_path, layout):
+    parent, child = run(prescient, data_files / f"{layout}.h5", tmp_path, "64MiB")
+    read_again = LAYOUTS[layout][1]
     # A miss reads the rest of its slab too (rows_read_around: published by the reader); the
     # missed rows themselves are the ones handed over.
     for process in (parent, child):
         assert 0 < process["rows_admitted_behind"] <= process["rows_loaded"], process
         assert process["rows_admitted_behind_declined"] == 0, process
         assert process["fallback_serve_failed"] == 0, process
+        expected = process["rows_admitted_behind"] if read_again else 0
+        assert process["rows_admitted_read_again"] == expected, process
     assert parent["rows_hit"] >= ROWS, parent  # the second pass: hits, its own rows included
 
 
-def test_zero_turns_it_off(prescient, data_file, tmp_path):
-    parent, child = run(prescient, data_file, tmp_path, "0")
+def test_rows_are_copied_by_the_reader_when_reading_again_is_off(prescient, data_files, tmp_path):
+    parent, child = run(prescient, data_files / "contiguous.h5", tmp_path, "64MiB",
+                        read_again="0")
+    for process in (parent, child):
+        assert process["rows_admitted_behind"] > 0, process
+        assert process["rows_admitted_read_again"] == 0, process
+    assert parent["rows_hit"] >= ROWS, parent
+
+
+def test_zero_turns_it_off(prescient, data_files, tmp_path):
+    parent, child = run(prescient, data_files / "contiguous.h5", tmp_path, "0")
     for process in (parent, child):
         assert process["rows_admitted_behind"] == 0 and process["rows_loaded"] > 0, process
+        assert process["rows_admitted_read_again"] == 0, process
     assert parent["rows_hit"] >= ROWS, parent

@@ -3,6 +3,7 @@
 // thread publishes them, and are then hits, byte for byte.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -20,14 +21,18 @@ using testing::OpenOrDie;
 using testing::PatternLoader;
 using testing::ScopedSegmentName;
 
-// Keeps what is handed over until the test publishes it; `full` refuses.
+// Keeps what is handed over until the test publishes it; `full` refuses;
+// `read_again` asks for the rows only (the test fills their bytes).
 class HeldQueue final : public AdmissionQueue {
  public:
+  static constexpr std::byte kUnfilled{0xee};
   std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override {
     if (full) return {};
     buffers.push_back(std::make_unique<std::byte[]>(bytes));
+    std::fill_n(buffers.back().get(), bytes, kUnfilled);
     return {buffers.back().get(), static_cast<std::size_t>(bytes)};
   }
+  bool ReadsRowsAgain(DatasetSlot) noexcept override { return read_again; }
   void Unreserve(std::span<std::byte>) noexcept override { ++unreserved; }
   bool Submit(LoadedRows&& rows) noexcept override {
     held.push_back(std::move(rows));
@@ -45,6 +50,7 @@ class HeldQueue final : public AdmissionQueue {
   }
 
   bool full = false;
+  bool read_again = false;
   int unreserved = 0;
   std::vector<std::unique_ptr<std::byte[]>> buffers;
   std::vector<LoadedRows> held;
@@ -69,6 +75,7 @@ class ThreadQueue final : public AdmissionQueue {
     auto* data = new std::byte[bytes];
     return {data, static_cast<std::size_t>(bytes)};
   }
+  bool ReadsRowsAgain(DatasetSlot) noexcept override { return false; }
   void Unreserve(std::span<std::byte> buffer) noexcept override {
     delete[] buffer.data();
     std::lock_guard lock(mu_);
@@ -159,6 +166,76 @@ TEST(AdmissionBehind, RowsReachTheCallerAtOnceAndAreHitsOncePublished) {
   EXPECT_EQ(st2.hits, 4u);
   EXPECT_EQ(loaded.load(), 4u);
   cache->SetAdmissionQueue(nullptr);
+}
+
+TEST(AdmissionBehind, AQueueThatReadsRowsAgainGetsNoCopyFromTheReader) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  HeldQueue queue;
+  queue.read_again = true;
+  cache->SetAdmissionQueue(&queue);
+  const DatasetSlot ds = cache->RegisterDataset({7, 4}, kRowBytes, 64).value();
+  std::atomic<std::uint64_t> loaded{0};
+  PatternLoader loader{8, kRowBytes, &loaded};
+  const std::vector<std::uint64_t> rows = {9, 2, 17};
+  std::vector<std::byte> out(rows.size() * kRowBytes);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(FirstBadByte(8, rows, out.data(), kRowBytes), -1);
+  EXPECT_EQ(st.admitted_behind, 3u);
+  EXPECT_EQ(st.admitted_read_again, 3u);
+  ASSERT_EQ(queue.held.size(), 1u);
+  LoadedRows& held = queue.held[0];
+  ASSERT_TRUE(held.read_again);
+  ASSERT_EQ(held.bytes.size(), 3 * kRowBytes);
+  for (std::byte b : held.bytes) ASSERT_EQ(b, HeldQueue::kUnfilled);  // nothing copied
+
+  // The queue reads them itself (here: the same loader) and publishes.
+  std::vector<std::byte*> dest;
+  for (std::size_t i = 0; i < held.rows.size(); ++i)
+    dest.push_back(held.bytes.data() + i * kRowBytes);
+  ASSERT_TRUE(loader(held.rows, dest).ok());
+  held.read_again = false;
+  const PublishedRows published = queue.PublishAll(*cache);
+  EXPECT_EQ(published.stored, 3u);
+  std::vector<std::byte> again(rows.size() * kRowBytes);
+  ReadRowsStats st2;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, again.data(), loader, nullptr, &st2).ok());
+  EXPECT_EQ(FirstBadByte(8, rows, again.data(), kRowBytes), -1);
+  EXPECT_EQ(st2.hits, 3u);
+  EXPECT_EQ(loaded.load(), 6u);  // the reader's load and the queue's
+  cache->SetAdmissionQueue(nullptr);
+}
+
+TEST(AdmissionBehind, RowsTheQueueFailedToReadAgainAreReleasedNotPublished) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  HeldQueue queue;
+  queue.read_again = true;
+  cache->SetAdmissionQueue(&queue);
+  const DatasetSlot ds = cache->RegisterDataset({7, 5}, kRowBytes, 64).value();
+  std::atomic<std::uint64_t> loaded{0};
+  PatternLoader loader{9, kRowBytes, &loaded};
+  const std::vector<std::uint64_t> rows = {3, 4};
+  std::vector<std::byte> out(rows.size() * kRowBytes);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+  ASSERT_EQ(queue.held.size(), 1u);
+  // Published with read_again still set (the queue's read failed): the
+  // unfilled bytes are never made resident, and the claims go.
+  const PublishedRows published = queue.PublishAll(*cache);
+  EXPECT_EQ(published.stored, 0u);
+  EXPECT_EQ(published.not_admitted, 2u);
+  EXPECT_FALSE(cache->Contains(ds, 3));
+  cache->SetAdmissionQueue(nullptr);
+  std::vector<std::byte> again(rows.size() * kRowBytes);
+  ReadRowsStats st2;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, again.data(), loader, nullptr, &st2).ok());
+  EXPECT_EQ(FirstBadByte(9, rows, again.data(), kRowBytes), -1);
+  EXPECT_EQ(st2.loaded, 2u);  // loaded afresh, no wait for a claim
+  EXPECT_EQ(st2.waited, 0u);
 }
 
 TEST(AdmissionBehind, AFullQueueLeavesTheCopyToTheReader) {
