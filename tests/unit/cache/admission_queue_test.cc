@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -123,12 +124,24 @@ class ThreadQueue final : public AdmissionQueue {
 
 constexpr std::uint64_t kRowBytes = 20 * 1024;  // larger than what the reader copies in itself
 
-TEST(AdmissionBehind, RowsReachTheCallerAtOnceAndAreHitsOncePublished) {
+// A segment of its own, the queue set on it (and unset at the end).
+class AdmissionBehind : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache = OpenOrDie(name.options());
+    ASSERT_NE(cache, nullptr);
+    cache->SetAdmissionQueue(&queue);
+  }
+  void TearDown() override {
+    if (cache != nullptr) cache->SetAdmissionQueue(nullptr);
+  }
+
   ScopedSegmentName name;
-  auto cache = OpenOrDie(name.options());
-  ASSERT_NE(cache, nullptr);
+  std::unique_ptr<NodeCache> cache;
   HeldQueue queue;
-  cache->SetAdmissionQueue(&queue);
+};
+
+TEST_F(AdmissionBehind, RowsReachTheCallerAtOnceAndAreHitsOncePublished) {
   const DatasetSlot ds = cache->RegisterDataset({7, 1}, kRowBytes, 64).value();
   std::atomic<std::uint64_t> loaded{0};
   PatternLoader loader{3, kRowBytes, &loaded};
@@ -165,16 +178,10 @@ TEST(AdmissionBehind, RowsReachTheCallerAtOnceAndAreHitsOncePublished) {
   EXPECT_EQ(FirstBadByte(3, rows, again.data(), kRowBytes), -1);
   EXPECT_EQ(st2.hits, 4u);
   EXPECT_EQ(loaded.load(), 4u);
-  cache->SetAdmissionQueue(nullptr);
 }
 
-TEST(AdmissionBehind, AQueueThatReadsRowsAgainGetsNoCopyFromTheReader) {
-  ScopedSegmentName name;
-  auto cache = OpenOrDie(name.options());
-  ASSERT_NE(cache, nullptr);
-  HeldQueue queue;
+TEST_F(AdmissionBehind, AQueueThatReadsRowsAgainGetsNoCopyFromTheReader) {
   queue.read_again = true;
-  cache->SetAdmissionQueue(&queue);
   const DatasetSlot ds = cache->RegisterDataset({7, 4}, kRowBytes, 64).value();
   std::atomic<std::uint64_t> loaded{0};
   PatternLoader loader{8, kRowBytes, &loaded};
@@ -205,16 +212,10 @@ TEST(AdmissionBehind, AQueueThatReadsRowsAgainGetsNoCopyFromTheReader) {
   EXPECT_EQ(FirstBadByte(8, rows, again.data(), kRowBytes), -1);
   EXPECT_EQ(st2.hits, 3u);
   EXPECT_EQ(loaded.load(), 6u);  // the reader's load and the queue's
-  cache->SetAdmissionQueue(nullptr);
 }
 
-TEST(AdmissionBehind, RowsTheQueueFailedToReadAgainAreReleasedNotPublished) {
-  ScopedSegmentName name;
-  auto cache = OpenOrDie(name.options());
-  ASSERT_NE(cache, nullptr);
-  HeldQueue queue;
+TEST_F(AdmissionBehind, RowsTheQueueFailedToReadAgainAreReleasedNotPublished) {
   queue.read_again = true;
-  cache->SetAdmissionQueue(&queue);
   const DatasetSlot ds = cache->RegisterDataset({7, 5}, kRowBytes, 64).value();
   std::atomic<std::uint64_t> loaded{0};
   PatternLoader loader{9, kRowBytes, &loaded};
@@ -238,12 +239,7 @@ TEST(AdmissionBehind, RowsTheQueueFailedToReadAgainAreReleasedNotPublished) {
   EXPECT_EQ(st2.waited, 0u);
 }
 
-TEST(AdmissionBehind, AFullQueueLeavesTheCopyToTheReader) {
-  ScopedSegmentName name;
-  auto cache = OpenOrDie(name.options());
-  ASSERT_NE(cache, nullptr);
-  HeldQueue queue;
-  cache->SetAdmissionQueue(&queue);
+TEST_F(AdmissionBehind, AFullQueueLeavesTheCopyToTheReader) {
   queue.full = true;
   const DatasetSlot ds = cache->RegisterDataset({7, 2}, kRowBytes, 64).value();
   PatternLoader loader{5, kRowBytes, nullptr};
@@ -255,17 +251,11 @@ TEST(AdmissionBehind, AFullQueueLeavesTheCopyToTheReader) {
   EXPECT_EQ(st.admitted_behind, 0u);
   EXPECT_TRUE(queue.held.empty());
   EXPECT_TRUE(cache->Contains(ds, 2));
-  cache->SetAdmissionQueue(nullptr);
 }
 
-TEST(AdmissionBehind, SmallRowsAreCopiedInByTheReader) {
+TEST_F(AdmissionBehind, SmallRowsAreCopiedInByTheReader) {
   // Rows copied in under the lock stay the reader's: the next row of the
   // same entry, read at once, is then a hit, not a wait for the thread.
-  ScopedSegmentName name;
-  auto cache = OpenOrDie(name.options());
-  ASSERT_NE(cache, nullptr);
-  HeldQueue queue;
-  cache->SetAdmissionQueue(&queue);
   constexpr std::uint64_t kSmall = 1000;
   const DatasetSlot ds = cache->RegisterDataset({7, 3}, kSmall, 64).value();
   PatternLoader loader{6, kSmall, nullptr};
@@ -277,15 +267,9 @@ TEST(AdmissionBehind, SmallRowsAreCopiedInByTheReader) {
   EXPECT_EQ(st.admitted_behind, 0u);
   EXPECT_TRUE(queue.held.empty());
   for (std::uint64_t r : rows) EXPECT_TRUE(cache->Contains(ds, r)) << r;
-  cache->SetAdmissionQueue(nullptr);
 }
 
-TEST(AdmissionBehind, RowsOfADatasetDroppedMeanwhileAreNotPublished) {
-  ScopedSegmentName name;
-  auto cache = OpenOrDie(name.options());
-  ASSERT_NE(cache, nullptr);
-  HeldQueue queue;
-  cache->SetAdmissionQueue(&queue);
+TEST_F(AdmissionBehind, RowsOfADatasetDroppedMeanwhileAreNotPublished) {
   const DatasetSlot ds = cache->RegisterDataset({7, 4}, kRowBytes, 64).value();
   PatternLoader loader{8, kRowBytes, nullptr};
   const std::vector<std::uint64_t> rows = {10, 11};
@@ -304,10 +288,9 @@ TEST(AdmissionBehind, RowsOfADatasetDroppedMeanwhileAreNotPublished) {
   ASSERT_TRUE(cache->ReadRows(fresh, rows, out.data(), loader, nullptr, &st).ok());
   EXPECT_EQ(st.loaded, 2u);
   EXPECT_EQ(FirstBadByte(8, rows, out.data(), kRowBytes), -1);
-  cache->SetAdmissionQueue(nullptr);
 }
 
-TEST(AdmissionBehind, ReadersAndThePublishingThreadTogetherKeepEveryByteExact) {
+TEST(AdmissionBehindThread, ReadersAndThePublishingThreadTogetherKeepEveryByteExact) {
   // Readers miss, hit and wait on rows the queue's thread is publishing, in a
   // cache that holds a third of the rows (evictions, declined admissions).
   ScopedSegmentName name;
