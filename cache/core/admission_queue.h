@@ -51,9 +51,10 @@ class AdmissionQueue {
   virtual std::span<std::byte> Reserve(std::uint64_t bytes) noexcept = 0;
   // Gives back a buffer from Reserve that will not be submitted.
   virtual void Unreserve(std::span<std::byte> buffer) noexcept = 0;
-  // Whether the queue reads rows of `ds` again itself, from their storage:
-  // then Submit gets them with `read_again` set and the buffer unfilled.
-  virtual bool ReadsRowsAgain(DatasetSlot ds) noexcept = 0;
+  // Whether the queue reads these rows of `ds` (`bytes` in all) again
+  // itself, from their storage: then Submit gets them with `read_again` set
+  // and the buffer unfilled.
+  virtual bool ReadsRowsAgain(DatasetSlot ds, std::uint64_t bytes) noexcept = 0;
   // Takes rows whose bytes are in a buffer from Reserve; they are published
   // on another thread. False if that cannot happen after all: the buffer is
   // taken back, and the reader publishes the rows itself.

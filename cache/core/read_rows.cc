@@ -492,7 +492,7 @@ bool NodeCache::AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const 
   }
   // The caller's bytes are copied only when the queue cannot read the rows
   // again itself: that copy was the reader's largest cost left on a miss.
-  loaded.read_again = queue->ReadsRowsAgain(ds);
+  loaded.read_again = queue->ReadsRowsAgain(ds, bytes);
   if (!loaded.read_again) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       std::memcpy(buffer.data() + i * row_bytes, dest[i], row_bytes);

@@ -185,9 +185,10 @@ const std::vector<OptionRow>& Rows() {
          return b.has_value();
        }},
       {{"PRESCIENT_ADMIT_READ_AGAIN", "admit_read_again", kBoolAccepted, "1",
-        "for rows stored as they are in the file (contiguous, or chunked without filters), the "
-        "admission thread reads them again itself, from the page cache the reader's read just "
-        "filled, instead of taking a copy from the reader; 0 = the reader copies them"},
+        "for rows stored as they are in the file (contiguous, or chunked without filters) that a "
+        "read hands over 256 KiB or more at a time, the admission thread reads them again itself, "
+        "from the page cache the reader's read just filled, instead of taking a copy from the "
+        "reader; 0 = the reader copies them"},
        &ApplyBool<&Options::admit_read_again>},
       {{"PRESCIENT_COALESCE_GAP", "coalesce_gap", "auto, or bytes with a unit (0 = never merge)",
         "auto",

@@ -48,7 +48,8 @@ void AdmissionWorker::ReadRowsAgainFrom(cache::DatasetSlot slot,
   read_again_.insert_or_assign(slot, std::move(dataset));
 }
 
-bool AdmissionWorker::ReadsRowsAgain(cache::DatasetSlot ds) noexcept {
+bool AdmissionWorker::ReadsRowsAgain(cache::DatasetSlot ds, std::uint64_t bytes) noexcept {
+  if (bytes < kReadAgainMinBytes) return false;
   cache::MutexLock lock(&mu_);
   return read_again_.count(ds) > 0;
 }

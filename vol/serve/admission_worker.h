@@ -59,7 +59,14 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   // them again is one pread per run of rows, no decoding.
   static bool RowsReadAgainCheaply(const CachedDataset& dataset);
 
-  bool ReadsRowsAgain(cache::DatasetSlot ds) noexcept override EXCLUDES(mu_);
+  // Reading again is for hand-overs of at least this many bytes, where the
+  // reader's copy is long (DeepCAM's 3.5 MB samples, where it was measured)
+  // and the pread's fixed cost (a system call, a page-cache lookup per page)
+  // is small beside it. For a 16 KiB row that fixed cost is about the copy it
+  // saves, paid on a thread that competes for the cores DataLoader workers
+  // already fill.
+  static constexpr std::uint64_t kReadAgainMinBytes = 256 * 1024;
+  bool ReadsRowsAgain(cache::DatasetSlot ds, std::uint64_t bytes) noexcept override EXCLUDES(mu_);
   std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override EXCLUDES(mu_);
   void Unreserve(std::span<std::byte> buffer) noexcept override EXCLUDES(mu_);
   bool Submit(cache::LoadedRows&& rows) noexcept override EXCLUDES(mu_);

@@ -33,7 +33,7 @@ class HeldQueue final : public AdmissionQueue {
     std::fill_n(buffers.back().get(), bytes, kUnfilled);
     return {buffers.back().get(), static_cast<std::size_t>(bytes)};
   }
-  bool ReadsRowsAgain(DatasetSlot) noexcept override { return read_again; }
+  bool ReadsRowsAgain(DatasetSlot, std::uint64_t) noexcept override { return read_again; }
   void Unreserve(std::span<std::byte>) noexcept override { ++unreserved; }
   bool Submit(LoadedRows&& rows) noexcept override {
     held.push_back(std::move(rows));
@@ -76,7 +76,7 @@ class ThreadQueue final : public AdmissionQueue {
     auto* data = new std::byte[bytes];
     return {data, static_cast<std::size_t>(bytes)};
   }
-  bool ReadsRowsAgain(DatasetSlot) noexcept override { return false; }
+  bool ReadsRowsAgain(DatasetSlot, std::uint64_t) noexcept override { return false; }
   void Unreserve(std::span<std::byte> buffer) noexcept override {
     delete[] buffer.data();
     std::lock_guard lock(mu_);
