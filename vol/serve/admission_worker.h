@@ -7,11 +7,12 @@
 // budget spent publishes its rows itself, as without a queue.
 //
 // Rows of a dataset stored as it is in the file (ReadRowsAgainFrom: raw
-// layout, no filters) are not copied by the reader at all: the thread reads
-// them again with the dataset's raw loader, from the page cache the reader's
-// read just filled, as the prefetcher reads rows (raw pread at offsets the
-// caller's thread obtained from HDF5). That copy of a whole read was the
-// reader's largest cost left on a miss. The thread never calls HDF5.
+// layout, no filters), handed over kReadAgainMinBytes or more at a time, are
+// not copied by the reader at all: the thread reads them again with the
+// dataset's raw loader, from the page cache the reader's read just filled, as
+// the prefetcher reads rows (raw pread at offsets the caller's thread obtained
+// from HDF5). That copy of a whole read was the reader's largest cost left on
+// a miss. The thread never calls HDF5.
 //
 // Fork: a DataLoader worker inherits the object but not the thread. Rows
 // queued in the parent are the parent's (its claims, its thread publishes
