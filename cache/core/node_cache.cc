@@ -246,6 +246,7 @@ Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
   const std::uint64_t packed = attachment_.load(std::memory_order_acquire);
   if (PackedPid(packed) == pid) {
     tables_.Beat(PackedSlot(packed));  // every call is progress (stall_watch.h)
+    if (any_unsettled_.load(std::memory_order_relaxed)) SettleClaims();
     return PackedSlot(packed);
   }
   // First call in a forked child: the inherited slot is the parent's.
@@ -419,6 +420,7 @@ CacheStats NodeCache::Stats() const noexcept {
   s.corruptions = SegmentTables::Load(c.corruptions);
   s.stall_takeovers = SegmentTables::Load(c.stall_takeovers);
   s.leader_takeovers = SegmentTables::Load(c.leader_takeovers);
+  s.claims_released_late = SegmentTables::Load(c.claims_released_late);
   s.segment_bytes = g.segment_bytes;
   s.node_step = NodeStep();
   return s;

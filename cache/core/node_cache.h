@@ -91,6 +91,9 @@ struct CacheStats {
   std::uint64_t corruptions = 0;       // out-of-range values found in the segment, repaired
   std::uint64_t stall_takeovers = 0;   // rows taken from live loaders that made no progress
   std::uint64_t leader_takeovers = 0;  // leaderships taken from stuck live leaders
+  // Claims a process let go of late: it could not publish or release them
+  // when it loaded them (the lock's holder was stopped).
+  std::uint64_t claims_released_late = 0;
   std::uint64_t node_step = 0;
 };
 
@@ -213,8 +216,15 @@ class NodeCache {
   // takes (the prefetch leader's, in TryBecomeLeader). Held across fork() by
   // the connector's handlers, so that a child, which has only the forking
   // thread, never inherits it held and hangs in its own TryBecomeLeader.
-  void LockForFork() ACQUIRE(leader_watch_mu_) { leader_watch_mu_.Lock(); }
-  void UnlockAfterFork() RELEASE(leader_watch_mu_) { leader_watch_mu_.Unlock(); }
+  // Also held: the list of claims this process has still to let go of.
+  void LockForFork() ACQUIRE(leader_watch_mu_, unsettled_mu_) {
+    leader_watch_mu_.Lock();
+    unsettled_mu_.Lock();
+  }
+  void UnlockAfterFork() RELEASE(leader_watch_mu_, unsettled_mu_) {
+    unsettled_mu_.Unlock();
+    leader_watch_mu_.Unlock();
+  }
 
   // --- progress (participants.cc) ---
   // Participants are the schedule's ranks on this node (at most 256 at once).
@@ -353,6 +363,29 @@ class NodeCache {
                        std::span<const std::byte* const> sources,
                        std::span<const std::uint64_t> keys, PublishedRows* out) noexcept
       EXCLUDES(tables_);
+  // Claims this process loaded (or reserved) and could not publish, release
+  // or abandon because the segment lock was not to be had: its holder is
+  // stopped (kHolderStopped after 200 ms). Left as they are, they stay
+  // Loading under an owner that is alive and busy, which no stall check
+  // overtakes, so every reader of those rows would wait its whole
+  // wait_timeout. Kept here instead and released by this process's next call
+  // that gets the lock (EnsureAttached): the readers waiting for them are
+  // woken and load the rows themselves. `entries` may be empty (the claims
+  // are then found by row). Bounded: beyond kMaxUnsettledClaims the rest are
+  // left to the waiters' wait_timeout, as before.
+  struct UnsettledClaim {
+    std::int32_t pid = 0;  // the claimer: a forked child drops what it inherited
+    DatasetSlot ds = kInvalidDatasetSlot;
+    std::uint16_t slot = 0;
+    std::uint32_t entry = 0;  // detail::kNone: look the claim up by row
+    std::uint64_t row = 0;
+  };
+  static constexpr std::size_t kMaxUnsettledClaims = 1 << 16;
+  void KeepUnsettled(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,
+                     std::span<const std::uint32_t> entries) noexcept EXCLUDES(unsettled_mu_);
+  // Releases the kept claims if the lock comes within a moment; keeps them
+  // for the next call otherwise.
+  void SettleClaims() noexcept EXCLUDES(tables_, unsettled_mu_);
   // Hands loaded rows to the admission queue (copying their bytes, unless the
   // queue reads them again itself: *read_again); false if there is none or it
   // has no room.
@@ -383,6 +416,9 @@ class NodeCache {
   // Start time of the process named in attachment_ (for leadership checks).
   std::atomic<std::uint64_t> self_start_time_{0};
   std::atomic<AdmissionQueue*> admission_queue_{nullptr};
+  Mutex unsettled_mu_;
+  std::vector<UnsettledClaim> unsettled_ GUARDED_BY(unsettled_mu_);
+  std::atomic<bool> any_unsettled_{false};  // unsettled_ is not empty (lock-free check)
 };
 
 }  // namespace prescient::cache

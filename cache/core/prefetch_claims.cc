@@ -4,6 +4,7 @@
 #include <new>
 #include <vector>
 
+#include "cache/core/claim_state.h"
 #include "cache/core/eviction_keys.h"
 #include "cache/core/node_cache.h"
 
@@ -11,15 +12,12 @@ namespace prescient::cache {
 
 using detail::Entry;
 using detail::kNone;
+using detail::OwnedClaim;
 using detail::SegmentHeader;
 using detail::SegmentLock;
 using detail::SegmentTables;
 
 namespace {
-
-bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
-  return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
-}
 
 constexpr const char* kNotRegistered = "cache: dataset slot not registered (or dropped)";
 
@@ -109,7 +107,10 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   const std::uint16_t self = slot.value();
   tables_.BackAhead(shape.blocks_per_row);
   SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return lock.status();
+  if (!lock.ok()) {
+    KeepUnsettled(ds, self, {&row, 1}, {});
+    return lock.status();
+  }
   SegmentHeader& h = tables_.header();
   const std::uint32_t e = tables_.FindClaim(ds, row, self);
   if (e == kNone) return PublishOutcome::kNotClaimed;
@@ -135,7 +136,10 @@ Result<PublishOutcome> NodeCache::Publish(DatasetSlot ds, std::uint64_t row, con
   lock.Unlock();
   // Still Loading to everyone else, and only we release our claims.
   const bool copied = tables_.CopyInOwned(e, data, shape.row_bytes);
-  if (Status s = lock.Relock(); !s.ok()) return s;
+  if (Status s = lock.Relock(); !s.ok()) {
+    KeepUnsettled(ds, self, {&row, 1}, {&e, 1});
+    return s;
+  }
   if (!OwnedClaim(tables_.entry(e), ds, row, self)) {  // revoked while we copied
     tables_.DisownRevoked(e);
     return PublishOutcome::kNotClaimed;
@@ -155,7 +159,10 @@ Status NodeCache::Abandon(DatasetSlot ds, std::uint64_t row) noexcept {
   DatasetShape shape;
   if (!ShapeOf(ds, &shape, /*or_retired=*/true)) return Status::InvalidArgument(kNotRegistered);
   SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return lock.status();
+  if (!lock.ok()) {
+    KeepUnsettled(ds, slot.value(), {&row, 1}, {});
+    return lock.status();
+  }
   const std::uint32_t e = tables_.FindClaim(ds, row, slot.value());
   if (e == kNone) {
     return Status::InvalidArgument("cache: Abandon of a row this process did not claim");

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/core/claim_state.h"
 #include "cache/core/eviction_keys.h"
 #include "cache/core/node_cache.h"
 #include "cache/core/shm_sync.h"
@@ -31,6 +32,8 @@ namespace prescient::cache {
 
 using detail::Entry;
 using detail::kNone;
+using detail::OwnedClaim;
+using detail::RevokedClaim;
 using detail::SegmentHeader;
 using detail::SegmentLock;
 using detail::SegmentTables;
@@ -78,15 +81,6 @@ Status CallLoader(const LoaderFn& loader, std::span<const std::uint64_t> rows,
   } catch (...) {
     return Status::Internal("cache: row loader threw");
   }
-}
-
-bool OwnedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
-  return x.state == detail::kEntryLoading && x.owner == slot && x.dataset == ds && x.row == row;
-}
-
-// Our claim on the row was revoked (dataset dropped, claim taken over).
-bool RevokedClaim(const Entry& x, DatasetSlot ds, std::uint64_t row, std::uint16_t slot) {
-  return x.state == detail::kEntryRevoked && x.owner == slot && x.dataset == ds && x.row == row;
 }
 
 // One distinct requested row and where it goes.
@@ -507,7 +501,10 @@ Status NodeCache::ReleaseClaims(DatasetSlot ds, std::uint16_t slot,
                                 std::span<const std::uint64_t> rows,
                                 std::span<const std::uint32_t> entries) noexcept {
   SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return lock.status();  // our claims go when we detach or die
+  if (!lock.ok()) {
+    KeepUnsettled(ds, slot, rows, entries);
+    return lock.status();
+  }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Entry& x = tables_.entry(entries[i]);
     if (OwnedClaim(x, ds, rows[i], slot)) tables_.Release(entries[i]);
@@ -553,7 +550,10 @@ Status NodeCache::PublishClaims(DatasetSlot ds, std::uint16_t slot,
   DatasetShape shape;
   const bool known = ShapeOf(ds, &shape, /*or_retired=*/true);
   SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return lock.status();  // our claims go when we detach or die
+  if (!lock.ok()) {
+    KeepUnsettled(ds, slot, rows, entries);
+    return lock.status();
+  }
   SegmentHeader& h = tables_.header();
   if (!known) {
     return Status::InvalidArgument("cache: dataset slot not registered by this process");
@@ -613,7 +613,12 @@ Status NodeCache::PublishClaims(DatasetSlot ds, std::uint16_t slot,
       if (!copied[k]) deferred[positions[k]] = 2;
     }
   }
-  if (Status s = lock.Relock(); !s.ok()) return s;
+  if (Status s = lock.Relock(); !s.ok()) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (deferred[i] != 0) KeepUnsettled(ds, slot, {&rows[i], 1}, {&entries[i], 1});
+    }
+    return s;
+  }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
     if (deferred[i] == 0) continue;

@@ -22,10 +22,10 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-// 14 kept a bare step in SegmentHeader::participant_floor (no registration
-// tag); 13 had no shared stall memo (SegmentHeader::stuck_pid_beat); 12
-// initialised every entry and bucket.
-inline constexpr std::uint32_t kLayoutVersion = 15;
+// 15 had no SegmentCounters::claims_released_late; 14 kept a bare step in
+// SegmentHeader::participant_floor (no registration tag); 13 had no shared stall memo
+// (SegmentHeader::stuck_pid_beat); 12 initialised every entry and bucket.
+inline constexpr std::uint32_t kLayoutVersion = 16;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -118,12 +118,13 @@ struct SegmentCounters {
   std::uint64_t takeovers;   // rows reclaimed from a dead loader
   std::uint64_t bytes_resident;
   std::uint64_t rows_resident;
-  std::uint64_t prefetch_declined;  // rows ClaimForPrefetch left out (no-admit rule)
-  std::uint64_t backing_failures;   // data extents the filesystem could not back (full)
-  std::uint64_t dropped_rows;       // resident or in-flight rows of dropped datasets
-  std::uint64_t corruptions;        // out-of-range values found in the tables (then repaired)
-  std::uint64_t stall_takeovers;    // rows taken from live loaders that made no progress
-  std::uint64_t leader_takeovers;   // leaderships taken from live leaders that made no progress
+  std::uint64_t prefetch_declined;     // rows ClaimForPrefetch left out (no-admit rule)
+  std::uint64_t backing_failures;      // data extents the filesystem could not back (full)
+  std::uint64_t dropped_rows;          // resident or in-flight rows of dropped datasets
+  std::uint64_t corruptions;           // out-of-range values found in the tables (then repaired)
+  std::uint64_t stall_takeovers;       // rows taken from live loaders that made no progress
+  std::uint64_t leader_takeovers;      // leaderships taken from live leaders that made no progress
+  std::uint64_t claims_released_late;  // claims let go after the lock's holder resumed
 };
 
 struct alignas(64) SegmentHeader {

@@ -97,13 +97,14 @@ enum class NodeCounter : std::size_t {
   kEvictions,
   kRejections,
   kPrefetchDeclined,
-  kRecoveries,       // lock-owner deaths repaired
-  kTakeovers,        // claims of dead loaders released for reloading
-  kStallTakeovers,   // rows taken from live loaders that made no progress
-  kLeaderTakeovers,  // prefetch leaderships taken from stuck live leaders
-  kCorruptions,      // out-of-range values found in the segment, repaired
-  kBackingFailures,  // extents the filesystem could not back (full)
-  kDroppedRows,      // rows of dropped datasets
+  kRecoveries,          // lock-owner deaths repaired
+  kTakeovers,           // claims of dead loaders released for reloading
+  kStallTakeovers,      // rows taken from live loaders that made no progress
+  kLeaderTakeovers,     // prefetch leaderships taken from stuck live leaders
+  kClaimsReleasedLate,  // claims let go after a stopped lock holder resumed
+  kCorruptions,         // out-of-range values found in the segment, repaired
+  kBackingFailures,     // extents the filesystem could not back (full)
+  kDroppedRows,         // rows of dropped datasets
   kRowsResident,
   kBytesResident,
   kBackedBytes,    // memory the segment holds in its filesystem

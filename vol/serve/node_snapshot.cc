@@ -32,6 +32,7 @@ NodeValues NodeSnapshot::ValuesOf(const cache::CacheStats& s) {
   set(NodeCounter::kTakeovers, s.takeovers);
   set(NodeCounter::kStallTakeovers, s.stall_takeovers);
   set(NodeCounter::kLeaderTakeovers, s.leader_takeovers);
+  set(NodeCounter::kClaimsReleasedLate, s.claims_released_late);
   set(NodeCounter::kCorruptions, s.corruptions);
   set(NodeCounter::kBackingFailures, s.backing_failures);
   set(NodeCounter::kDroppedRows, s.dropped_rows);

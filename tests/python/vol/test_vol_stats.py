@@ -150,5 +150,6 @@ def test_node_block_holds_the_segments_own_counters(prescient, data_file, tmp_pa
     assert node["misses"] >= 1 and node["hits"] >= 5, node
     assert node["rows_resident"] >= 1 and node["bytes_resident"] > 0, node
     assert node["capacity_bytes"] >= node["bytes_resident"], node
-    for counter in ("recoveries", "corruptions", "stall_takeovers", "leader_takeovers"):
+    for counter in ("recoveries", "corruptions", "stall_takeovers", "leader_takeovers",
+                    "claims_released_late"):
         assert node[counter] == 0, node

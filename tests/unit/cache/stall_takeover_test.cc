@@ -2,7 +2,9 @@
 // stopped loader's rows takes them over after stall_timeout; a stopped prefetch
 // leader loses its claims and its leadership; the resumed process finds its
 // claims gone and corrupts nothing. A loader that is busy (burning CPU) is not
-// overtaken: the decision rests on progress, not on time alone.
+// overtaken: the decision rests on progress, not on time alone. A process
+// stopped holding the segment lock makes calls fail fast, and the claims a
+// reader could not publish meanwhile are let go at its next call.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -271,6 +273,74 @@ TEST_F(StallTest, ProcessStoppedHoldingTheLockMakesCallsFailFastNotHang) {
   ASSERT_EQ(kill(holder, SIGCONT), 0);
   EXPECT_EQ(WaitExitCode(holder), 0);
   EXPECT_EQ(ReadChecked({3}).loaded, 1u);  // resumed and released: all well again
+}
+
+// The soak test's 10 s wait: a reader loads rows while another process is
+// stopped holding the segment lock, so it can neither publish its claims
+// nor release them. It goes on working (a training loop does), so nobody
+// takes its claims over as stuck; waiting for them until wait_timeout was
+// the old outcome. Its next call lets them go, and a reader already waiting
+// for one of them loads it at once.
+TEST_F(StallTest, ClaimsLeftByAStoppedLockHolderAreLetGoAtTheNextCall) {
+  auto* state = SharedObject<std::atomic<int>>();
+  const NodeCache* cache_ptr = cache_.get();
+  const pid_t holder = ForkChild([&] {
+    detail::MappedSegment seg;
+    if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
+    detail::SegmentTables t(seg.base(), seg.geometry);
+    if (!WaitFor(*state, 1, std::chrono::seconds(10))) return 2;
+    if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
+        detail::LockOutcome::kLocked) {
+      return 3;
+    }
+    state->store(2);
+    raise(SIGSTOP);  // stopped inside the critical section, while we load
+    detail::ReleaseSharedLock(&t.raw_header().lock);
+    return 0;
+  });
+  const std::uint64_t row = 5;
+  std::vector<std::byte> out(kRow);
+  auto loader = [&](std::span<const std::uint64_t> r, std::span<std::byte* const> d) {
+    state->store(1);  // our claim is made: let the holder take the lock and stop
+    if (!WaitFor(*state, 2, std::chrono::seconds(10))) return Status::Internal("no holder");
+    return PatternLoader{4, kRow, nullptr}(r, d);
+  };
+  const Status s = cache_->ReadRows(ds_, {&row, 1}, out.data(), loader, nullptr);
+  EXPECT_FALSE(s.ok());  // not published: the caller's connector reads the row natively
+  EXPECT_NE(s.message().find("stopped"), std::string::npos) << s.message();
+  ASSERT_EQ(kill(holder, SIGCONT), 0);
+  ASSERT_EQ(WaitExitCode(holder), 0);
+
+  // Another process wants the row; our claim is still there, and we are alive.
+  struct Seen {
+    std::atomic<int> started{0};
+    std::uint64_t loaded = 0, waited = 0, taken_over = 0;
+  };
+  auto* seen = SharedObject<Seen>();
+  const pid_t reader = ForkChild([&] {
+    auto own = NodeCache::Open(name_.options());
+    if (!own.ok()) return 1;
+    const DatasetSlot ds = own.value()->RegisterDataset({21, 1}, kRow, 1000).value();
+    std::vector<std::byte> bytes(kRow);
+    ReadRowsStats st;
+    seen->started.store(1);
+    const Status read = own.value()->ReadRows(ds, {&row, 1}, bytes.data(),
+                                              PatternLoader{4, kRow, nullptr}, nullptr, &st);
+    seen->loaded = st.loaded;
+    seen->waited = st.waited;
+    seen->taken_over = st.taken_over;
+    if (!read.ok()) return 2;
+    return FirstBadByte(4, {&row, 1}, bytes.data(), kRow) == -1 ? 0 : 3;
+  });
+  ASSERT_TRUE(WaitFor(seen->started, 1, std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // it waits for our claim
+  EXPECT_EQ(ReadChecked({6}).loaded, 1u);                      // our next call, on another row
+  EXPECT_EQ(WaitExitCode(reader), 0);
+  EXPECT_EQ(seen->loaded, 1u);      // released to it...
+  EXPECT_EQ(seen->taken_over, 0u);  // ...not taken from a loader found stuck
+  EXPECT_EQ(cache_->Stats().claims_released_late, 1u);
+  EXPECT_EQ(cache_->Stats().stall_takeovers, 0u);
+  EXPECT_EQ(ReadChecked({5, 6}).hits, 2u);
 }
 
 }  // namespace
