@@ -212,11 +212,11 @@ class NodeCache {
   bool TakeLeadership() noexcept;
   bool IsLeader() const noexcept;
   void ResignLeader() noexcept;
-  // fork(): the one process-local lock of the cache that a background thread
-  // takes (the prefetch leader's, in TryBecomeLeader). Held across fork() by
-  // the connector's handlers, so that a child, which has only the forking
-  // thread, never inherits it held and hangs in its own TryBecomeLeader.
-  // Also held: the list of claims this process has still to let go of.
+  // fork(): the process-local locks of the cache that background threads
+  // take (the prefetch leader's view, in TryBecomeLeader; the list of claims
+  // still to let go of, which any thread's failed publication adds to). Held
+  // across fork() by the connector's handlers, so that a child, which has
+  // only the forking thread, never inherits one held and hangs on it.
   void LockForFork() ACQUIRE(leader_watch_mu_, unsettled_mu_) {
     leader_watch_mu_.Lock();
     unsettled_mu_.Lock();
