@@ -350,6 +350,10 @@ class NodeCache::ReadCall {
   // from it, and so has any loader once we waited wait_timeout. The next
   // LookUp then claims and loads those rows here.
   Status Wait(const Awaited& awaited) EXCLUDES(t_) {
+    // The row may be one of our own claims a publication could not let go
+    // of, still kept because our call's settlement found the lock busy: let
+    // go of them first, or we would wait for ourselves until wait_timeout.
+    if (c_.any_unsettled_.load(std::memory_order_relaxed)) c_.SettleClaims();
     const auto t0 = std::chrono::steady_clock::now();
     std::uint32_t* seq = t_.SeqWord(awaited.entry);
     detail::FutexWait(seq, awaited.seq, c_.options_.liveness_poll);

@@ -66,6 +66,40 @@ class StallTest : public ::testing::Test {
       return 0;
     });
   }
+  // Loads `row` while another process is stopped holding the segment lock:
+  // the load's claim can be neither published nor released, and the call
+  // fails ("stopped"; the connector then reads the row natively). Returns
+  // once that process has resumed and left, the claim still ours.
+  void LoadWhileTheLockHolderIsStopped(std::uint64_t row) {
+    auto* state = SharedObject<std::atomic<int>>();
+    const NodeCache* cache_ptr = cache_.get();
+    const pid_t holder = ForkChild([&] {
+      detail::MappedSegment seg;
+      if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
+      detail::SegmentTables t(seg.base(), seg.geometry);
+      if (!WaitFor(*state, 1, std::chrono::seconds(10))) return 2;
+      if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
+          detail::LockOutcome::kLocked) {
+        return 3;
+      }
+      state->store(2);
+      raise(SIGSTOP);  // stopped inside the critical section, while we load
+      detail::ReleaseSharedLock(&t.raw_header().lock);
+      return 0;
+    });
+    std::vector<std::byte> out(kRow);
+    auto loader = [&](std::span<const std::uint64_t> r, std::span<std::byte* const> d) {
+      state->store(1);  // our claim is made: let the holder take the lock and stop
+      if (!WaitFor(*state, 2, std::chrono::seconds(10))) return Status::Internal("no holder");
+      return PatternLoader{4, kRow, nullptr}(r, d);
+    };
+    const Status s = cache_->ReadRows(ds_, {&row, 1}, out.data(), loader, nullptr);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("stopped"), std::string::npos) << s.message();
+    ASSERT_EQ(kill(holder, SIGCONT), 0);
+    ASSERT_EQ(WaitExitCode(holder), 0);
+    EXPECT_EQ(cache_->Stats().claims_released_late, 0u);
+  }
   ScopedSegmentName name_;
   std::unique_ptr<NodeCache> cache_;
   DatasetSlot ds_ = kInvalidDatasetSlot;
@@ -282,34 +316,8 @@ TEST_F(StallTest, ProcessStoppedHoldingTheLockMakesCallsFailFastNotHang) {
 // the old outcome. Its next call lets them go, and a reader already waiting
 // for one of them loads it at once.
 TEST_F(StallTest, ClaimsLeftByAStoppedLockHolderAreLetGoAtTheNextCall) {
-  auto* state = SharedObject<std::atomic<int>>();
-  const NodeCache* cache_ptr = cache_.get();
-  const pid_t holder = ForkChild([&] {
-    detail::MappedSegment seg;
-    if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
-    detail::SegmentTables t(seg.base(), seg.geometry);
-    if (!WaitFor(*state, 1, std::chrono::seconds(10))) return 2;
-    if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
-        detail::LockOutcome::kLocked) {
-      return 3;
-    }
-    state->store(2);
-    raise(SIGSTOP);  // stopped inside the critical section, while we load
-    detail::ReleaseSharedLock(&t.raw_header().lock);
-    return 0;
-  });
   const std::uint64_t row = 5;
-  std::vector<std::byte> out(kRow);
-  auto loader = [&](std::span<const std::uint64_t> r, std::span<std::byte* const> d) {
-    state->store(1);  // our claim is made: let the holder take the lock and stop
-    if (!WaitFor(*state, 2, std::chrono::seconds(10))) return Status::Internal("no holder");
-    return PatternLoader{4, kRow, nullptr}(r, d);
-  };
-  const Status s = cache_->ReadRows(ds_, {&row, 1}, out.data(), loader, nullptr);
-  EXPECT_FALSE(s.ok());  // not published: the caller's connector reads the row natively
-  EXPECT_NE(s.message().find("stopped"), std::string::npos) << s.message();
-  ASSERT_EQ(kill(holder, SIGCONT), 0);
-  ASSERT_EQ(WaitExitCode(holder), 0);
+  LoadWhileTheLockHolderIsStopped(row);
 
   // Another process wants the row; our claim is still there, and we are alive.
   struct Seen {
@@ -341,6 +349,38 @@ TEST_F(StallTest, ClaimsLeftByAStoppedLockHolderAreLetGoAtTheNextCall) {
   EXPECT_EQ(cache_->Stats().claims_released_late, 1u);
   EXPECT_EQ(cache_->Stats().stall_takeovers, 0u);
   EXPECT_EQ(ReadChecked({5, 6}).hits, 2u);
+}
+
+// The same claim, and this time our next call cannot settle it at once: a
+// running process holds the lock a little longer than a settlement waits
+// for it. The call then finds the row in flight under its own name; it lets
+// its claims go before waiting, instead of waiting for itself until it takes
+// its own claim over as stuck.
+TEST_F(StallTest, AReaderNeverWaitsForItsOwnUnsettledClaim) {
+  const std::uint64_t row = 5;
+  LoadWhileTheLockHolderIsStopped(row);
+  auto* state = SharedObject<std::atomic<int>>();
+  const NodeCache* cache_ptr = cache_.get();
+  const pid_t busy = ForkChild([&] {
+    detail::MappedSegment seg;
+    if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
+    detail::SegmentTables t(seg.base(), seg.geometry);
+    if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
+        detail::LockOutcome::kLocked) {
+      return 2;
+    }
+    state->store(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    detail::ReleaseSharedLock(&t.raw_header().lock);
+    return 0;
+  });
+  ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
+  const ReadRowsStats st = ReadChecked({row});
+  EXPECT_EQ(WaitExitCode(busy), 0);
+  EXPECT_EQ(st.loaded, 1u);
+  EXPECT_EQ(st.taken_over, 0u);
+  EXPECT_EQ(cache_->Stats().claims_released_late, 1u);
+  EXPECT_EQ(cache_->Stats().stall_takeovers, 0u);
 }
 
 }  // namespace
