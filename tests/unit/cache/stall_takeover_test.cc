@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -66,27 +67,39 @@ class StallTest : public ::testing::Test {
       return 0;
     });
   }
+  // A process that takes the segment lock once *state reads `after` (at
+  // once for 0), sets *state to `after` + 1 and keeps the lock: stopped
+  // inside it until SIGCONT (`running_for` empty), or running for that long.
+  pid_t ForkLockHolder(std::atomic<int>* state, int after,
+                       std::optional<std::chrono::milliseconds> running_for) {
+    const NodeCache* cache_ptr = cache_.get();
+    return ForkChild([=] {
+      detail::MappedSegment seg;
+      if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
+      detail::SegmentTables t(seg.base(), seg.geometry);
+      if (after != 0 && !WaitFor(*state, after, std::chrono::seconds(10))) return 2;
+      if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
+          detail::LockOutcome::kLocked) {
+        return 3;
+      }
+      state->store(after + 1);
+      if (running_for) {
+        std::this_thread::sleep_for(*running_for);
+      } else {
+        raise(SIGSTOP);  // stopped inside the critical section
+      }
+      detail::ReleaseSharedLock(&t.raw_header().lock);
+      return 0;
+    });
+  }
   // Loads `row` while another process is stopped holding the segment lock:
   // the load's claim can be neither published nor released, and the call
   // fails ("stopped"; the connector then reads the row natively). Returns
   // once that process has resumed and left, the claim still ours.
   void LoadWhileTheLockHolderIsStopped(std::uint64_t row) {
     auto* state = SharedObject<std::atomic<int>>();
-    const NodeCache* cache_ptr = cache_.get();
-    const pid_t holder = ForkChild([&] {
-      detail::MappedSegment seg;
-      if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
-      detail::SegmentTables t(seg.base(), seg.geometry);
-      if (!WaitFor(*state, 1, std::chrono::seconds(10))) return 2;
-      if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
-          detail::LockOutcome::kLocked) {
-        return 3;
-      }
-      state->store(2);
-      raise(SIGSTOP);  // stopped inside the critical section, while we load
-      detail::ReleaseSharedLock(&t.raw_header().lock);
-      return 0;
-    });
+    // Takes the lock and stops while we load.
+    const pid_t holder = ForkLockHolder(state, 1, std::nullopt);
     std::vector<std::byte> out(kRow);
     auto loader = [&](std::span<const std::uint64_t> r, std::span<std::byte* const> d) {
       state->store(1);  // our claim is made: let the holder take the lock and stop
@@ -280,20 +293,7 @@ TEST_F(StallTest, BusyLoaderIsWaitedForNotOvertaken) {
 
 TEST_F(StallTest, ProcessStoppedHoldingTheLockMakesCallsFailFastNotHang) {
   auto* state = SharedObject<std::atomic<int>>();
-  const NodeCache* cache_ptr = cache_.get();
-  const pid_t holder = ForkChild([&] {
-    detail::MappedSegment seg;
-    if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
-    detail::SegmentTables t(seg.base(), seg.geometry);
-    if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
-        detail::LockOutcome::kLocked) {
-      return 2;
-    }
-    state->store(1);
-    raise(SIGSTOP);  // stopped inside the critical section
-    detail::ReleaseSharedLock(&t.raw_header().lock);
-    return 0;
-  });
+  const pid_t holder = ForkLockHolder(state, 0, std::nullopt);
   ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const auto t0 = Clock::now();
@@ -360,20 +360,7 @@ TEST_F(StallTest, AReaderNeverWaitsForItsOwnUnsettledClaim) {
   const std::uint64_t row = 5;
   LoadWhileTheLockHolderIsStopped(row);
   auto* state = SharedObject<std::atomic<int>>();
-  const NodeCache* cache_ptr = cache_.get();
-  const pid_t busy = ForkChild([&] {
-    detail::MappedSegment seg;
-    if (!testing::MapSegmentOf(*cache_ptr, &seg)) return 1;
-    detail::SegmentTables t(seg.base(), seg.geometry);
-    if (detail::AcquireSharedLock(&t.raw_header().lock, std::chrono::seconds(5)) !=
-        detail::LockOutcome::kLocked) {
-      return 2;
-    }
-    state->store(1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    detail::ReleaseSharedLock(&t.raw_header().lock);
-    return 0;
-  });
+  const pid_t busy = ForkLockHolder(state, 0, std::chrono::milliseconds(150));
   ASSERT_TRUE(WaitFor(*state, 1, std::chrono::seconds(10)));
   const ReadRowsStats st = ReadChecked({row});
   EXPECT_EQ(WaitExitCode(busy), 0);
