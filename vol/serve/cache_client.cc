@@ -221,6 +221,10 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
     return nullptr;
   }
   cache_ = std::move(opened.value());
+  // What opening it took that the user should hear of (a leftover replaced,
+  // another user's file at our names, the cache directory on a disk, no
+  // keeper installed): once per process that opens it, as a warning.
+  for (const std::string& notice : cache_->notices()) runtime.Log(LogLevel::kWarn, notice);
   capacity_bytes_ = cache_->Stats().capacity_bytes;
   if (options.admit_behind_bytes > 0) {
     admission_ = std::make_unique<AdmissionWorker>(options.admit_behind_bytes);

@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import re
+import shutil
 import sys
 import textwrap
 
@@ -179,3 +180,35 @@ def test_unwritable_stats_path_does_not_break_reads(prescient, data_file, tmp_pa
     assert len(lines) <= 1, f"expected at most one warning:\n{proc.stderr}"
     if lines:
         assert "PRESCIENT_STATS" in lines[0] or "stats" in lines[0], lines[0]
+
+
+# The connector starts in this process (h5py's import initialises HDF5), and the file is opened
+# only in a forked child, as a DataLoader worker opens it: the child opens the node cache for its
+# parent and must start a keeper that holds the cache for the next generation of workers.
+FORKED_READ_SCRIPT = textwrap.dedent("""
+    import os, sys, h5py
+    pid = os.fork()
+    if pid == 0:
+        with h5py.File(sys.argv[1], "r") as f:
+            f["x"][3]
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+""")
+
+
+def test_what_opening_the_cache_took_is_one_warning(prescient, data_file, tmp_path):
+    """The node cache's notices reach the user. A plugin directory without the segment keeper
+    (a partial install) leaves the cache to die with every generation of workers: one warning in
+    the process that needed the keeper, none where it is installed."""
+    lone = tmp_path / "plugins"
+    lone.mkdir()
+    shutil.copy(os.path.join(prescient.plugin_dir, "libprescient_vol.so"), lone)
+    for plugins, expected in ((prescient.plugin_dir, 0), (str(lone), 1)):
+        proc = prescient.python(FORKED_READ_SCRIPT, [data_file], "connector", tmp_path,
+                                extra={"HDF5_PLUGIN_PATH": plugins,
+                                       "PRESCIENT_NODE_ID": f"notices-{tmp_path.name}-{expected}"})
+        lines = [line for line in proc.stderr.splitlines() if "prescient:" in line]
+        assert len(lines) == expected, proc.stderr
+        for line in lines:
+            assert "warning" in line and "keeper" in line, line
