@@ -55,6 +55,35 @@ StatLine ReadStat(std::int32_t pid) {
   return out;
 }
 
+// The number of threads of `pid`'s thread group (the Threads: line of
+// /proc/<pid>/status), 0 when it cannot be read. Plain read(2), as above.
+std::uint32_t ThreadCount(std::int32_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/status", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[4096];
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, sizeof(buf) - 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* p = std::strstr(buf, "\nThreads:");
+  if (p == nullptr) return 0;
+  return static_cast<std::uint32_t>(std::strtoul(p + 9, nullptr, 10));
+}
+
+// Whether the process of `stat` has exited. A zombie first thread is not
+// enough: a process whose main thread called pthread_exit lives on in its
+// other threads (and a SIGKILLed one still holds its mappings until they are
+// gone), so it has exited when it is the last thread of its group.
+bool Exited(std::int32_t pid, const StatLine& stat) {
+  if (stat.state == 'X' || stat.state == 'x') return true;
+  return stat.state == 'Z' && ThreadCount(pid) <= 1;
+}
+
 // This process's pid and start time, kept in a page the kernel zeroes in a
 // forked child (MADV_WIPEONFORK): a child re-reads its own identity on first
 // use, whatever at-fork handlers ran and in which order. Null where the
@@ -112,7 +141,7 @@ ProcessIdentity SelfIdentity() noexcept {
 ProcessIdentity IdentityOf(std::int32_t pid) noexcept {
   if (pid <= 0) return {};
   const StatLine stat = ReadStat(pid);
-  if (!stat.ok || stat.state == 'Z' || stat.state == 'X' || stat.state == 'x') return {};
+  if (!stat.ok || Exited(pid, stat)) return {};
   return {pid, stat.start_time};
 }
 
@@ -128,7 +157,7 @@ ProcessStatus StatusOf(const ProcessIdentity& process) noexcept {
   if (process.pid <= 0) return out;
   const StatLine stat = ReadStat(process.pid);
   if (!stat.ok || stat.start_time != process.start_time) return out;
-  if (stat.state == 'Z' || stat.state == 'X' || stat.state == 'x') return out;
+  if (Exited(process.pid, stat)) return out;
   out.alive = true;
   out.stopped = stat.state == 'T' || stat.state == 't';
   out.cpu_ticks = stat.cpu_ticks;
@@ -139,8 +168,8 @@ bool IsAlive(const ProcessIdentity& process) noexcept {
   if (process.pid <= 0) return false;
   const StatLine stat = ReadStat(process.pid);
   if (!stat.ok) return false;
-  if (stat.state == 'Z' || stat.state == 'X' || stat.state == 'x') return false;
-  return stat.start_time == process.start_time;
+  if (stat.start_time != process.start_time) return false;
+  return !Exited(process.pid, stat);
 }
 
 }  // namespace prescient::cache

@@ -23,7 +23,8 @@ ProcessIdentity SelfIdentity() noexcept;
 // renewed in a forked child like CurrentPid().
 ProcessIdentity SelfIdentityCached() noexcept;
 
-// The process `pid` now; pid 0 when it does not exist (or is a zombie).
+// The process `pid` now; pid 0 when it does not exist (or has exited and
+// waits for its reaper). A process lives while any of its threads does.
 ProcessIdentity IdentityOf(std::int32_t pid) noexcept;
 
 // The parent of `process` now (after its parent exited: the reaper that
@@ -48,10 +49,11 @@ struct ProcessStatus {
 };
 ProcessStatus StatusOf(const ProcessIdentity& process) noexcept;
 
-// False when the process is gone, a zombie, or its pid now names another
-// process. Needs /proc of the same pid namespace (true for all processes on a
-// node that share /dev/shm, except across containers with private pid
-// namespaces, which the README documents as unsupported).
+// False when the process is gone, has exited (a zombie: all its threads are
+// gone; a first thread that left with pthread_exit is not enough), or its pid
+// now names another process. Needs /proc of the same pid namespace (true for
+// all processes on a node that share /dev/shm, except across containers with
+// private pid namespaces, which the README documents as unsupported).
 bool IsAlive(const ProcessIdentity& process) noexcept;
 
 }  // namespace prescient::cache
