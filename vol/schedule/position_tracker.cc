@@ -30,10 +30,15 @@ std::uint64_t PositionTracker::StepOf(std::uint32_t epoch, std::uint64_t positio
 PositionTracker::Observation PositionTracker::Place(std::span<const std::uint64_t> samples,
                                                     std::uint64_t placement) {
   // The epoch the rank is in, or the next one: the one holding more of the
-  // read's samples wins.
+  // read's samples wins, and between epochs holding as many (an order that
+  // repeats every epoch, DistributedSampler(shuffle=False)), the one whose
+  // step is nearer the rank's placement. A placement a few steps short of an
+  // epoch's end (the last batches' progress not reported yet when a worker
+  // of the next epoch reads) must not put the read a whole epoch back.
   const std::uint32_t first = binding_->EpochAndStep(placement).first;
   Observation best;
   std::uint64_t best_end = 0;
+  std::uint64_t best_distance = UINT64_MAX;
   auto consider = [&](std::uint32_t e) {
     Observation o;
     std::uint64_t furthest = 0;
@@ -45,11 +50,14 @@ PositionTracker::Observation PositionTracker::Place(std::span<const std::uint64_
         ++o.mismatched;
       }
     }
-    if (o.matched > best.matched) {
-      o.epoch = e;
-      best = o;
-      best_end = furthest + 1;
-    }
+    if (o.matched == 0 || o.matched < best.matched) return;
+    const std::uint64_t step = StepOf(e, furthest);
+    const std::uint64_t distance = step > placement ? step - placement : placement - step;
+    if (o.matched == best.matched && distance >= best_distance) return;
+    o.epoch = e;
+    best = o;
+    best_end = furthest + 1;
+    best_distance = distance;
   };
   for (std::uint32_t e = first; e < std::min(first + 2, binding_->epochs()); ++e) consider(e);
   // Then the last epoch: a followed schedule (PRESCIENT_FOLLOW) ends with the

@@ -174,6 +174,52 @@ TEST(PositionTrackerRepeats, EveryUseOfARowListedTwiceMatches) {
   ::unlink(path.c_str());
 }
 
+// DistributedSampler(shuffle=False) over a list shuffled once: every epoch
+// reads the same order, so a fresh worker's first batch is found at the same
+// place in every epoch, and the rank's placement decides between them.
+TEST(PositionTrackerRepeatedOrder, AFreshWorkerIsPlacedInTheEpochNearestItsRank) {
+  const std::string path =
+      ::testing::TempDir() + "/repeated." + std::to_string(::getpid()) + ".sched";
+  scheduler::ScheduleHeader header;
+  header.map = scheduler::SampleMap({{"/x.h5", kSamples, 1000, 1}}, {{"x", 64}});
+  header.source = "import";
+  header.layout = {.ranks = 1, .ranks_per_node = 1, .workers = kWorkers, .batch_size = kBatch};
+  header.epochs = kEpochs;
+  header.num_samples = kSamples;
+  std::vector<std::uint32_t> order(kSamples);
+  std::iota(order.begin(), order.end(), 0u);
+  std::shuffle(order.begin(), order.end(), std::mt19937(5));
+  scheduler::AccessSchedule schedule(kSamples, header.layout, kEpochs);
+  for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
+    scheduler::RankEpoch& part = schedule.Part(0, epoch);
+    for (std::uint64_t i = 0; i < kSamples; ++i) {
+      part.samples.push_back(order[i]);
+      if ((i + 1) % kBatch == 0) part.step_begin.push_back(i + 1);  // the end of a step
+    }
+  }
+  scheduler::WriteScheduleFile(path, header, schedule);
+  auto binding = ScheduleBinding::Open(path, 0, [](const std::string& m) { FAIL() << m; });
+  ASSERT_NE(binding, nullptr);
+  const std::uint64_t steps = kSamples / kBatch;
+  const std::uint64_t batch[kBatch] = {order[0], order[1], order[2], order[3]};
+  struct Case {
+    std::uint64_t placement;
+    std::uint32_t epoch;  // where the first batch belongs
+  };
+  for (const Case& c : {
+           Case{binding->GlobalStep(1, 0), 1},          // the rank starts epoch 1
+           Case{binding->GlobalStep(1, steps - 3), 2},  // its last batches not reported yet
+           Case{binding->GlobalStep(2, 0), 2},
+       }) {
+    PositionTracker tracker(binding);
+    const PositionTracker::Observation o = tracker.ObserveRead(batch, c.placement);
+    EXPECT_EQ(o.matched, kBatch);
+    EXPECT_EQ(o.epoch, c.epoch) << "placement " << c.placement;
+    EXPECT_EQ(o.global_step, binding->GlobalStep(c.epoch, 0));
+  }
+  ::unlink(path.c_str());
+}
+
 TEST_F(PositionTrackerTest, ForeignOrderIsCountedThenAbandoned) {
   PositionTracker tracker(binding_);
   const std::vector<std::uint64_t> reads = WorkerReads(0, 0);
