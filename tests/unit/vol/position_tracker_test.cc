@@ -88,18 +88,25 @@ TEST_F(PositionTrackerTest, FreshWorkerIsPlacedThroughTheNodeStep) {
   EXPECT_EQ(first.global_step, node_step);
 }
 
-// A followed schedule (PRESCIENT_FOLLOW) keeps finished epochs as empty steps
-// and ends with the epoch that just started; a worker whose rank has no
-// placement (not forked from the rank's process) is placed in that last epoch.
-TEST(PositionTrackerFollowed, PlacesAReadWithNoPlacementInTheLastEpoch) {
-  const std::string path =
-      ::testing::TempDir() + "/followed." + std::to_string(::getpid()) + ".sched";
+// The header of an imported schedule (an explicit order) over the fixture's
+// samples, rank and workers.
+scheduler::ScheduleHeader ImportedHeader() {
   scheduler::ScheduleHeader header;
   header.map = scheduler::SampleMap({{"/x.h5", kSamples, 1000, 1}}, {{"x", 64}});
   header.source = "import";
   header.layout = {.ranks = 1, .ranks_per_node = 1, .workers = kWorkers, .batch_size = kBatch};
   header.epochs = kEpochs;
   header.num_samples = kSamples;
+  return header;
+}
+
+// A followed schedule (PRESCIENT_FOLLOW) keeps finished epochs as empty steps
+// and ends with the epoch that just started; a worker whose rank has no
+// placement (not forked from the rank's process) is placed in that last epoch.
+TEST(PositionTrackerFollowed, PlacesAReadWithNoPlacementInTheLastEpoch) {
+  const std::string path =
+      ::testing::TempDir() + "/followed." + std::to_string(::getpid()) + ".sched";
+  const scheduler::ScheduleHeader header = ImportedHeader();
   scheduler::AccessSchedule schedule(kSamples, header.layout, kEpochs);
   for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
     scheduler::RankEpoch& part = schedule.Part(0, epoch);
@@ -180,12 +187,7 @@ TEST(PositionTrackerRepeats, EveryUseOfARowListedTwiceMatches) {
 TEST(PositionTrackerRepeatedOrder, AFreshWorkerIsPlacedInTheEpochNearestItsRank) {
   const std::string path =
       ::testing::TempDir() + "/repeated." + std::to_string(::getpid()) + ".sched";
-  scheduler::ScheduleHeader header;
-  header.map = scheduler::SampleMap({{"/x.h5", kSamples, 1000, 1}}, {{"x", 64}});
-  header.source = "import";
-  header.layout = {.ranks = 1, .ranks_per_node = 1, .workers = kWorkers, .batch_size = kBatch};
-  header.epochs = kEpochs;
-  header.num_samples = kSamples;
+  const scheduler::ScheduleHeader header = ImportedHeader();
   std::vector<std::uint32_t> order(kSamples);
   std::iota(order.begin(), order.end(), 0u);
   std::shuffle(order.begin(), order.end(), std::mt19937(5));
