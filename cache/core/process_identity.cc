@@ -20,24 +20,31 @@ struct StatLine {
   std::uint64_t start_time = 0;
 };
 
-// Reads state (field 3), ppid (4), utime and stime (14, 15) and starttime (22)
-// of /proc/<pid>/stat. The command name (field 2) may hold spaces and
-// parentheses, so parse after the last ')'. Plain read(2): no stdio
+// Reads /proc/<pid>/<name> into `buf` (NUL-terminated; what fits in `size` -
+// 1 bytes); false when it cannot be read. Plain read(2): no stdio
 // allocation, safe in forked children.
-StatLine ReadStat(std::int32_t pid) {
-  StatLine out;
+bool ReadProcFile(std::int32_t pid, const char* name, char* buf, std::size_t size) {
   char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  std::snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  char buf[1024];
+  if (fd < 0) return false;
   ssize_t n;
   do {
-    n = ::read(fd, buf, sizeof(buf) - 1);
+    n = ::read(fd, buf, size - 1);
   } while (n < 0 && errno == EINTR);
   ::close(fd);
-  if (n <= 0) return out;
+  if (n <= 0) return false;
   buf[n] = '\0';
+  return true;
+}
+
+// Reads state (field 3), ppid (4), utime and stime (14, 15) and starttime (22)
+// of /proc/<pid>/stat. The command name (field 2) may hold spaces and
+// parentheses, so parse after the last ')'.
+StatLine ReadStat(std::int32_t pid) {
+  StatLine out;
+  char buf[1024];
+  if (!ReadProcFile(pid, "stat", buf, sizeof(buf))) return out;
   const char* p = std::strrchr(buf, ')');
   if (p == nullptr || p[1] != ' ') return out;
   p += 2;
@@ -56,20 +63,10 @@ StatLine ReadStat(std::int32_t pid) {
 }
 
 // The number of threads of `pid`'s thread group (the Threads: line of
-// /proc/<pid>/status), 0 when it cannot be read. Plain read(2), as above.
+// /proc/<pid>/status), 0 when it cannot be read.
 std::uint32_t ThreadCount(std::int32_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/status", pid);
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   char buf[4096];
-  ssize_t n;
-  do {
-    n = ::read(fd, buf, sizeof(buf) - 1);
-  } while (n < 0 && errno == EINTR);
-  ::close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
+  if (!ReadProcFile(pid, "status", buf, sizeof(buf))) return 0;
   const char* p = std::strstr(buf, "\nThreads:");
   if (p == nullptr) return 0;
   return static_cast<std::uint32_t>(std::strtoul(p + 9, nullptr, 10));
