@@ -40,11 +40,11 @@ void KillWorker(pid_t pid) {
   kill(pid, SIGKILL);
 }
 
-// Exited (a zombie still waiting for its reaper counts). A process with more
-// than one thread (every process under TSan, whose runtime starts a thread in
-// a forked child too) shows its first thread as a zombie while the others are
-// still leaving and hold its mappings: the tmpfs pages are returned a moment
-// later, so checks of the used bytes wait for them.
+// Exited: all its threads are gone (IdentityOf; a zombie still waiting for its
+// reaper counts). Under TSan, whose runtime starts a thread in every forked
+// child, a SIGKILLed process once looked gone while its second thread still
+// held the mappings; checks of the used bytes still wait a little for the
+// pages rather than trust the order of the kernel's teardown.
 bool Gone(pid_t pid) { return IdentityOf(pid).pid == 0; }
 
 bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {
