@@ -36,7 +36,10 @@ checked against the float64 sums saved at generation (the check's time is left o
 an optional compute sleep per batch; a slowdown factor f stretches every step of this rank to f
 times its length (ranks that do not move in lockstep); the connector's statistics files of this
 rank (main process and workers), the block device's counters and the CPU time the hypervisor
-stole from the machine (storage.cpu_steal_s) are read at every epoch's end.
+stole from the machine (storage.cpu_steal_s) are read at every epoch's end. `cpu_s` is the CPU
+time (user and system) of the rank's process and of the workers that ended with the epoch (all of
+them unless the workers are persistent), the check's left out: on a machine whose cores the
+loop fills, what a connector costs shows there first.
 """
 
 import bisect
@@ -297,8 +300,9 @@ def main():
             sampler.set_epoch(epoch)
         dev0 = storage.device_reads(device)
         steal0 = storage.cpu_steal_s()
+        cpu0 = os.times()
         samples = batches = bad = 0
-        wait = check = slept = first_wait = 0.0
+        wait = check = slept = first_wait = check_cpu = 0.0
         start = time.perf_counter()
         it = iter(loader) if loader is not None else rows_in_process(ds, sampler, config["batch_size"])
         step_start = start
@@ -312,7 +316,9 @@ def main():
             wait += t1 - t0
             if batches == 0:
                 first_wait = t1 - t0  # includes starting the workers when they are forked per epoch
+            c1 = time.process_time()
             wrong, n = wrong_samples(batch, sums, fields)
+            check_cpu += time.process_time() - c1
             t2 = time.perf_counter()
             check += t2 - t1
             bad += wrong
@@ -330,9 +336,12 @@ def main():
         elapsed = time.perf_counter() - start - check
         dev1 = storage.device_reads(device)
         steal = storage.cpu_steal_s() - steal0
+        cpu1 = os.times()
+        cpu = sum(cpu1[:4]) - sum(cpu0[:4]) - check_cpu
         record = {"epoch": epoch, "seconds": elapsed, "samples": samples, "batches": batches, "wait_s": wait,
                   "first_wait_s": first_wait, "compute_s": slept, "check_s": check, "bad_samples": bad,
-                  "device_reads": dev1[0] - dev0[0], "device_bytes": dev1[1] - dev0[1], "steal_s": steal}
+                  "device_reads": dev1[0] - dev0[0], "device_bytes": dev1[1] - dev0[1], "steal_s": steal,
+                  "cpu_s": cpu}
         if stats_files:
             record["stats_cumulative"] = counters.snapshot(stats_files)
         epochs.append(record)

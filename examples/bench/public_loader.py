@@ -28,7 +28,8 @@ loader never calls; where they are not installed, empty modules stand in for the
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
-cache), `lru-copy` (with PRESCIENT_ADMIT_READ_AGAIN=0: the admission thread takes a copy of a
+cache), `lru-always` (with PRESCIENT_ADMIT_BEHIND_WHEN=always: misses handed to the admission
+thread even when no CPU is spare for it), `lru-copy` (with PRESCIENT_ADMIT_READ_AGAIN=0: the admission thread takes a copy of a
 miss's rows from the reader instead of reading them again) and `follow` (PRESCIENT_FOLLOW=1: the sampler followed at run time). `--workers N` sets the
 DataLoader's workers (2, the loaders' own choice above; 0 reads in the training process). Each round runs them in turn, each a
 fresh process with a fresh node cache (a new PRESCIENT_NODE_ID); before every epoch every file
@@ -51,7 +52,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CHANNELS = list(range(16))
-VARIANTS = ("native", "lru", "lru-inline", "lru-copy", "follow")
+VARIANTS = ("native", "lru", "lru-inline", "lru-always", "lru-copy", "follow")
 
 
 def fresh_train_dir(directory, layout):
@@ -275,6 +276,8 @@ def variant_env(variant, plugin_dir, stats, cache_size=None):
         env["PRESCIENT_CACHE_SIZE"] = cache_size
     if variant == "lru-inline":
         env["PRESCIENT_ADMIT_BEHIND"] = "0"  # the reader places its own misses in the cache
+    if variant == "lru-always":
+        env["PRESCIENT_ADMIT_BEHIND_WHEN"] = "always"  # the thread even without a spare CPU
     if variant == "lru-copy":
         env["PRESCIENT_ADMIT_READ_AGAIN"] = "0"  # the reader copies its misses for the thread
     if variant == "follow":
@@ -366,7 +369,8 @@ def compare(args):
     for r in runs:
         if r["stats"]:
             keys = ("reads", "reads_served", "reads_forwarded", "rows_hit", "rows_loaded",
-                    "rows_prefetched", "schedule_matches", "storage_bytes")
+                    "rows_prefetched", "rows_admitted_behind", "reads_admit_no_spare_cpu",
+                    "schedule_matches", "storage_bytes")
             print(f"{r['variant']} r{r['round']}: " + ", ".join(f"{k} {r['stats'].get(k, 0)}" for k in keys))
         for line in r["stderr"]:
             print(f"{r['variant']} r{r['round']} stderr: {line}")

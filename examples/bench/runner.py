@@ -182,7 +182,9 @@ class Runner:
                    "samples": sum(e["samples"] for e in es), "bad_samples": sum(e["bad_samples"] for e in es),
                    "device_reads": es[0]["device_reads"], "device_bytes": es[0]["device_bytes"],
                    # Machine-wide, like the device's counters: rank 0's view.
-                   "steal_s": es[0].get("steal_s", 0.0)}
+                   "steal_s": es[0].get("steal_s", 0.0),
+                   # Every rank's process and its workers of the epoch (loop.py).
+                   "cpu_s": sum(e.get("cpu_s", 0.0) for e in es)}
             if final is not None:
                 snaps = [rows[i] for rows in per_rank_counters if rows[i] is not None]
                 summed, fields = {}, {}

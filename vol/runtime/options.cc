@@ -190,6 +190,18 @@ const std::vector<OptionRow>& Rows() {
         "from the page cache the reader's read just filled, instead of taking a copy from the "
         "reader; 0 = the reader copies them"},
        &ApplyBool<&Options::admit_read_again>},
+      {{"PRESCIENT_ADMIT_BEHIND_WHEN", "admit_behind_when", "spare-cpu or always", "spare-cpu",
+        "spare-cpu: a read hands its rows to the admission thread only while the machine has a "
+        "CPU to spare for it (runnable threads besides the thread averaging below the CPUs the "
+        "process may use minus one half; /proc/loadavg, sampled every 10 ms); with every CPU "
+        "busy the reader places them itself, which costs less in all (no second copy, no "
+        "wake-up). always: whenever the budget allows"},
+       [](std::string_view v, Options& o) {
+         const std::string when = Lower(v);
+         if (when != "spare-cpu" && when != "always") return false;
+         o.admit_behind_always = when == "always";
+         return true;
+       }},
       {{"PRESCIENT_COALESCE_GAP", "coalesce_gap", "auto, or bytes with a unit (0 = never merge)",
         "auto",
         "merge missing rows into one read when the gap between them is below this; auto is "

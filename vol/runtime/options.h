@@ -61,6 +61,10 @@ struct Options {
   // process's admission thread (vol/serve/admission_worker.h); 0 = the
   // reader copies them into the cache itself.
   std::uint64_t admit_behind_bytes = 16ull << 20;
+  // PRESCIENT_ADMIT_BEHIND_WHEN=always: hand rows over even when no CPU is
+  // spare for the thread (by default, spare-cpu, the reader then places them
+  // itself: cache/io/cpu_headroom.h).
+  bool admit_behind_always = false;
   // PRESCIENT_ADMIT_READ_AGAIN: the admission thread reads rows stored as
   // they are in the file again itself instead of taking the reader's copy.
   bool admit_read_again = true;

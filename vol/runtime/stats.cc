@@ -31,6 +31,7 @@ constexpr const char* kTopLevelNames[] = {
     "rows_admitted_behind",
     "rows_admitted_behind_declined",
     "rows_admitted_read_again",
+    "reads_admit_no_spare_cpu",
     "files_warmed",
     "rows_remote",
     "rows_served",

@@ -46,6 +46,7 @@ enum class Counter : std::size_t {
   kRowsAdmittedBehind,      // of rows_loaded: copied into the cache by the admission thread
   kRowsAdmittedBehindDeclined,  // of those: not kept (full cache, claim taken over meanwhile)
   kRowsAdmittedReadAgain,       // of rows_admitted_behind: read again by the thread, not copied
+  kReadsAdmitNoSpareCpu,        // reads that placed their own rows: no CPU was spare for the thread
   kFilesWarmed,                 // small files the prefetch thread read into the page cache
   kRowsRemote,                  // node agent: rows fetched from other nodes' agents
   kRowsServed,                  // node agent: rows sent to other nodes' agents

@@ -76,6 +76,11 @@ bool AdmissionWorker::ReadAgain(const CachedDataset& dataset, cache::LoadedRows&
 std::span<std::byte> AdmissionWorker::Reserve(std::uint64_t bytes) noexcept {
   cache::MutexLock lock(&mu_);
   if (cache_ == nullptr || bytes == 0 || budget_bytes_ == 0) return {};
+  // The thread, when it has rows already, is one of the runnable threads.
+  if (only_on_spare_cpu_ && !headroom_.SpareCpu(in_flight_bytes_ != 0 ? 1 : 0)) {
+    Runtime::Get().stats().Add(Counter::kReadsAdmitNoSpareCpu, 1);
+    return {};
+  }
   // A read larger than the whole budget may still go when nothing waits:
   // memory stays bounded by one read (itself at most a quarter of the cache).
   if (in_flight_bytes_ != 0 && in_flight_bytes_ + bytes > budget_bytes_) return {};

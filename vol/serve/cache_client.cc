@@ -227,7 +227,9 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   for (const std::string& notice : cache_->notices()) runtime.Log(LogLevel::kWarn, notice);
   capacity_bytes_ = cache_->Stats().capacity_bytes;
   if (options.admit_behind_bytes > 0) {
-    admission_ = std::make_unique<AdmissionWorker>(options.admit_behind_bytes);
+    admission_ = std::make_unique<AdmissionWorker>(
+        AdmissionWorkerOptions{.budget_bytes = options.admit_behind_bytes,
+                               .only_on_spare_cpu = !options.admit_behind_always});
     admission_->Attach(cache_.get());
   }
   runtime.Log(LogLevel::kInfo, "node cache " + cache_->path() + " open");

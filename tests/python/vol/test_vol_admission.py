@@ -8,8 +8,15 @@ workers do) before its thread published them; rows handed over become hits; with
 nothing is handed over. Rows stored as they are in the file (contiguous, chunked without filters)
 are read again by the thread instead of copied by the reader (PRESCIENT_ADMIT_READ_AGAIN) when a
 read hands over at least 256 KiB; compressed ones, and smaller hand-overs, are copied.
+
+These tests of the mechanism set PRESCIENT_ADMIT_BEHIND_WHEN=always: by default rows are handed
+over only while the machine has a CPU to spare, which a loaded test machine may not have. The
+last test loads every CPU for real and checks that, by default, nothing is handed over then.
 """
 
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -76,6 +83,7 @@ def run(prescient, data_file, tmp_path, setting, read_again="1"):
                             stats=tmp_path / "stats.json",
                             extra={"PRESCIENT_ADMIT_BEHIND": setting, "PRESCIENT_NODE_ID": node,
                                    "PRESCIENT_ADMIT_READ_AGAIN": read_again,
+                                   "PRESCIENT_ADMIT_BEHIND_WHEN": "always",
                                    "PRESCIENT_CACHE_SIZE": "64MiB"})
     child = int(proc.stdout.split()[-1])
     stats = {s["pid"]: s for s in read_stats(tmp_path).values()}
@@ -121,6 +129,7 @@ def test_large_hand_overs_are_read_again_by_the_thread_when_stored_as_they_are(
                      stats=tmp_path / "stats.json",
                      extra={"PRESCIENT_NODE_ID": f"admission-batches-{tmp_path.name}",
                             "PRESCIENT_ADMIT_READ_AGAIN": read_again,
+                            "PRESCIENT_ADMIT_BEHIND_WHEN": "always",
                             "PRESCIENT_CACHE_SIZE": "64MiB"})
     (process,) = read_stats(tmp_path).values()
     assert process["rows_admitted_behind"] > 0, process
@@ -138,3 +147,26 @@ def test_zero_turns_it_off(prescient, data_files, tmp_path):
         assert process["rows_admitted_behind"] == 0 and process["rows_loaded"] > 0, process
         assert process["rows_admitted_read_again"] == 0, process
     assert parent["rows_hit"] >= ROWS, parent
+
+
+SPIN = "while True: pass"
+
+
+def test_by_default_nothing_is_handed_over_while_every_cpu_is_busy(prescient, data_files, tmp_path):
+    # Real load: more spinning processes than this process may use CPUs, for the whole run (the
+    # connector samples the machine's runnable threads every 10 ms).
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(len(os.sched_getaffinity(0)) + 1)]
+    try:
+        prescient.python(BATCHES, [data_files / "contiguous.h5", ROWS, COLUMNS], "connector", tmp_path,
+                         stats=tmp_path / "stats.json",
+                         extra={"PRESCIENT_NODE_ID": f"admission-busy-{tmp_path.name}",
+                                "PRESCIENT_CACHE_SIZE": "64MiB"})
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    (process,) = read_stats(tmp_path).values()
+    assert process["rows_admitted_behind"] == 0, process
+    assert process["reads_admit_no_spare_cpu"] > 0, process
+    assert process["rows_loaded"] > 0 and process["rows_hit"] >= ROWS, process  # placed by the reader
+    assert process["fallback_serve_failed"] == 0, process

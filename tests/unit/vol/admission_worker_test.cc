@@ -7,11 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "tests/unit/cache/test_support.h"
+#include "vol/runtime/runtime.h"
 
 namespace prescient::vol {
 namespace {
@@ -28,7 +32,7 @@ TEST(AdmissionWorker, HoldsAtMostItsBudgetAndReusesItsBuffers) {
   ScopedSegmentName name;
   auto segment = OpenOrDie(name.options());
   ASSERT_NE(segment, nullptr);
-  AdmissionWorker worker(16 * kMiB);
+  AdmissionWorker worker({.budget_bytes = 16 * kMiB, .only_on_spare_cpu = false});
   EXPECT_TRUE(worker.Reserve(kMiB).empty());  // not attached: nothing to publish into
   worker.Attach(segment.get());
   const std::span<std::byte> first = worker.Reserve(10 * kMiB);
@@ -53,12 +57,66 @@ TEST(AdmissionWorker, HoldsAtMostItsBudgetAndReusesItsBuffers) {
   EXPECT_TRUE(worker.Reserve(kMiB).empty());  // detached
 }
 
+// A worker attached to `segment` that sees `runnable` threads on two CPUs.
+std::unique_ptr<AdmissionWorker> WorkerSeeing(cache::NodeCache* segment,
+                                              std::atomic<std::uint32_t>* runnable) {
+  auto worker = std::make_unique<AdmissionWorker>(
+      AdmissionWorkerOptions{.budget_bytes = 16 * kMiB,
+                             .only_on_spare_cpu = true,
+                             .cpu_load = [runnable]() -> std::optional<cache::io::CpuLoad> {
+                               return cache::io::CpuLoad{.runnable = runnable->load(), .cpus = 2};
+                             }});
+  worker->Attach(segment);
+  return worker;
+}
+
+TEST(AdmissionWorker, HandsRowsOverOnlyWhileACpuIsSpare) {
+  ScopedSegmentName name;
+  auto segment = OpenOrDie(name.options());
+  ASSERT_NE(segment, nullptr);
+  Stats& stats = Runtime::Get().stats();
+  const std::uint64_t declined = stats.Get(Counter::kReadsAdmitNoSpareCpu);
+
+  std::atomic<std::uint32_t> busy{3};  // the reader and two others on two CPUs
+  std::unique_ptr<AdmissionWorker> declining = WorkerSeeing(segment.get(), &busy);
+  EXPECT_TRUE(declining->Reserve(kMiB).empty());
+  EXPECT_EQ(stats.Get(Counter::kReadsAdmitNoSpareCpu), declined + 1);
+  declining->Drain();
+
+  std::atomic<std::uint32_t> runnable{1};  // the reader alone
+  std::unique_ptr<AdmissionWorker> worker = WorkerSeeing(segment.get(), &runnable);
+  const std::span<std::byte> first = worker->Reserve(kMiB);
+  EXPECT_EQ(first.size(), kMiB);
+  // The load is sampled at most every 10 ms: each later step waits longer.
+  const auto next_sample = [] { std::this_thread::sleep_for(std::chrono::milliseconds(15)); };
+  runnable = 2;  // the reader and the thread, busy with `first`: still one spare
+  for (int i = 0; i < 8; ++i) {
+    next_sample();
+    const std::span<std::byte> more = worker->Reserve(kMiB);
+    EXPECT_EQ(more.size(), kMiB) << i;
+    worker->Unreserve(more);
+  }
+  worker->Unreserve(first);
+  // Two runnable while the thread is idle: another reader. Declined within
+  // a few samples (the average follows a change in about four).
+  bool declines = false;
+  for (int i = 0; i < 8 && !declines; ++i) {
+    next_sample();
+    const std::span<std::byte> more = worker->Reserve(kMiB);
+    declines = more.empty();
+    if (!declines) worker->Unreserve(more);
+  }
+  EXPECT_TRUE(declines);
+  EXPECT_EQ(stats.Get(Counter::kReadsAdmitNoSpareCpu), declined + 2);
+  worker->Drain();
+}
+
 TEST(AdmissionWorker, DrainPublishesWhatIsQueuedBeforeTheSegmentGoes) {
   ScopedSegmentName name;
   auto segment = OpenOrDie(name.options());
   ASSERT_NE(segment, nullptr);
   const cache::DatasetSlot ds = segment->RegisterDataset({5, 5}, kRowBytes, 64).value();
-  AdmissionWorker worker(16 * kMiB);
+  AdmissionWorker worker({.budget_bytes = 16 * kMiB, .only_on_spare_cpu = false});
   worker.Attach(segment.get());
   PatternLoader loader{2, kRowBytes, nullptr};
   std::vector<std::byte> out(kRowBytes);
@@ -86,7 +144,7 @@ TEST(AdmissionWorker, AForkedChildStartsAThreadOfItsOwnAndLeavesTheParentsRowsTo
   auto segment = OpenOrDie(name.options());
   ASSERT_NE(segment, nullptr);
   const cache::DatasetSlot ds = segment->RegisterDataset({5, 6}, kRowBytes, 64).value();
-  AdmissionWorker worker(16 * kMiB);
+  AdmissionWorker worker({.budget_bytes = 16 * kMiB, .only_on_spare_cpu = false});
   worker.Attach(segment.get());
   PatternLoader loader{4, kRowBytes, nullptr};
   std::vector<std::byte> out(16 * kRowBytes);

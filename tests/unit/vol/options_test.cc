@@ -58,6 +58,20 @@ TEST(ParseOptions, EachInvalidSettingGetsItsOwnWarning) {
   EXPECT_FALSE(p.options.enable);
 }
 
+TEST(ParseOptions, AdmissionThreadRunsOnASpareCpuUnlessToldAlways) {
+  EXPECT_FALSE(ParseOptions(FakeEnv({}), "").options.admit_behind_always);
+  ParsedOptions always = ParseOptions(FakeEnv({{"PRESCIENT_ADMIT_BEHIND_WHEN", "Always"}}), "");
+  EXPECT_TRUE(always.warnings.empty());
+  EXPECT_TRUE(always.options.admit_behind_always);
+  ParsedOptions spare = ParseOptions(FakeEnv({}), "admit_behind_when=spare-cpu");
+  EXPECT_TRUE(spare.warnings.empty());
+  EXPECT_FALSE(spare.options.admit_behind_always);
+  ParsedOptions bad = ParseOptions(FakeEnv({{"PRESCIENT_ADMIT_BEHIND_WHEN", "idle"}}), "");
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("PRESCIENT_ADMIT_BEHIND_WHEN='idle'"), std::string::npos);
+  EXPECT_NE(bad.warnings[0].find("spare-cpu or always"), std::string::npos);
+}
+
 TEST(ParseOptions, UnknownInfoKeyIsRejected) {
   ParsedOptions p = ParseOptions(FakeEnv({}), "colour=blue");
   ASSERT_EQ(p.warnings.size(), 1u);
