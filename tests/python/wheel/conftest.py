@@ -60,7 +60,8 @@ def build_dir():
 
 @pytest.fixture(scope="session")
 def wheel_python():
-    proc = subprocess.run([os.path.join(HERE, "make_venv")], capture_output=True, text=True,
+    proc = subprocess.run([os.path.join(HERE, "..", "make_venv"), os.path.join(HERE, "requirements.txt")],
+                          capture_output=True, text=True,
                           timeout=900)
     if proc.returncode != 0:
         _require(f"cannot make the pip-wheel venv:\n{proc.stderr[-3000:]}")
