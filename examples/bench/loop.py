@@ -38,8 +38,9 @@ times its length (ranks that do not move in lockstep); the connector's statistic
 rank (main process and workers), the block device's counters and the CPU time the hypervisor
 stole from the machine (storage.cpu_steal_s) are read at every epoch's end. `cpu_s` is the CPU
 time (user and system) of the rank's process and of the workers that ended with the epoch (all of
-them unless the workers are persistent), the check's left out: on a machine whose cores the
-loop fills, what a connector costs shows there first.
+them unless the workers are persistent), the check's left out, and `cpu_main_s` the rank's
+process's share: on a machine whose cores the loop fills, what a connector costs shows there
+first.
 """
 
 import bisect
@@ -337,11 +338,12 @@ def main():
         dev1 = storage.device_reads(device)
         steal = storage.cpu_steal_s() - steal0
         cpu1 = os.times()
-        cpu = sum(cpu1[:4]) - sum(cpu0[:4]) - check_cpu
+        cpu_main = sum(cpu1[:2]) - sum(cpu0[:2]) - check_cpu
+        cpu = cpu_main + sum(cpu1[2:4]) - sum(cpu0[2:4])
         record = {"epoch": epoch, "seconds": elapsed, "samples": samples, "batches": batches, "wait_s": wait,
                   "first_wait_s": first_wait, "compute_s": slept, "check_s": check, "bad_samples": bad,
                   "device_reads": dev1[0] - dev0[0], "device_bytes": dev1[1] - dev0[1], "steal_s": steal,
-                  "cpu_s": cpu}
+                  "cpu_s": cpu, "cpu_main_s": cpu_main}
         if stats_files:
             record["stats_cumulative"] = counters.snapshot(stats_files)
         epochs.append(record)

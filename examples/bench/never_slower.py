@@ -196,7 +196,8 @@ class Suite:
         times = ", ".join(f"{e['seconds']:.2f}" for e in record["epochs"])
         waits = ", ".join(f"{e['wait_s']:.2f}" for e in record["epochs"])
         steals = ", ".join(f"{e.get('steal_s', 0.0):.2f}" for e in record["epochs"])
-        cpus = ", ".join(f"{e.get('cpu_s', 0.0):.2f}" for e in record["epochs"])
+        cpus = ", ".join(f"{e.get('cpu_s', 0.0):.2f} ({e.get('cpu_main_s', 0.0):.2f} main)"
+                         for e in record["epochs"])
         return (f"  {record['label']}: epochs {times} s, loop wait {waits} s, steal {steals} s, cpu {cpus} s, "
                 f"wrong samples {record['wrong_samples']}"
                 + ("; TIMED OUT" if record["timed_out"] else "")

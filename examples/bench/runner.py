@@ -184,7 +184,8 @@ class Runner:
                    # Machine-wide, like the device's counters: rank 0's view.
                    "steal_s": es[0].get("steal_s", 0.0),
                    # Every rank's process and its workers of the epoch (loop.py).
-                   "cpu_s": sum(e.get("cpu_s", 0.0) for e in es)}
+                   "cpu_s": sum(e.get("cpu_s", 0.0) for e in es),
+                   "cpu_main_s": sum(e.get("cpu_main_s", 0.0) for e in es)}
             if final is not None:
                 snaps = [rows[i] for rows in per_rank_counters if rows[i] is not None]
                 summed, fields = {}, {}
