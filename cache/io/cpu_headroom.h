@@ -44,9 +44,9 @@ class CpuHeadroom {
  public:
   using Clock = std::chrono::steady_clock;
   using Sampler = std::function<std::optional<CpuLoad>()>;
+  static constexpr Clock::duration kDefaultRefresh = std::chrono::milliseconds(10);
 
-  explicit CpuHeadroom(Clock::duration refresh = std::chrono::milliseconds(10),
-                       Sampler sampler = ReadCpuLoad)
+  explicit CpuHeadroom(Clock::duration refresh = kDefaultRefresh, Sampler sampler = ReadCpuLoad)
       : refresh_(refresh), sampler_(std::move(sampler)) {}
 
   // True when the runnable threads besides `own_helpers` (the caller's own

@@ -64,7 +64,7 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   explicit AdmissionWorker(AdmissionWorkerOptions options)
       : budget_bytes_(options.budget_bytes),
         only_on_spare_cpu_(options.only_on_spare_cpu),
-        headroom_(std::chrono::milliseconds(10), std::move(options.cpu_load)) {}
+        headroom_(cache::io::CpuHeadroom::kDefaultRefresh, std::move(options.cpu_load)) {}
   ~AdmissionWorker() override { Drain(); }
   AdmissionWorker(const AdmissionWorker&) = delete;
   AdmissionWorker& operator=(const AdmissionWorker&) = delete;
