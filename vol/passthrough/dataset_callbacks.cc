@@ -1,5 +1,6 @@
 // dataset_cls: identifying datasets as they open, the read hook, and marking
 // datasets changed when they are written or resized through the connector.
+#include <span>
 #include <vector>
 
 #include "vol/follow/read_recorder.h"
@@ -21,15 +22,37 @@ void MarkChanged(void* obj) {
   if (dataset != nullptr && dataset->dataset) dataset->dataset->MarkChanged();
 }
 
+// One entry per dataset of an H5Dread_multi/H5Dwrite_multi array, held inline
+// for the single dataset h5py passes per call: the hot read path allocates
+// nothing for it. Not copyable (data() may point into the object).
+template <typename T>
+class PerDataset {
+ public:
+  explicit PerDataset(size_t count) {
+    if (count > 1) many_.resize(count);
+    data_ = count > 1 ? many_.data() : &one_;
+    size_ = count;
+  }
+  PerDataset(const PerDataset&) = delete;
+  PerDataset& operator=(const PerDataset&) = delete;
+  T* data() { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+  std::span<T> all() { return {data_, size_}; }
+
+ private:
+  T one_{};
+  std::vector<T> many_;
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // The under objects of an H5Dread_multi/H5Dwrite_multi array.
-std::vector<void*> UnderObjects(size_t count, void* dset[], hid_t* under_vol_id) {
-  std::vector<void*> under(count);
+void UnderObjects(size_t count, void* dset[], PerDataset<void*>& under, hid_t* under_vol_id) {
   for (size_t i = 0; i < count; ++i) {
     VolObject* object = VolObject::From(dset[i]);
     under[i] = object->under;
     *under_vol_id = object->under_vol_id;
   }
-  return under;
 }
 
 }  // namespace
@@ -75,11 +98,11 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
   return Barrier("dataset_cls.read", [&]() -> herr_t {
     Trace("dataset_cls.read");
     Runtime& runtime = Runtime::Get();
-    std::vector<ReadRecord> records;
+    PerDataset<ReadRecord> record_storage(runtime.enabled() ? count : 0);
+    std::span<ReadRecord> records = record_storage.all();
     if (runtime.enabled()) {
       const Options& options = runtime.options();
       if (options.follow) ReadRecorder::BeginAtFirstRead(options.follow_record_pid.value_or(0));
-      records.resize(count);
       for (size_t i = 0; i < count; ++i) {
         const VolObject& dataset = *VolObject::From(dset[i]);
         const ReadRequest request =
@@ -111,7 +134,8 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
       }
     }
     hid_t under_vol_id = H5I_INVALID_HID;
-    std::vector<void*> under = UnderObjects(count, dset, &under_vol_id);
+    PerDataset<void*> under(count);
+    UnderObjects(count, dset, under, &under_vol_id);
     const herr_t status = H5VLdataset_read(count, under.data(), under_vol_id, mem_type_id,
                                            mem_space_id, file_space_id, dxpl_id, buf, req);
     for (const ReadRecord& record : records) runtime.stats().Commit(record);
@@ -128,7 +152,8 @@ herr_t DatasetWrite(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_s
     // Marked before the write: a partly failed write has changed data too.
     for (size_t i = 0; i < count; ++i) MarkChanged(dset[i]);
     hid_t under_vol_id = H5I_INVALID_HID;
-    std::vector<void*> under = UnderObjects(count, dset, &under_vol_id);
+    PerDataset<void*> under(count);
+    UnderObjects(count, dset, under, &under_vol_id);
     const herr_t status = H5VLdataset_write(count, under.data(), under_vol_id, mem_type_id,
                                             mem_space_id, file_space_id, dxpl_id, buf, req);
     if (status >= 0) WrapRequest(req, under_vol_id);

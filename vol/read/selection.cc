@@ -9,7 +9,7 @@
 namespace prescient::vol {
 namespace {
 
-std::uint64_t Product(const std::vector<std::uint64_t>& dims, std::size_t from) {
+std::uint64_t Product(const DimValues& dims, std::size_t from) {
   std::uint64_t p = 1;
   for (std::size_t d = from; d < dims.size(); ++d) p *= dims[d];
   return p;
@@ -100,7 +100,7 @@ std::optional<std::vector<Span>> PatternSpans(std::uint64_t start, std::uint64_t
   return out;
 }
 
-void RequireSize(const std::vector<std::uint64_t>& v, std::size_t n, const char* what) {
+void RequireSize(const DimValues& v, std::size_t n, const char* what) {
   if (v.size() != n) throw std::invalid_argument(std::string("selection: bad size of ") + what);
 }
 

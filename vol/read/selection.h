@@ -9,8 +9,11 @@
 #ifndef PRESCIENT_VOL_READ_SELECTION_H_
 #define PRESCIENT_VOL_READ_SELECTION_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -19,13 +22,54 @@ namespace prescient::vol {
 enum class SelectionKind { kNone, kAll, kRegular, kIrregular, kPoints };
 std::string_view SelectionKindName(SelectionKind kind);
 
+// One value per dimension of a dataspace, held inline: HDF5 allows at most
+// kMaxRank dimensions (H5S_MAX_RANK), and every read is described anew, so
+// describing one allocates nothing.
+class DimValues {
+ public:
+  static constexpr std::size_t kMaxRank = 32;
+
+  DimValues() = default;
+  // Throws std::invalid_argument for more than kMaxRank values.
+  DimValues(std::initializer_list<std::uint64_t> values) { Assign(values.begin(), values.size()); }
+  // Implicit: extents kept as vectors elsewhere convert as they are.
+  DimValues(const std::vector<std::uint64_t>& values) { Assign(values.data(), values.size()); }
+  template <typename T>
+  static DimValues Of(const T* values, std::size_t n) {
+    DimValues out;
+    out.Assign(values, n);
+    return out;
+  }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const std::uint64_t* data() const { return values_; }
+  const std::uint64_t* begin() const { return values_; }
+  const std::uint64_t* end() const { return values_ + size_; }
+  std::uint64_t operator[](std::size_t d) const { return values_[d]; }
+  friend bool operator==(const DimValues& a, const DimValues& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  template <typename T>
+  void Assign(const T* values, std::size_t n) {
+    if (n > kMaxRank) throw std::invalid_argument("selection: more dimensions than HDF5 allows");
+    for (std::size_t d = 0; d < n; ++d) values_[d] = static_cast<std::uint64_t>(values[d]);
+    size_ = n;
+  }
+
+  std::uint64_t values_[kMaxRank] = {};
+  std::size_t size_ = 0;
+};
+
 // A selection as HDF5 reports it. Coordinates are element indices; `dims` is
 // the dataset extent (empty for a scalar dataspace).
 struct SelectionInput {
   SelectionKind kind = SelectionKind::kNone;
-  std::vector<std::uint64_t> dims;
+  DimValues dims;
   // kRegular: one entry per dimension (H5Sget_regular_hyperslab).
-  std::vector<std::uint64_t> start, stride, count, block;
+  DimValues start, stride, count, block;
   // kIrregular: per block, rank start coordinates then rank end coordinates
   // (inclusive), as H5Sget_select_hyper_blocklist lays them out.
   std::vector<std::uint64_t> blocks;

@@ -1,18 +1,16 @@
 #include "vol/read/selection_hdf5.h"
 
 namespace prescient::vol {
-namespace {
 
-std::vector<std::uint64_t> ToU64(const std::vector<hsize_t>& v) { return {v.begin(), v.end()}; }
-
-}  // namespace
+static_assert(DimValues::kMaxRank == H5S_MAX_RANK);
 
 std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
                                                     const std::vector<hsize_t>& dataset_dims) {
   SelectionInput in;
   if (file_space == H5S_ALL) {
+    if (dataset_dims.size() > DimValues::kMaxRank) return std::nullopt;
     in.kind = SelectionKind::kAll;
-    in.dims = ToU64(dataset_dims);
+    in.dims = DimValues::Of(dataset_dims.data(), dataset_dims.size());
     return in;
   }
   if (file_space == H5S_BLOCK || file_space == H5S_PLIST) return std::nullopt;
@@ -21,8 +19,8 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
   hsize_t extent[H5S_MAX_RANK];
   const int rank = H5Sget_simple_extent_dims(file_space, extent, nullptr);
   if (rank < 0 || rank > H5S_MAX_RANK) return std::nullopt;
-  const std::vector<hsize_t> dims(extent, extent + rank);
-  in.dims = ToU64(dims);
+  const auto dims = static_cast<std::size_t>(rank);
+  in.dims = DimValues::Of(extent, dims);
 
   switch (H5Sget_select_type(file_space)) {
     case H5S_SEL_NONE:
@@ -35,12 +33,12 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
       in.kind = SelectionKind::kPoints;
       const hssize_t n = H5Sget_select_elem_npoints(file_space);
       if (n < 0) return std::nullopt;
-      std::vector<hsize_t> points(static_cast<std::size_t>(n) * dims.size());
+      std::vector<hsize_t> points(static_cast<std::size_t>(n) * dims);
       if (n > 0 &&
           H5Sget_select_elem_pointlist(file_space, 0, static_cast<hsize_t>(n), points.data()) < 0) {
         return std::nullopt;
       }
-      in.points = ToU64(points);
+      in.points.assign(points.begin(), points.end());
       return in;
     }
     case H5S_SEL_HYPERSLABS: {
@@ -50,27 +48,25 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
         // Never walk the block list of a regular selection: x[5] on a
         // (N, 3, 32, 32) dataset reports 3072 blocks.
         in.kind = SelectionKind::kRegular;
-        std::vector<hsize_t> start(dims.size()), stride(dims.size()), count(dims.size()),
-            block(dims.size());
-        if (H5Sget_regular_hyperslab(file_space, start.data(), stride.data(), count.data(),
-                                     block.data()) < 0) {
+        hsize_t start[H5S_MAX_RANK], stride[H5S_MAX_RANK], count[H5S_MAX_RANK], block[H5S_MAX_RANK];
+        if (H5Sget_regular_hyperslab(file_space, start, stride, count, block) < 0) {
           return std::nullopt;
         }
-        in.start = ToU64(start);
-        in.stride = ToU64(stride);
-        in.count = ToU64(count);
-        in.block = ToU64(block);
+        in.start = DimValues::Of(start, dims);
+        in.stride = DimValues::Of(stride, dims);
+        in.count = DimValues::Of(count, dims);
+        in.block = DimValues::Of(block, dims);
         return in;
       }
       in.kind = SelectionKind::kIrregular;
       const hssize_t n = H5Sget_select_hyper_nblocks(file_space);
       if (n < 0) return std::nullopt;
-      std::vector<hsize_t> blocks(static_cast<std::size_t>(n) * 2 * dims.size());
+      std::vector<hsize_t> blocks(static_cast<std::size_t>(n) * 2 * dims);
       if (n > 0 && H5Sget_select_hyper_blocklist(file_space, 0, static_cast<hsize_t>(n),
                                                  blocks.data()) < 0) {
         return std::nullopt;
       }
-      in.blocks = ToU64(blocks);
+      in.blocks.assign(blocks.begin(), blocks.end());
       return in;
     }
     default:

@@ -45,7 +45,9 @@ TransferVerdict Inspect(hid_t dxpl) {
 
 TransferVerdict CheckTransfer(hid_t dxpl_id, hid_t file_space_id) noexcept {
   if (file_space_id == H5S_PLIST) return TransferVerdict::kPlistSelection;
-  if (dxpl_id == H5P_DATASET_XFER_DEFAULT || dxpl_id == H5P_DEFAULT)
+  // The default list's id is read directly: H5P_DATASET_XFER_DEFAULT would
+  // call H5open() on every read, and the library is open inside a callback.
+  if (dxpl_id == H5P_DEFAULT || dxpl_id == H5P_LST_DATASET_XFER_ID_g)
     return TransferVerdict::kServable;
   return Inspect(dxpl_id);
 }

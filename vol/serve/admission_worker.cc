@@ -86,46 +86,58 @@ std::span<std::byte> AdmissionWorker::Reserve(std::uint64_t bytes) noexcept {
   if (in_flight_bytes_ != 0 && in_flight_bytes_ + bytes > budget_bytes_) return {};
   // The smallest free buffer that fits; else a new one, after letting go of
   // free ones that would keep more than the budget allocated.
-  Buffer* best = nullptr;
-  std::uint64_t kept = 0;
-  for (Buffer& b : buffers_) {
-    kept += b.capacity;
-    if (b.used == 0 && b.capacity >= bytes && (best == nullptr || b.capacity < best->capacity)) {
-      best = &b;
-    }
-  }
-  if (best == nullptr) {
-    for (auto it = buffers_.begin(); it != buffers_.end() && kept + bytes > budget_bytes_;) {
-      if (it->used == 0) {
-        kept -= it->capacity;
-        it = buffers_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+  Buffer buffer;
+  if (auto fit = free_buffers_.lower_bound(bytes); fit != free_buffers_.end()) {
+    buffer.capacity = fit->first;
+    buffer.data = std::move(fit->second);
+    free_buffers_.erase(fit);
+  } else {
+    ReleaseFreeBuffersFor(bytes);
     try {
-      buffers_.push_back({std::unique_ptr<std::byte[]>(new std::byte[bytes]), bytes, 0});
+      buffer.data = std::unique_ptr<std::byte[]>(new std::byte[bytes]);
     } catch (const std::bad_alloc&) {
       return {};
     }
-    best = &buffers_.back();
+    buffer.capacity = bytes;
+    kept_bytes_ += bytes;
   }
-  best->used = bytes;
+  buffer.used = bytes;
+  std::byte* const data = buffer.data.get();
+  const std::uint64_t capacity = buffer.capacity;
+  try {
+    buffers_in_use_.emplace(data, std::move(buffer));
+  } catch (...) {
+    kept_bytes_ -= capacity;  // freed with the buffer, wherever it went
+    return {};
+  }
   in_flight_bytes_ += bytes;
-  return {best->data.get(), static_cast<std::size_t>(bytes)};
+  return {data, static_cast<std::size_t>(bytes)};
+}
+
+void AdmissionWorker::ReleaseFreeBuffersFor(std::uint64_t more) {
+  while (!free_buffers_.empty() && kept_bytes_ + more > budget_bytes_) {
+    kept_bytes_ -= free_buffers_.begin()->first;
+    free_buffers_.erase(free_buffers_.begin());
+  }
 }
 
 void AdmissionWorker::Unreserve(std::span<std::byte> buffer) noexcept {
   cache::MutexLock lock(&mu_);
-  std::uint64_t kept = 0;
-  for (const Buffer& b : buffers_) kept += b.capacity;
-  for (auto it = buffers_.begin(); it != buffers_.end(); ++it) {
-    if (it->data.get() != buffer.data() || it->used == 0) continue;
-    in_flight_bytes_ -= it->used;
-    it->used = 0;
-    // A buffer for a read beyond the budget is not kept for the process's life.
-    if (kept > budget_bytes_) buffers_.erase(it);
+  auto it = buffers_in_use_.find(buffer.data());
+  if (it == buffers_in_use_.end()) return;
+  in_flight_bytes_ -= it->second.used;
+  const std::uint64_t capacity = it->second.capacity;
+  std::unique_ptr<std::byte[]> data = std::move(it->second.data);
+  buffers_in_use_.erase(it);
+  // A buffer for a read beyond the budget is not kept for the process's life.
+  if (kept_bytes_ > budget_bytes_) {
+    kept_bytes_ -= capacity;
     return;
+  }
+  try {
+    free_buffers_.emplace(capacity, std::move(data));
+  } catch (...) {
+    kept_bytes_ -= capacity;  // freed with `data`
   }
 }
 
@@ -167,19 +179,18 @@ bool AdmissionWorker::Submit(cache::LoadedRows&& rows) noexcept {
 
 std::uint64_t AdmissionWorker::KeptBytes() {
   cache::MutexLock lock(&mu_);
-  std::uint64_t kept = 0;
-  for (const Buffer& b : buffers_) kept += b.capacity;
-  return kept;
+  return kept_bytes_;
 }
 
 void AdmissionWorker::ForgetAfterForkInChild() noexcept {
   cache::MutexLock lock(&mu_);
   // The parent's hand-overs: their buffers are the parent's to reuse; here
   // they are copies nobody writes (fork shares their pages), let go unused.
-  for (Buffer& b : buffers_) {
-    if (b.used != 0) (void)b.data.release();
+  for (auto& [data, b] : buffers_in_use_) {
+    kept_bytes_ -= b.capacity;
+    (void)b.data.release();
   }
-  std::erase_if(buffers_, [](const Buffer& b) { return b.data == nullptr; });
+  buffers_in_use_.clear();
   in_flight_bytes_ = 0;
 }
 

@@ -37,6 +37,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -114,8 +115,15 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   struct Buffer {
     std::unique_ptr<std::byte[]> data;
     std::uint64_t capacity = 0;
-    std::uint64_t used = 0;  // bytes of the current hand-over; 0 = free
+    std::uint64_t used = 0;  // bytes of the current hand-over
   };
+  // A budget of small rows keeps a thousand buffers: free ones are found by
+  // size and buffers in use by address, never by a walk over all of them
+  // (which cost more than the copy of a 16 KiB row).
+  using FreeBuffers = std::multimap<std::uint64_t, std::unique_ptr<std::byte[]>>;
+  // Drops free buffers, smallest first, until `kept_bytes_ + more` fits the
+  // budget or none is left.
+  void ReleaseFreeBuffersFor(std::uint64_t more) REQUIRES(mu_);
   // Fills the buffer of rows handed over for reading again; false if the
   // file changed or the read failed (the rows are then not published).
   static bool ReadAgain(const CachedDataset& dataset, cache::LoadedRows& rows) noexcept;
@@ -128,7 +136,9 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   std::unordered_map<cache::DatasetSlot, std::shared_ptr<const CachedDataset>> read_again_
       GUARDED_BY(mu_);
   cache::NodeCache* cache_ GUARDED_BY(mu_) = nullptr;
-  std::vector<Buffer> buffers_ GUARDED_BY(mu_);
+  FreeBuffers free_buffers_ GUARDED_BY(mu_);  // by capacity
+  std::unordered_map<const std::byte*, Buffer> buffers_in_use_ GUARDED_BY(mu_);
+  std::uint64_t kept_bytes_ GUARDED_BY(mu_) = 0;  // capacity of both
   std::uint64_t in_flight_bytes_ GUARDED_BY(mu_) = 0;
   // One thread, started on first use in each process (pool_pid_).
   std::unique_ptr<cache::io::ThreadPool> pool_ GUARDED_BY(mu_);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -55,6 +56,49 @@ TEST(AdmissionWorker, HoldsAtMostItsBudgetAndReusesItsBuffers) {
   EXPECT_LE(worker.KeptBytes(), 16 * kMiB);
   worker.Drain();
   EXPECT_TRUE(worker.Reserve(kMiB).empty());  // detached
+}
+
+TEST(AdmissionWorker, KeepsAThousandSmallBuffersForReuseAndNoMore) {
+  ScopedSegmentName name;
+  auto segment = OpenOrDie(name.options());
+  ASSERT_NE(segment, nullptr);
+  AdmissionWorker worker({.budget_bytes = 16 * kMiB, .only_on_spare_cpu = false});
+  worker.Attach(segment.get());
+  constexpr std::uint64_t kRow = 16 * 1024;
+  std::vector<std::span<std::byte>> held;
+  for (std::span<std::byte> b = worker.Reserve(kRow); !b.empty(); b = worker.Reserve(kRow)) {
+    held.push_back(b);
+  }
+  ASSERT_EQ(held.size(), 16 * kMiB / kRow);  // the budget, then no more
+  std::vector<std::byte*> addresses;
+  for (std::span<std::byte> b : held) {
+    addresses.push_back(b.data());
+    worker.Unreserve(b);
+  }
+  worker.Unreserve(held.front());  // a second give-back of one buffer changes nothing
+  EXPECT_EQ(worker.KeptBytes(), 16 * kMiB);
+  // Every buffer is reused, none allocated anew.
+  std::sort(addresses.begin(), addresses.end());
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    const std::span<std::byte> again = worker.Reserve(kRow);
+    ASSERT_FALSE(again.empty());
+    EXPECT_TRUE(std::binary_search(addresses.begin(), addresses.end(), again.data()));
+  }
+  EXPECT_EQ(worker.KeptBytes(), 16 * kMiB);
+  // A larger read makes room by dropping free small ones, keeping the budget.
+  worker.Drain();
+  AdmissionWorker fresh({.budget_bytes = 16 * kMiB, .only_on_spare_cpu = false});
+  fresh.Attach(segment.get());
+  for (int i = 0; i < 64; ++i) fresh.Unreserve(fresh.Reserve(kRow));
+  std::vector<std::span<std::byte>> small;
+  for (int i = 0; i < 1000; ++i) small.push_back(fresh.Reserve(kRow));
+  for (std::span<std::byte> b : small) fresh.Unreserve(b);
+  const std::span<std::byte> big = fresh.Reserve(4 * kMiB);
+  ASSERT_EQ(big.size(), 4 * kMiB);
+  EXPECT_LE(fresh.KeptBytes(), 16 * kMiB);
+  fresh.Unreserve(big);
+  EXPECT_LE(fresh.KeptBytes(), 16 * kMiB);
+  fresh.Drain();
 }
 
 // A worker attached to `segment` that sees `runnable` threads on two CPUs.
