@@ -533,3 +533,16 @@ def test_public_loader_harness_runs_a_deepcam_shaped_loader_exactly(tmp_path):
     # forkserver (3.14). The stand-in imports h5py in __getitem__, so a forkserver's workers load
     # the connector in their first fetch (the follower once never looked for it again: 0 matches).
     assert by_variant["follow"]["stats"]["schedule_matches"] > 0
+
+
+def test_read_cost_takes_the_read_and_the_total_from_callgrind_annotate():
+    import read_cost
+    text = """--------------------------------------------------------------------------------
+1,469,576,199 (100.0%)  PROGRAM TOTALS
+--------------------------------------------------------------------------------
+  524,227,271 (35.67%)  ???:0x000000000001ed80 [/usr/lib/python3/dist-packages/h5py/defs.so]
+  501,287,271 (34.11%)  ???:H5Dread [/usr/lib/x86_64-linux-gnu/libhdf5_serial.so.310.5.0]
+  482,027,459 (32.80%)  ???:H5VL_dataset_read [/usr/lib/x86_64-linux-gnu/libhdf5_serial.so]
+"""
+    assert read_cost.parse_annotate(text) == (501_287_271, 1_469_576_199)
+    assert read_cost.parse_annotate(text.replace(":H5Dread ", ":H5Dwrite ")) is None

@@ -100,8 +100,15 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
     Runtime& runtime = Runtime::Get();
     PerDataset<ReadRecord> record_storage(runtime.enabled() ? count : 0);
     std::span<ReadRecord> records = record_storage.all();
-    if (runtime.enabled()) {
-      const Options& options = runtime.options();
+    const Options& options = runtime.options();
+    // With the cache off (PRESCIENT_CACHE=0) nothing serves a read, so none is
+    // inspected (unless the follower learns from it): the connector then costs
+    // what its pass-through costs, and its reads are only counted.
+    const bool inspect = runtime.enabled() && (options.cache_enabled || options.follow);
+    if (runtime.enabled() && !inspect) {
+      for (ReadRecord& record : records) record.inspected = false;
+    }
+    if (inspect) {
       if (options.follow) ReadRecorder::BeginAtFirstRead(options.follow_record_pid.value_or(0));
       for (size_t i = 0; i < count; ++i) {
         const VolObject& dataset = *VolObject::From(dset[i]);

@@ -123,6 +123,10 @@ void Stats::Commit(const ReadRecord& read) {
     if (delta != 0) AddLocked(std::nullopt, counter, delta);
   };
   add(Counter::kReads, 1);
+  if (!read.inspected) {
+    add(Counter::kReadsForwarded, 1);
+    return;
+  }
   add(Counter::kReadsTransferForwarded, read.transfer_forwarded ? 1 : 0);
   if (!read.decoded) {
     add(Counter::kReadsUndecoded, 1);

@@ -116,6 +116,9 @@ using NodeValues = std::array<std::uint64_t, static_cast<std::size_t>(NodeCounte
 
 // One dataset read: what the decoder found and what serving it cost.
 struct ReadRecord {
+  // False with the cache off (PRESCIENT_CACHE=0): the read was forwarded
+  // without being looked at, and counts as a read and a forwarded one only.
+  bool inspected = true;
   // Decoding (read_hook.h); `decoded` false: the selection was not understood.
   bool decoded = false;
   DecodedSelection selection;

@@ -116,6 +116,25 @@ def test_stats_written_at_exit_without_close(prescient, data_file, tmp_path):
     assert (s["files_opened"], s["reads"]) == (1, 4), s
 
 
+def test_with_the_cache_off_reads_are_forwarded_uninspected_and_counted(prescient, data_file,
+                                                                        tmp_path):
+    """PRESCIENT_CACHE=0: every read goes to HDF5 without being looked at (no decoding, no
+    cache), and is counted as a read and a forwarded one; the bytes are native's."""
+    script = textwrap.dedent("""
+        import sys, h5py, numpy as np, zlib
+        with h5py.File(sys.argv[1], "r") as f:
+            parts = [f["x"][i] for i in range(6)] + [f["y"][[3, 17, 42]], f["x"][2:5]]
+        print(zlib.crc32(b"".join(np.ascontiguousarray(p).tobytes() for p in parts)))
+    """)
+    native = prescient.run([sys.executable, "-c", script, data_file], "native", tmp_path)
+    off = prescient.run([sys.executable, "-c", script, data_file], "connector", tmp_path,
+                        stats=tmp_path / "stats.json", extra={"PRESCIENT_CACHE": "0"})
+    assert off.stdout == native.stdout
+    (s,) = read_stats(tmp_path).values()
+    assert (s["reads"], s["reads_forwarded"], s["reads_served"]) == (8, 8, 0), s
+    assert s["reads_simple"] == s["reads_undecoded"] == s["rows"] == s["bytes"] == 0, s
+
+
 def test_pid_placeholder(prescient, data_file, tmp_path):
     """'%p' in PRESCIENT_STATS is replaced by the pid."""
     script = "import os, sys, h5py\nwith h5py.File(sys.argv[1], 'r') as f: f['x'][1]\nprint(os.getpid())"

@@ -128,6 +128,21 @@ TEST(Stats, PerEpochBlocksAppearWhenEpochsAreKnown) {
 namespace prescient::vol {
 namespace {
 
+TEST(Stats, AReadNotInspectedCountsAsAForwardedReadOnly) {
+  Stats stats;
+  ReadRecord read;  // PRESCIENT_CACHE=0: forwarded without a look
+  read.inspected = false;
+  read.decoded = true;  // (never set so; ignored when not inspected)
+  read.simple = true;
+  read.bytes = 64;
+  stats.Commit(read);
+  EXPECT_EQ(stats.Get(Counter::kReads), 1u);
+  EXPECT_EQ(stats.Get(Counter::kReadsForwarded), 1u);
+  EXPECT_EQ(stats.Get(Counter::kReadsUndecoded), 0u);
+  EXPECT_EQ(stats.Get(Counter::kReadsSimple), 0u);
+  EXPECT_EQ(stats.Get(Counter::kBytes), 0u);
+}
+
 TEST(Stats, OneCommitPerReadCountsEveryOutcome) {
   Stats stats;
   ReadRecord served;

@@ -1,0 +1,127 @@
+"""What one h5py read costs with and without the connector, in instructions: a measure the
+machine's noise does not move.
+
+    env/run python3 examples/bench/read_cost.py [--samples 8000] [--epochs 2] [--plugin-dir DIR]
+
+Needs valgrind, which the environment does not install (`env/run apt-get install -y valgrind`).
+One process reads `images[i]` and `labels[i]` of an imglab workload (16 KiB float32 images and
+int64 labels, one file) for every i in a new shuffled order each epoch, with h5py and no
+DataLoader, the file in the page cache, under callgrind, as:
+
+  native        no connector variables: HDF5's native connector
+  pass-through  PRESCIENT_CACHE=0: the connector inspects every read and forwards it
+  cache         the connector's default cache: the first epoch loads every row, later ones hit
+  quarter       a cache of a quarter of the data: misses, admissions and evictions in every epoch
+
+For each it prints the instructions spent inside H5Dread per read (inclusive: HDF5's own read
+and everything the connector does inside it), and the whole program's instructions. The
+connector runs without its admission thread (PRESCIENT_ADMIT_BEHIND=0: each read places its own
+misses), whose use depends on the machine's load at the moment. Wall time
+on this machine moves by 10% between runs minutes apart; instruction counts move by less than
+0.1%. What they leave out: time in the kernel (reads, page faults), waiting, and other threads'
+work is counted but not their parallelism, so they measure the CPU path, not the epoch.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import cachesize  # noqa: E402
+import workloads  # noqa: E402
+
+VARIANTS = ("native", "pass-through", "cache", "quarter")
+
+# The child: one process, every row of both datasets per epoch, in a new order each epoch.
+CHILD = r"""
+import sys, h5py, numpy as np
+path, epochs = sys.argv[1], int(sys.argv[2])
+f = h5py.File(path, "r")
+datasets = [f["images"], f["labels"]]
+rng = np.random.default_rng(1)
+for _ in range(epochs):
+    for i in rng.permutation(len(datasets[0])):
+        for d in datasets:
+            d[int(i)]
+"""
+
+
+def variant_env(variant, plugin_dir, workload):
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith("PRESCIENT_") or k.startswith("HDF5_VOL") or k == "HDF5_PLUGIN_PATH")}
+    if variant == "native":
+        return env
+    # No admission thread: whether it takes a read's rows depends on the machine's load at that
+    # moment (PRESCIENT_ADMIT_BEHIND_WHEN), which would make the count depend on it too.
+    env.update({"HDF5_PLUGIN_PATH": plugin_dir, "HDF5_VOL_CONNECTOR": "prescient",
+                "PRESCIENT_NODE_ID": f"read-cost-{os.getpid()}-{variant}",
+                "PRESCIENT_ADMIT_BEHIND": "0"})
+    if variant == "pass-through":
+        env["PRESCIENT_CACHE"] = "0"
+    elif variant == "quarter":
+        env["PRESCIENT_CACHE_SIZE"] = str(cachesize.segment_for_share(workload, 0.25))
+    return env
+
+
+def parse_annotate(text):
+    """(instructions in H5Dread, inclusive; the program's total) from `callgrind_annotate
+    --inclusive=yes` output, or None when either is missing."""
+    total = re.search(r"^\s*([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text, re.M)
+    read = re.search(r"^\s*([\d,]+) \([\d. ]+%\)\s+\S*:H5Dread \[", text, re.M)
+    if not total or not read:
+        return None
+    return int(read.group(1).replace(",", "")), int(total.group(1).replace(",", ""))
+
+
+def instructions(out_file):
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", out_file], check=True,
+                          capture_output=True, text=True).stdout
+    counts = parse_annotate(text)
+    if counts is None:
+        raise SystemExit(f"read-cost: no H5Dread or total in {out_file}")
+    return counts
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--samples", type=int, default=8000, help="rows of the workload (8000)")
+    p.add_argument("--epochs", type=int, default=2, help="passes over every row (2)")
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--plugin-dir", default=os.path.join(REPO, "build", "bench", "plugins"),
+                   help="where libprescient_vol.so is (build/bench/plugins)")
+    p.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-data", "workloads"))
+    args = p.parse_args()
+    for tool in ("valgrind", "callgrind_annotate"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"read-cost: {tool} not found (env/run apt-get install -y valgrind)")
+    if any(v != "native" for v in args.variants) and not os.path.isfile(
+            os.path.join(args.plugin_dir, "libprescient_vol.so")):
+        raise SystemExit(f"read-cost: no libprescient_vol.so in {args.plugin_dir} (build it: "
+                         "examples/bench/run --help builds build/bench; or --plugin-dir)")
+    workload = workloads.ensure(args.workdir, workloads.recipe("imglab", samples=args.samples))
+    path = workload.files[0]
+    reads = 2 * args.samples * args.epochs
+    print(f"read-cost: {args.samples} samples x 2 datasets x {args.epochs} epochs = {reads} reads "
+          f"of {path}", flush=True)
+    print("| run | instructions in H5Dread per read | program total (millions) |")
+    print("|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="read-cost-") as tmp:
+        for variant in args.variants:
+            out = os.path.join(tmp, f"callgrind.{variant}")
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                            sys.executable, "-c", CHILD, path, str(args.epochs)],
+                           env=variant_env(variant, args.plugin_dir, workload), check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            in_read, total = instructions(out)
+            print(f"| {variant} | {in_read / reads:,.0f} | {total / 1e6:,.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
