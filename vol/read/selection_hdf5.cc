@@ -19,8 +19,8 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
   hsize_t extent[H5S_MAX_RANK];
   const int rank = H5Sget_simple_extent_dims(file_space, extent, nullptr);
   if (rank < 0 || rank > H5S_MAX_RANK) return std::nullopt;
-  const auto dims = static_cast<std::size_t>(rank);
-  in.dims = DimValues::Of(extent, dims);
+  const auto ndims = static_cast<std::size_t>(rank);
+  in.dims = DimValues::Of(extent, ndims);
 
   switch (H5Sget_select_type(file_space)) {
     case H5S_SEL_NONE:
@@ -33,7 +33,7 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
       in.kind = SelectionKind::kPoints;
       const hssize_t n = H5Sget_select_elem_npoints(file_space);
       if (n < 0) return std::nullopt;
-      std::vector<hsize_t> points(static_cast<std::size_t>(n) * dims);
+      std::vector<hsize_t> points(static_cast<std::size_t>(n) * ndims);
       if (n > 0 &&
           H5Sget_select_elem_pointlist(file_space, 0, static_cast<hsize_t>(n), points.data()) < 0) {
         return std::nullopt;
@@ -52,16 +52,16 @@ std::optional<SelectionInput> DescribeFileSelection(hid_t file_space,
         if (H5Sget_regular_hyperslab(file_space, start, stride, count, block) < 0) {
           return std::nullopt;
         }
-        in.start = DimValues::Of(start, dims);
-        in.stride = DimValues::Of(stride, dims);
-        in.count = DimValues::Of(count, dims);
-        in.block = DimValues::Of(block, dims);
+        in.start = DimValues::Of(start, ndims);
+        in.stride = DimValues::Of(stride, ndims);
+        in.count = DimValues::Of(count, ndims);
+        in.block = DimValues::Of(block, ndims);
         return in;
       }
       in.kind = SelectionKind::kIrregular;
       const hssize_t n = H5Sget_select_hyper_nblocks(file_space);
       if (n < 0) return std::nullopt;
-      std::vector<hsize_t> blocks(static_cast<std::size_t>(n) * 2 * dims);
+      std::vector<hsize_t> blocks(static_cast<std::size_t>(n) * 2 * ndims);
       if (n > 0 && H5Sget_select_hyper_blocklist(file_space, 0, static_cast<hsize_t>(n),
                                                  blocks.data()) < 0) {
         return std::nullopt;
