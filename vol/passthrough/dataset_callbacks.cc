@@ -105,9 +105,7 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
     // inspected (unless the follower learns from it): the connector then costs
     // what its pass-through costs, and its reads are only counted.
     const bool inspect = runtime.enabled() && (options.cache_enabled || options.follow);
-    if (runtime.enabled() && !inspect) {
-      for (ReadRecord& record : records) record.inspected = false;
-    }
+    for (ReadRecord& record : records) record.inspected = inspect;
     if (inspect) {
       if (options.follow) ReadRecorder::BeginAtFirstRead(options.follow_record_pid.value_or(0));
       for (size_t i = 0; i < count; ++i) {
