@@ -29,12 +29,20 @@ FileIdentity IdentityOf(const struct stat& st) {
   return id;
 }
 
-std::shared_ptr<FileState> FileState::Make(const char* name, bool writable, bool posix_driver) {
+std::shared_ptr<FileState> FileState::Make(const char* name, bool writable, bool posix_driver,
+                                           int hdf5_fd) {
   auto state = std::make_shared<FileState>();
   state->name = name ? name : "";
   state->writable = writable;
   state->posix_driver = posix_driver;
-  state->identity = IdentifyFile(state->name);
+  struct stat st{};
+  if (hdf5_fd >= 0 && ::fstat(hdf5_fd, &st) == 0) {
+    state->identity = IdentityOf(st);
+    if (state->identity.valid)
+      state->hdf5_file = cache::io::PosixFile::Borrow(hdf5_fd, state->name);
+  } else {
+    state->identity = IdentifyFile(state->name);
+  }
   state->identified_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::steady_clock::now().time_since_epoch())
                              .count();

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "cache/io/random_access_file.h"
+
 namespace prescient::vol {
 
 struct FileIdentity {
@@ -32,8 +34,11 @@ FileIdentity IdentifyFile(const std::string& path);
 FileIdentity IdentityOf(const struct stat& st);
 
 struct FileState {
-  static std::shared_ptr<FileState> Make(const char* name, bool writable,
-                                         bool posix_driver = false);
+  // `hdf5_fd`: HDF5's own descriptor of the file (the POSIX driver's), or -1.
+  // With one, the identity is that of the file HDF5 has open (fstat), not of
+  // whatever the name points to by now, and the descriptor is borrowed.
+  static std::shared_ptr<FileState> Make(const char* name, bool writable, bool posix_driver = false,
+                                         int hdf5_fd = -1);
 
   std::string name;
   // Opened for writing or for SWMR reading: its data may change, so nothing
@@ -47,6 +52,14 @@ struct FileState {
   // steady_clock time (ns) at which `identity` was taken: the file was as
   // `identity` says at least until then.
   std::int64_t identified_ns = 0;
+  // HDF5's own descriptor of the file, borrowed (never closed here) for the
+  // raw reads and change checks the application's thread makes inside an HDF5
+  // call on one of the file's objects, which holds the file open: a miss then
+  // needs no second descriptor (open, fstat, close) per file. Null for other
+  // drivers, and from the application's close of the file on, after which
+  // HDF5 may close the descriptor. Set and cleared inside HDF5 calls only,
+  // which the library serializes; other threads read through FileHandles.
+  std::shared_ptr<const cache::io::PosixFile> hdf5_file;
 };
 
 // Files the application opened through the connector, by device and inode,

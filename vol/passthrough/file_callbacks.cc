@@ -94,13 +94,37 @@ bool RawReadableDriver(hid_t fapl_id) {
   return false;
 }
 
+// HDF5's descriptor of a file the native connector opened with the POSIX
+// driver (H5Fget_vfd_handle), or -1. Not asked of other connectors: the
+// optional operation's arguments are the native connector's.
+int PosixDescriptor(void* under, hid_t under_vol_id, hid_t fapl_id) {
+  PreservedErrorStack keep;  // no answer is no error: the file is read through a pooled one
+  H5VL_class_value_t value = -1;
+  if (H5VLget_value(under_vol_id, &value) < 0 || value != H5_VOL_NATIVE ||
+      H5Pget_driver(fapl_id) != H5FD_SEC2) {
+    return -1;
+  }
+  void* handle = nullptr;
+  H5VL_native_file_optional_args_t native{};
+  native.get_vfd_handle.fapl_id = H5P_FILE_ACCESS_DEFAULT;
+  native.get_vfd_handle.file_handle = &handle;
+  H5VL_optional_args_t args{H5VL_NATIVE_FILE_GET_VFD_HANDLE, &native};
+  if (H5VLfile_optional(under, under_vol_id, &args, H5P_DATASET_XFER_DEFAULT, nullptr) < 0 ||
+      handle == nullptr) {
+    return -1;
+  }
+  return *static_cast<const int*>(handle);  // the POSIX driver's handle is its int descriptor
+}
+
 void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, hid_t fapl_id,
                void** req) {
   WrapRequest(req, under_vol_id);
   std::shared_ptr<FileState> state;
   try {
     Runtime::Get().stats().Add(Counter::kFilesOpened);
-    state = FileState::Make(name, writable, RawReadableDriver(fapl_id));
+    // Files open for writing are never served from the cache: nothing to borrow for.
+    const int descriptor = writable ? -1 : PosixDescriptor(under, under_vol_id, fapl_id);
+    state = FileState::Make(name, writable, RawReadableDriver(fapl_id), descriptor);
     OpenFiles::Remember(state);
   } catch (...) {
     CloseUnder(under, under_vol_id, ObjectKind::kFile);
@@ -177,6 +201,12 @@ herr_t FileSpecific(void* obj, H5VL_file_specific_args_t* args, hid_t dxpl_id, v
 herr_t FileClose(void* file, hid_t dxpl_id, void** req) {
   using Forward = Forwarder<"file_cls.close", H5VLfile_close, 1, Result::kClose, ObjectKind::kOther,
                             ObjectsAt<0>, decltype(H5VL_file_class_t::close)>;
+  // HDF5 closes its descriptor when the file's last object closes, which
+  // Prescient does not see: the file's objects still open read through the
+  // pool from here on.
+  if (file != nullptr && VolObject::From(file)->file != nullptr) {
+    VolObject::From(file)->file->hdf5_file.reset();
+  }
   const herr_t status = Forward::Call(file, dxpl_id, req);
   // Forked DataLoader workers end with os._exit and never reach HDF5's
   // shutdown: closing a file is their last chance to leave statistics.

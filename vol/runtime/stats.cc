@@ -33,6 +33,7 @@ constexpr const char* kTopLevelNames[] = {
     "rows_admitted_read_again",
     "reads_admit_no_spare_cpu",
     "files_warmed",
+    "raw_file_opens",
     "rows_remote",
     "rows_served",
     "storage_reads",

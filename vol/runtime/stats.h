@@ -48,6 +48,7 @@ enum class Counter : std::size_t {
   kRowsAdmittedReadAgain,       // of rows_admitted_behind: read again by the thread, not copied
   kReadsAdmitNoSpareCpu,        // reads that placed their own rows: no CPU was spare for the thread
   kFilesWarmed,                 // small files the prefetch thread read into the page cache
+  kRawFileOpens,                // descriptors Prescient opened itself for raw reads (FileHandles)
   kRowsRemote,                  // node agent: rows fetched from other nodes' agents
   kRowsServed,                  // node agent: rows sent to other nodes' agents
   kStorageReads,                // read requests to storage (coalesced)

@@ -437,7 +437,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       element_bytes = cached->row_bytes() / row_elements;
       if (element_bytes * request.selection.elements != request.bytes) return false;
     }
-    if (cached->FileChanged()) {
+    if (cached->FileChanged(&dataset)) {
       // Its rows must never be served again: dropped from the node's cache
       // at once (every process sees the slot retired).
       if (cached->MarkDropped()) (void)cache->DropDataset(cached->slot());

@@ -1,5 +1,8 @@
 #include "vol/serve/cached_dataset.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -24,6 +27,12 @@ std::int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+io::Result<FileIdentity> IdentityNow(const io::PosixFile& file) {
+  struct stat st{};
+  if (::fstat(file.fd(), &st) != 0) return io::Status::FromErrno(errno, "fstat " + file.name());
+  return IdentityOf(st);
 }
 
 }  // namespace
@@ -101,7 +110,10 @@ cache::Status CachedDataset::LoadEntries(const VolObject* dataset,
                     (first + rows_per_entry_ - end) * row_bytes_);
       }
     }
-    if (layout_) return LoadRaw(rows, targets, counters);
+    if (layout_) {
+      const io::PosixFile* borrowed = BorrowedFile(dataset);
+      return LoadRaw(borrowed != nullptr ? *borrowed : *source_, rows, targets, counters);
+    }
     if (dataset == nullptr)
       return cache::Status::Unsupported("rows of this dataset load only through HDF5");
     return LoadThroughHdf5(*dataset, rows, targets, counters);
@@ -112,14 +124,25 @@ cache::Status CachedDataset::LoadEntries(const VolObject* dataset,
   }
 }
 
-cache::Status CachedDataset::LoadRaw(std::span<const std::uint64_t> rows,
+const io::PosixFile* CachedDataset::BorrowedFile(const VolObject* dataset) const noexcept {
+  if (dataset == nullptr || dataset->file == nullptr || dataset->file->hdf5_file == nullptr) {
+    return nullptr;
+  }
+  const FileIdentity& of = dataset->file->identity;
+  const bool same = of.valid && file_identity_.valid && of.device == file_identity_.device &&
+                    of.inode == file_identity_.inode;
+  return same ? dataset->file->hdf5_file.get() : nullptr;
+}
+
+cache::Status CachedDataset::LoadRaw(const io::RandomAccessSource& source,
+                                     std::span<const std::uint64_t> rows,
                                      std::span<std::byte* const> dest,
                                      LoadCounters* counters) const {
   io::Result<io::ReadPlan> plan = io::PlanReads(*layout_, rows, coalescing_);
   if (!plan.ok()) return plan.status();
   const io::RowTargetFn target = io::RowTargetsFromArrays(rows, dest);
   for (const io::ReadTask& task : plan.value().tasks) {
-    io::Status status = io::LoadTask(*layout_, *source_, task, target);
+    io::Status status = io::LoadTask(*layout_, source, task, target);
     if (!status.ok()) return status;
   }
   if (counters != nullptr) {
@@ -190,7 +213,7 @@ void CachedDataset::FileUnchangedAt(std::int64_t checked_ns) const noexcept {
   }
 }
 
-bool CachedDataset::FileChanged() const noexcept {
+bool CachedDataset::FileChanged(const VolObject* dataset) const noexcept {
   if (changed_.load(std::memory_order_relaxed)) return true;
   const std::int64_t now = NowNs();
   std::int64_t due = next_check_ns_.load(std::memory_order_relaxed);
@@ -201,8 +224,11 @@ bool CachedDataset::FileChanged() const noexcept {
     return false;
   }
   if (!file_identity_.valid) return false;
-  io::Result<FileIdentity> now_identity =
-      FileHandles::Get().Stat(path_, file_identity_.device, file_identity_.inode);
+  const io::PosixFile* borrowed = BorrowedFile(dataset);
+  const io::Result<FileIdentity> now_identity =
+      borrowed != nullptr
+          ? IdentityNow(*borrowed)
+          : FileHandles::Get().Stat(path_, file_identity_.device, file_identity_.inode);
   const bool changed = !now_identity.ok() || now_identity.value().size != file_identity_.size ||
                        now_identity.value().mtime_ns != file_identity_.mtime_ns ||
                        now_identity.value().ctime_ns != file_identity_.ctime_ns;

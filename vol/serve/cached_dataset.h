@@ -122,9 +122,10 @@ class CachedDataset {
 
   // Loads cache entries `entries` (ascending, distinct) into dest[i]
   // (entry_bytes() each; the part of the last entry past the dataset's end is
-  // zeroed). Raw when possible, else through `dataset`'s connector underneath
-  // (REQUIRES: the caller's thread, inside a callback, for that path). Never
-  // throws.
+  // zeroed). Raw when possible, else through `dataset`'s connector underneath.
+  // `dataset` is given only on the caller's thread, inside a callback on it:
+  // raw reads then borrow HDF5's own descriptor of the file (BorrowedFile).
+  // Never throws.
   cache::Status LoadEntries(const VolObject* dataset, std::span<const std::uint64_t> entries,
                             std::span<std::byte* const> dest,
                             LoadCounters* counters) const noexcept;
@@ -136,7 +137,9 @@ class CachedDataset {
   static constexpr std::chrono::milliseconds kChangeCheckInterval{1000};
   // H5Pset_sieve_buf_size's default: what a native read of contiguous data reads at least.
   static constexpr std::uint64_t kHdf5DefaultSieveBytes = 64 * 1024;
-  bool FileChanged() const noexcept;
+  // `dataset` as for LoadEntries: the check is then an fstat of HDF5's own
+  // descriptor (the file HDF5 reads), else of the pool's.
+  bool FileChanged(const VolObject* dataset = nullptr) const noexcept;
   // The file was found unchanged at `checked_ns` (steady_clock): a dataset of
   // it opened then, whose identity (which hashes the file's size and times)
   // is this dataset's. Its next re-check is due kChangeCheckInterval after
@@ -148,7 +151,12 @@ class CachedDataset {
   bool MarkDropped() const noexcept { return !dropped_.exchange(true); }
 
  private:
-  cache::Status LoadRaw(std::span<const std::uint64_t> rows, std::span<std::byte* const> dest,
+  // HDF5's descriptor of this dataset's file, reached through `dataset`
+  // (FileState::hdf5_file) while it is the file this dataset was identified
+  // in; else null, and reads go through the pool (source_).
+  const cache::io::PosixFile* BorrowedFile(const VolObject* dataset) const noexcept;
+  cache::Status LoadRaw(const cache::io::RandomAccessSource& source,
+                        std::span<const std::uint64_t> rows, std::span<std::byte* const> dest,
                         LoadCounters* counters) const;
   cache::Status LoadThroughHdf5(const VolObject& dataset, std::span<const std::uint64_t> rows,
                                 std::span<std::byte* const> dest, LoadCounters* counters) const;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cache/base/mutex.h"
+#include "vol/runtime/runtime.h"
 
 namespace prescient::vol {
 namespace io = cache::io;
@@ -95,6 +96,7 @@ io::Result<std::shared_ptr<const io::PosixFile>> FileHandles::Acquire(const std:
     return io::Status::Unsupported(path + " is no longer the file HDF5 opened");
   }
   std::shared_ptr<const io::PosixFile> file(std::move(opened.value()));
+  Runtime::Get().stats().Add(Counter::kRawFileOpens);
   cache::MutexLock lock(&mutex_);
   auto it = open_.find(key);
   if (it != open_.end()) return it->second.file;  // another thread opened it meanwhile

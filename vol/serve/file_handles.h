@@ -5,7 +5,9 @@
 // usual limit is 1,024), nor pay an open() per read. At most `capacity`
 // descriptors stay open, the least recently used closed first; a file whose
 // descriptor was closed is reopened on its next read and checked to still be
-// the file HDF5 opened (same device and inode). Descriptors are opened with the
+// the file HDF5 opened (same device and inode). The application's own reads
+// do not come here when HDF5's POSIX driver has the file open: they borrow its
+// descriptor (FileState::hdf5_file). Descriptors are opened with the
 // kernel's normal readahead, as HDF5's own sec2 driver opens files: a miss of
 // a small row then costs what the same native read costs.
 //

@@ -4,7 +4,8 @@ Every sequence runs natively and through the connector; the digests of every rea
 equal. The statistics show how it was served: labels are cached a block's worth of rows to an
 entry (a few storage reads for 3,000 labels, not one per label), and a file rewritten or
 truncated under an open handle is noticed within the connector's change-check interval, after
-which its reads are forwarded (the stale rows are never served).
+which its reads are forwarded (the stale rows are never served). A miss on the application's
+thread reads through HDF5's own descriptor of the file until the file's handle is closed.
 """
 
 import json
@@ -117,3 +118,18 @@ def test_file_changed_under_an_open_handle(runner, tmp_path, mode):
     totals = totals_of(stats_dir)
     assert totals["fallback_file_changed"] == 3, totals
     assert totals["reads_served"] == 3, totals
+
+
+def test_misses_borrow_hdf5s_descriptor_until_the_file_handle_closes(runner, tmp_path):
+    results, stats_dir = run_both(runner, tmp_path, ["file-closed"], "file-closed")
+    assert results["connector"] == results["native"], results
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    assert totals["reads_served"] == 6, totals
+    assert totals["storage_reads"] == 5, totals
+    # Rows 5 and 2000 of both files were read through HDF5's descriptors; after the first
+    # file's handle closed (HDF5 may close its descriptor with the last object), its row 2500
+    # through a descriptor of the connector's own: one open in all, where without borrowing
+    # each file would need one.
+    assert totals["raw_file_opens"] == 1, totals

@@ -7,6 +7,7 @@
     python3 voltest_serving.py write-fields FILE
     python3 voltest_serving.py row-parts FILE OUT.json
     python3 voltest_serving.py rewrite FILE OUT.json MODE      (MODE: same-size | truncate)
+    python3 voltest_serving.py file-closed FILE OUT.json
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
 fancy lists) and by slices, twice over (the second pass from the cache). `samples` reads
@@ -14,12 +15,16 @@ every 16 KiB row of two contiguous datasets once in shuffled order (the first da
 then the second's), then a shuffled batch of each, then all that again (a cold epoch, then a
 warm one). `rewrite` keeps one
 h5py handle open, reads rows, changes the file under it (MODE), waits for the connector's
-change check, and reads again. OUT holds a digest of every read, or the error it raised.
+change check, and reads again. `file-closed` reads rows through a dataset before and after
+its file's handle is closed (HDF5 keeps the file open for the dataset), and rows of a copy of
+the file through an open handle. OUT holds a digest of
+every read, or the error it raised.
 """
 
 import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -154,6 +159,32 @@ def rewrite(path, out, mode):
     json.dump(results, open(out, "w"))
 
 
+def file_closed(path, out):
+    # The low-level API: h5py's File.close() would close the dataset too.
+    file_id = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY)
+    dataset = h5py.h5d.open(file_id, b"images")
+
+    def row(i):
+        file_space = dataset.get_space()
+        file_space.select_hyperslab((i, 0, 0), (1, *SHAPE))
+        value = np.empty((1, *SHAPE), dtype=np.float32)
+        dataset.read(h5py.h5s.create_simple((1, *SHAPE)), file_space, value)
+        return value
+
+    # Rows 5 and 2000 lie in the first two 1,024-row slabs a miss reads around, 6 beside 5,
+    # 2500 in the third slab.
+    results = [attempt(lambda: row(5)), attempt(lambda: row(2000))]
+    # A copy (another file to the cache) read through an open handle the whole time.
+    copy = f"{path}.copy"
+    shutil.copyfile(path, copy)
+    with h5py.File(copy, "r") as f:
+        results += [attempt(lambda: f["images"][5]), attempt(lambda: f["images"][2000])]
+    file_id.close()
+    results += [attempt(lambda: row(6)), attempt(lambda: row(2500))]
+    dataset.close()
+    json.dump(results, open(out, "w"))
+
+
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "write":
@@ -168,5 +199,7 @@ if __name__ == "__main__":
         write_fields(sys.argv[2])
     elif command == "row-parts":
         row_parts(sys.argv[2], sys.argv[3])
+    elif command == "file-closed":
+        file_closed(sys.argv[2], sys.argv[3])
     else:
         rewrite(sys.argv[2], sys.argv[3], sys.argv[4])
