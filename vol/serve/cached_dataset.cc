@@ -1,8 +1,5 @@
 #include "vol/serve/cached_dataset.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -27,12 +24,6 @@ std::int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-io::Result<FileIdentity> IdentityNow(const io::PosixFile& file) {
-  struct stat st{};
-  if (::fstat(file.fd(), &st) != 0) return io::Status::FromErrno(errno, "fstat " + file.name());
-  return IdentityOf(st);
 }
 
 }  // namespace

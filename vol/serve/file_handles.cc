@@ -111,13 +111,17 @@ io::Result<std::shared_ptr<const io::PosixFile>> FileHandles::Acquire(const std:
   return file;
 }
 
+io::Result<FileIdentity> IdentityNow(const io::PosixFile& file) {
+  struct stat st{};
+  if (::fstat(file.fd(), &st) != 0) return io::Status::FromErrno(errno, "fstat " + file.name());
+  return IdentityOf(st);
+}
+
 io::Result<FileIdentity> FileHandles::Stat(const std::string& path, std::uint64_t device,
                                            std::uint64_t inode) {
   auto file = Acquire(path, {device, inode});
   if (!file.ok()) return file.status();
-  struct stat st{};
-  if (::fstat(file.value()->fd(), &st) != 0) return io::Status::FromErrno(errno, "fstat " + path);
-  return IdentityOf(st);
+  return IdentityNow(*file.value());
 }
 
 std::size_t FileHandles::open_count() const {

@@ -33,6 +33,9 @@
 
 namespace prescient::vol {
 
+// fstat of an open file: what the file it names is now.
+cache::io::Result<FileIdentity> IdentityNow(const cache::io::PosixFile& file);
+
 class FileHandles {
  public:
   // The process's pool: min(256, a quarter of RLIMIT_NOFILE) descriptors.
