@@ -204,8 +204,8 @@ herr_t FileClose(void* file, hid_t dxpl_id, void** req) {
   // HDF5 closes its descriptor when the file's last object closes, which
   // Prescient does not see: the file's objects still open read through the
   // pool from here on.
-  if (file != nullptr && VolObject::From(file)->file != nullptr) {
-    VolObject::From(file)->file->hdf5_file.reset();
+  if (VolObject* object = VolObject::From(file); object != nullptr && object->file != nullptr) {
+    object->file->hdf5_file.reset();
   }
   const herr_t status = Forward::Call(file, dxpl_id, req);
   // Forked DataLoader workers end with os._exit and never reach HDF5's

@@ -119,8 +119,9 @@ const io::PosixFile* CachedDataset::BorrowedFile(const VolObject* dataset) const
   if (dataset == nullptr || dataset->file == nullptr || dataset->file->hdf5_file == nullptr) {
     return nullptr;
   }
+  // (A borrowed descriptor's file always has a valid identity: FileState::Make.)
   const FileIdentity& of = dataset->file->identity;
-  const bool same = of.valid && file_identity_.valid && of.device == file_identity_.device &&
+  const bool same = file_identity_.valid && of.device == file_identity_.device &&
                     of.inode == file_identity_.inode;
   return same ? dataset->file->hdf5_file.get() : nullptr;
 }

@@ -17,8 +17,7 @@ warm one). `rewrite` keeps one
 h5py handle open, reads rows, changes the file under it (MODE), waits for the connector's
 change check, and reads again. `file-closed` reads rows through a dataset before and after
 its file's handle is closed (HDF5 keeps the file open for the dataset), and rows of a copy of
-the file through an open handle. OUT holds a digest of
-every read, or the error it raised.
+the file through an open handle. OUT holds a digest of every read, or the error it raised.
 """
 
 import hashlib
