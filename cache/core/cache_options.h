@@ -79,6 +79,22 @@ struct CacheOptions {
   // Even a loader that makes progress is overtaken after this long (it may be
   // working on other rows): the waiting reader takes the rows over.
   std::chrono::milliseconds wait_timeout{10000};
+
+  // A reader waits for a row another process is loading this many times as
+  // long as its own loads take on average (at least 0.1 ms, at most
+  // liveness_poll), then loads the row itself without caching it (the
+  // loader still does). A loader holding a claim that long is busy with
+  // other rows first (a prefetch round reads half a window in deadline
+  // order). 0: wait until the row is published (each row is then read once
+  // per node, at the cost of the wait); also what a process that has not
+  // loaded anything yet does.
+  std::uint32_t wait_patience_loads = 2;
+
+  // This process loads rows for the whole node (the node agent, whose loads
+  // are each row's one read from the shared file system, or a peer's copy):
+  // readers wait for its claims until they are published, whatever their
+  // wait_patience_loads.
+  bool claims_awaited_in_full = false;
 };
 
 // Parses "8GiB", "512 MiB", "1.5G", "4096", "100MB" (case-insensitive units B,

@@ -31,6 +31,10 @@ std::uint16_t PackedSlot(std::uint64_t packed) { return static_cast<std::uint16_
 // Join()'s answer when the segment found cannot be used and Open should look again.
 constexpr const char* kRetry = "cache: retry";
 
+std::uint32_t AttachFlags(const CacheOptions& options) {
+  return options.claims_awaited_in_full ? detail::kAttachAwaitedInFull : 0;
+}
+
 bool SameGeometry(const detail::LayoutPlan& a, const detail::LayoutPlan& b) {
   return a.segment_bytes == b.segment_bytes && a.block_bytes == b.block_bytes &&
          a.max_datasets == b.max_datasets && a.num_entries == b.num_entries;
@@ -128,7 +132,9 @@ Result<std::unique_ptr<NodeCache>> NodeCache::Open(const CacheOptions& options) 
                                                     std::move(notices)));
   }
   detail::MappedSegment segment;
-  if (Status s = detail::CreateSegment(place.value(), plan.value(), self, &segment); !s.ok()) {
+  if (Status s =
+          detail::CreateSegment(place.value(), plan.value(), self, AttachFlags(options), &segment);
+      !s.ok()) {
     return s;
   }
   if (options.keep_after_exit) detail::NameSegment(place.value(), segment, detail::kKeptSuffix);
@@ -182,7 +188,7 @@ Result<std::uint16_t> NodeCache::Join(const CacheOptions& options,
       // repair would cost every DataLoader worker generation O(cache size).
       if (kept) t.Repair(/*verify_backing=*/true);
     }
-    slot = t.Attach(self);
+    slot = t.Attach(self, AttachFlags(options));
   }
   if (!slot.ok()) return slot.status();
   // The name follows this job's wish: kept for the next job, or not.
@@ -258,7 +264,7 @@ Result<std::uint16_t> NodeCache::EnsureAttached() noexcept {
     // Another thread of this child may have attached meanwhile.
     const std::uint64_t again = attachment_.load(std::memory_order_acquire);
     if (PackedPid(again) == pid) return PackedSlot(again);
-    slot = tables_.Attach(self);
+    slot = tables_.Attach(self, AttachFlags(options_));
     if (!slot.ok()) return slot.status();
     self_start_time_.store(self.start_time);
     attachment_.store(Pack(pid, slot.value()), std::memory_order_release);

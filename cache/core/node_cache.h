@@ -63,6 +63,9 @@ struct ReadRowsStats {
   std::uint64_t not_admitted = 0;  // loaded rows not kept: declined, or claim lost meanwhile
   std::uint64_t uncached = 0;      // rows loaded privately (no free descriptor, broken chain)
   std::uint64_t taken_over = 0;    // rows taken from a stuck (or too slow) loader, loaded here
+  // Of `uncached`: rows another process still loaded after this call had
+  // waited about twice its own loads' time for them (ReadRows, "Waiting").
+  std::uint64_t not_awaited = 0;
   // Of `loaded`: rows whose copy into the segment was left to the admission
   // queue (admission_queue.h); they become hits when its thread publishes them.
   std::uint64_t admitted_behind = 0;
@@ -138,12 +141,18 @@ class NodeCache {
   // released (others retry) and the loader's error is returned; dest is then
   // partly written. `oracle` may be null (LRU).
   //
-  // Waiting: for a live loader at most CacheOptions::wait_timeout, then the
-  // rows are loaded privately; a dead loader is detected within
-  // liveness_poll. A caller that holds a lock (HDF5's global lock, in the
-  // VOL read callback) may wait only for loads that can finish without that
-  // lock: rows claimed by other processes, or by this process's I/O threads
-  // that never take it. Claims are per process, not per thread.
+  // Waiting: for a live loader CacheOptions::wait_patience_loads times as
+  // long as this process's own loads take (a running average; at least
+  // 0.1 ms, at most liveness_poll), then the rows it still loads are loaded
+  // privately, not cached by this call (its loader publishes them). With
+  // patience 0, before this process has loaded anything itself, and for
+  // claims of a process that loads for the whole node
+  // (CacheOptions::claims_awaited_in_full): at most wait_timeout, then the
+  // rows are taken over. A dead loader is detected within liveness_poll.
+  // A caller that holds a lock (HDF5's global lock, in the VOL read
+  // callback) may wait only for loads that can finish without that lock:
+  // rows claimed by other processes, or by this process's I/O threads that
+  // never take it. Claims are per process, not per thread.
   Status ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, std::byte* dest,
                   const LoaderFn& loader, const NextUseOracle* oracle,
                   ReadRowsStats* stats = nullptr) noexcept;
@@ -341,6 +350,12 @@ class NodeCache {
   Result<std::vector<std::uint64_t>> ClaimReserved(DatasetSlot ds, std::span<const RowWithKey> rows,
                                                    bool lru) noexcept EXCLUDES(tables_);
   class ReadCall;  // read_rows.cc: one ReadRows call, in phases
+  // A loader call of this process that succeeded took `took` (read_rows.cc).
+  void NoteOwnLoad(std::chrono::nanoseconds took) noexcept;
+  // How long a reader waits for another process's claim before it loads the
+  // row itself; zero (wait as long as it takes) before any NoteOwnLoad and
+  // with CacheOptions::wait_patience_loads 0.
+  std::chrono::nanoseconds WaitPatience() const noexcept;
   // A one-row hit in one lock round; false (nothing done) if the row is not
   // resident or the lock is unavailable: the general path then takes over.
   bool ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row, std::byte* dest,
@@ -413,6 +428,10 @@ class NodeCache {
   // Misses this process met while the cache was full and had no next-use
   // order to choose by (read_rows.cc: one in kAdmitWhenFullEvery is kept).
   std::atomic<std::uint64_t> full_cache_misses_{0};
+  // How long this process's own loader calls take: a running average in ns,
+  // 0 before the first (NoteOwnLoad). Inherited by forked children, whose
+  // storage it is too.
+  std::atomic<std::int64_t> own_load_ns_{0};
   // Start time of the process named in attachment_ (for leadership checks).
   std::atomic<std::uint64_t> self_start_time_{0};
   std::atomic<AdmissionQueue*> admission_queue_{nullptr};

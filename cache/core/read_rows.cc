@@ -9,16 +9,21 @@
 //                never takes the lock twice
 //   LoadClaimed  our claims go to the loader in one call, then are published
 //   Wait         sleep until a row in flight elsewhere changes, then LookUp
-//                again for those rows
+//                again for those rows; once waited about twice as long as
+//                this process's own loads take, LookUp hands the rows still
+//                in flight to LoadUncached instead (not for claims awaited in
+//                full: the node agent's)
 //
 // A one-row hit (h5py's dset[i]) takes ReadOneHit: one lock round, no
 // allocation, one counter update.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +65,14 @@ constexpr std::uint64_t kCopyInUnderLockBytes = 4 * 1024;
 // half a cache's worth of declined misses: SegmentTables::DeclinedBefore) is
 // admitted at its second miss, so readers that trail each other still share.
 constexpr std::uint64_t kAdmitWhenFullEvery = 8;
+// A reader's patience (CacheOptions::wait_patience_loads times its own loads'
+// average) is at least this long: a load under way elsewhere is nearly done,
+// and one futex sleep and wake-up costs tens of microseconds. Without it, a
+// reader that caught up with the prefetcher waited 1.7-2.3 ms a row for rows
+// it reads in about 0.1 ms (RESULTS.md, "Readers that stop waiting").
+constexpr std::chrono::nanoseconds kMinPatience = std::chrono::microseconds(100);
+// The newest own load weighs 1/8 in the running average.
+constexpr int kOwnLoadWeightShift = 3;
 // Stale-prediction sweep per lock round: a full pass over the entries every
 // ~num_entries / 2 rows read on the node (eviction_heap.cc).
 constexpr std::uint32_t kSweepBase = 4;
@@ -159,8 +172,8 @@ class NodeCache::ReadCall {
       Awaited awaited;
       PRESCIENT_RETURN_IF_ERROR(LookUp(&awaited));
       CopyPinned();
-      PRESCIENT_RETURN_IF_ERROR(LoadClaimed());
-      PRESCIENT_RETURN_IF_ERROR(LoadUncached());
+      PRESCIENT_RETURN_IF_ERROR(TimedOwnLoad([this] { return LoadClaimed(); }));
+      PRESCIENT_RETURN_IF_ERROR(TimedOwnLoad([this] { return LoadUncached(); }));
       if (sc_.waiting.empty()) break;
       PRESCIENT_RETURN_IF_ERROR(Wait(awaited));
       sc_.pending.swap(sc_.waiting);
@@ -174,8 +187,19 @@ class NodeCache::ReadCall {
     std::uint32_t entry = kNone;
     std::uint32_t seq = 0;
     std::uint16_t owner_slot = 0;
+    bool in_full = false;  // its owner's claims are awaited until published
     ProcessIdentity owner;
   };
+
+  // Runs one of the load phases; a loader call that succeeded tells the
+  // process how long its own loads take (the measure of its patience).
+  template <typename Phase>
+  Status TimedOwnLoad(Phase phase) {
+    const std::chrono::nanoseconds before = stats_->load_time;
+    const Status status = phase();
+    if (status.ok() && stats_->load_time != before) c_.NoteOwnLoad(stats_->load_time - before);
+    return status;
+  }
 
   std::byte* FirstDest(const Wanted& w) const {
     return dest_ + std::uint64_t{sc_.order[w.first]} * row_bytes_;
@@ -275,12 +299,19 @@ class NodeCache::ReadCall {
         continue;
       }
       // Loading (by another process, or another thread of ours).
+      const bool in_full = t_.AwaitedInFull(x.owner);
+      if (impatient_ && !in_full) {
+        sc_.uncached.push_back(u);  // waited long enough: loaded here, published by its owner
+        ++not_awaited_;
+        continue;
+      }
       w.waited = true;
       sc_.waiting.push_back(u);
       if (awaited->entry == kNone) {
         awaited->entry = e;
         awaited->seq = std::atomic_ref<std::uint32_t>(x.seq).load(std::memory_order_acquire);
         awaited->owner_slot = x.owner;
+        awaited->in_full = in_full;
         awaited->owner = t_.AttachedIdentity(x.owner);
         x.waiters = 1;
       }
@@ -326,7 +357,8 @@ class NodeCache::ReadCall {
     return Status::Ok();
   }
 
-  // Rows delivered without caching them (no free descriptor, waited too long).
+  // Rows delivered without caching them (no free descriptor, not admitted,
+  // a broken chain, or still loading elsewhere when our patience ran out).
   Status LoadUncached() {
     if (sc_.uncached.empty()) return Status::Ok();
     std::sort(sc_.uncached.begin(), sc_.uncached.end());  // wanted is row-ordered
@@ -339,24 +371,37 @@ class NodeCache::ReadCall {
     PRESCIENT_RETURN_IF_ERROR(CallLoader(loader_, sc_.claimed_rows, sc_.claimed_dest, stats_));
     stats_->uncached += sc_.uncached.size();
     stats_->not_admitted += declined_;
+    stats_->not_awaited += not_awaited_;
     declined_ = 0;
+    not_awaited_ = 0;
     for (std::uint32_t u : sc_.uncached) FanOut(sc_.wanted[u]);
     return Status::Ok();
   }
 
-  // Sleeps until the awaited row changes state (at most liveness_poll). If it
-  // did not: a dead loader's claims are released; a live loader that made no
-  // progress for stall_timeout (stopped, hung) has the rows we wait for taken
-  // from it, and so has any loader once we waited wait_timeout. The next
-  // LookUp then claims and loads those rows here.
+  // Sleeps until the awaited row changes state (at most liveness_poll, or
+  // what is left of our patience). If it did not: a dead loader's claims are
+  // released; once our patience ran out, the next LookUp hands the rows still
+  // loading to LoadUncached (unless awaited in full); a live loader that made
+  // no progress for stall_timeout (stopped, hung) has the rows we wait for
+  // taken from it, and so has any loader once we waited wait_timeout. The
+  // next LookUp then claims and loads those rows here.
   Status Wait(const Awaited& awaited) EXCLUDES(t_) {
     // The row may be one of our own claims a publication could not let go
     // of, still kept because our call's settlement found the lock busy: let
     // go of them first, or we would wait for ourselves until wait_timeout.
     if (c_.any_unsettled_.load(std::memory_order_relaxed)) c_.SettleClaims();
     const auto t0 = std::chrono::steady_clock::now();
+    std::chrono::nanoseconds sleep = c_.options_.liveness_poll;
+    const bool patient = !awaited.in_full && !impatient_;
+    if (patient && !patience_end_) {
+      const std::chrono::nanoseconds patience = c_.WaitPatience();
+      if (patience.count() > 0) patience_end_ = t0 + patience;
+    }
+    if (patient && patience_end_) {
+      sleep = std::clamp<std::chrono::nanoseconds>(*patience_end_ - t0, {}, sleep);
+    }
     std::uint32_t* seq = t_.SeqWord(awaited.entry);
-    detail::FutexWait(seq, awaited.seq, c_.options_.liveness_poll);
+    detail::FutexWait(seq, awaited.seq, sleep);
     const auto now = std::chrono::steady_clock::now();
     stats_->wait_time += now - t0;
     const bool unchanged =
@@ -370,6 +415,10 @@ class NodeCache::ReadCall {
       if (t_.AttachedIdentity(awaited.owner_slot) == awaited.owner) {
         t_.ReleaseAttachment(awaited.owner_slot, /*died=*/true);
       }
+      return Status::Ok();
+    }
+    if (patient && patience_end_ && now >= *patience_end_) {
+      impatient_ = true;
       return Status::Ok();
     }
     const std::uint64_t beat = t_.Heartbeat(awaited.owner_slot);
@@ -431,8 +480,13 @@ class NodeCache::ReadCall {
   ReadRowsStats* const stats_;
   Scratch& sc_;
   std::uint64_t now_ = 0;
-  std::uint64_t declined_ = 0;  // uncached rows the full cache did not admit
+  std::uint64_t declined_ = 0;     // uncached rows the full cache did not admit
+  std::uint64_t not_awaited_ = 0;  // uncached rows still loading elsewhere
   std::chrono::steady_clock::time_point wait_deadline_;
+  // Set at the first wait for a claim not awaited in full, if this process
+  // has a measure of its own loads; impatient_ once it has passed.
+  std::optional<std::chrono::steady_clock::time_point> patience_end_;
+  bool impatient_ = false;
   detail::StallWatch watch_;  // the progress of the loader we wait for
 };
 
@@ -666,6 +720,24 @@ bool NodeCache::ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row
   }
   ++stats->hits;
   return true;
+}
+
+void NodeCache::NoteOwnLoad(std::chrono::nanoseconds took) noexcept {
+  // Racy read-modify-write across threads: a lost update only delays the
+  // average a little.
+  const std::int64_t ns = std::max<std::int64_t>(1, took.count());
+  const std::int64_t old = own_load_ns_.load(std::memory_order_relaxed);
+  own_load_ns_.store(old == 0 ? ns : old + ((ns - old) >> kOwnLoadWeightShift),
+                     std::memory_order_relaxed);
+}
+
+std::chrono::nanoseconds NodeCache::WaitPatience() const noexcept {
+  const std::int64_t own = own_load_ns_.load(std::memory_order_relaxed);
+  if (own == 0 || options_.wait_patience_loads == 0) return {};
+  const std::chrono::nanoseconds wait_for(own * std::int64_t{options_.wait_patience_loads});
+  return std::clamp<std::chrono::nanoseconds>(
+      wait_for, kMinPatience,
+      std::max<std::chrono::nanoseconds>(kMinPatience, options_.liveness_poll));
 }
 
 Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, std::byte* dest,

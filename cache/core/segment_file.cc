@@ -116,7 +116,7 @@ MapOutcome MapSegment(UniqueFd fd, const std::string& what, MappedSegment* out, 
 }
 
 Status CreateSegment(const SegmentPlace& place, const LayoutPlan& plan, const ProcessIdentity& self,
-                     MappedSegment* out) {
+                     std::uint32_t attach_flags, MappedSegment* out) {
   int err = 0;
   UniqueFd fd = CreateUnnamed(place, &err);
   if (!fd.valid()) {
@@ -142,7 +142,8 @@ Status CreateSegment(const SegmentPlace& place, const LayoutPlan& plan, const Pr
   InitializeSegment(mapped.base(), plan, /*keep_after_exit=*/false);
   SegmentTables tables(mapped.base());
   tables.AssumeExclusive();  // not yet visible to any other process
-  if (!tables.Attach(self).ok()) return Status::Internal("cannot attach to a fresh segment");
+  if (!tables.Attach(self, attach_flags).ok())
+    return Status::Internal("cannot attach to a fresh segment");
   mapped.geometry = plan;
   mapped.device = st.st_dev;
   mapped.inode = st.st_ino;

@@ -98,11 +98,11 @@ enum class MapOutcome {
 MapOutcome MapSegment(UniqueFd fd, const std::string& what, MappedSegment* out, Status* error);
 
 // Creates an unnamed segment in `place` (O_TMPFILE; where unsupported, a
-// temporary name unlinked at once), attached by `self` in slot 0. Only the
-// metadata is backed now (see FileBacking). Errors: the filesystem is full or
-// not writable.
+// temporary name unlinked at once), attached by `self` in slot 0 with
+// `attach_flags` (kAttach*). Only the metadata is backed now (see
+// FileBacking). Errors: the filesystem is full or not writable.
 Status CreateSegment(const SegmentPlace& place, const LayoutPlan& plan, const ProcessIdentity& self,
-                     MappedSegment* out);
+                     std::uint32_t attach_flags, MappedSegment* out);
 
 // Links the segment under <base><suffix> (false if that name exists).
 bool NameSegment(const SegmentPlace& place, const MappedSegment& segment, const char* suffix);

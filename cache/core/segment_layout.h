@@ -22,10 +22,10 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-// 15 had no SegmentCounters::claims_released_late; 14 kept a bare step in
-// SegmentHeader::participant_floor (no registration tag); 13 had no shared stall memo
+// 16 had no AttachRecord::flags; 15 had no SegmentCounters::claims_released_late; 14 kept a bare
+// step in SegmentHeader::participant_floor (no registration tag); 13 had no shared stall memo
 // (SegmentHeader::stuck_pid_beat); 12 initialised every entry and bucket.
-inline constexpr std::uint32_t kLayoutVersion = 16;
+inline constexpr std::uint32_t kLayoutVersion = 17;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -73,9 +73,15 @@ struct AttachRecord {
   // Bumped (lock-free) by the process on every call into the cache: others
   // tell a live but stuck process from a busy one by it (stall_watch.h).
   std::uint64_t heartbeat;
+  std::uint32_t flags;  // kAttach*, written at attach
+  std::uint32_t padding;
   std::uint32_t pin[kPinsPerAttach];  // entry indices pinned by this process, kNone = unused
 };
 static_assert(kPinsPerAttach == 64, "pins_done is a 64-bit mask");
+// AttachRecord::flags: the process's claims are awaited until they are
+// published, never loaded privately by an impatient reader (read_rows.cc,
+// Wait): its loads are reads the node pays for once (the node agent's).
+inline constexpr std::uint32_t kAttachAwaitedInFull = 1;
 
 // One participant of the node (a rank of the schedule) and its progress. All
 // fields are read lock-free (std::atomic_ref); a record is (re)written under

@@ -496,12 +496,13 @@ void SegmentTables::ReapDonePins(std::uint32_t slot) {
   }
 }
 
-Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self) {
+Result<std::uint16_t> SegmentTables::Attach(const ProcessIdentity& self, std::uint32_t flags) {
   for (int pass = 0; pass < 2; ++pass) {
     for (std::uint32_t s = 0; s < kMaxAttach; ++s) {
       AttachRecord& a = attach(s);
       if (a.pid != 0) continue;
       a.start_time = self.start_time;
+      a.flags = flags;
       a.pins_used = 0;
       std::atomic_ref<std::uint64_t>(a.pins_done).store(0, std::memory_order_relaxed);
       for (std::uint32_t& p : a.pin) p = kNone;

@@ -252,8 +252,9 @@ class CAPABILITY("segment lock") SegmentTables {
   void ReapDonePins(std::uint32_t slot) REQUIRES(this);
 
   // --- processes ---
-  // A free attach slot for `self`; reaps dead processes first if the table is full.
-  Result<std::uint16_t> Attach(const ProcessIdentity& self) REQUIRES(this);
+  // A free attach slot for `self` with `flags` (kAttach*); reaps dead
+  // processes first if the table is full.
+  Result<std::uint16_t> Attach(const ProcessIdentity& self, std::uint32_t flags) REQUIRES(this);
   // Drops the slot's pins and claims (their rows are freed, waiters woken)
   // and frees the slot. `died`: count the claims as takeovers.
   void ReleaseAttachment(std::uint16_t slot, bool died) REQUIRES(this);
@@ -269,6 +270,10 @@ class CAPABILITY("segment lock") SegmentTables {
       return {};
     }
     return {attach(slot).pid, attach(slot).start_time};
+  }
+  // Whether readers wait for the claims of `slot` until they are published.
+  bool AwaitedInFull(std::uint16_t slot) const REQUIRES(this) {
+    return slot < kMaxAttach && (attach(slot).flags & kAttachAwaitedInFull) != 0;
   }
 
   // --- recovery (segment_repair.cc) ---

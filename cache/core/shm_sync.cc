@@ -148,10 +148,10 @@ void ReleaseSharedLock(SharedLock* lock) noexcept {
 }
 
 void FutexWait(std::uint32_t* word, std::uint32_t expected,
-               std::chrono::milliseconds timeout) noexcept {
+               std::chrono::nanoseconds timeout) noexcept {
   timespec relative{};
-  relative.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  relative.tv_nsec = static_cast<long>((timeout.count() % 1000) * 1000000);
+  relative.tv_sec = static_cast<time_t>(timeout.count() / 1000000000);
+  relative.tv_nsec = static_cast<long>(timeout.count() % 1000000000);
   // Returns on wake, timeout, EAGAIN (word already changed) or a signal: all
   // mean "re-check".
   syscall(SYS_futex, word, FUTEX_WAIT, expected, &relative, nullptr, 0);

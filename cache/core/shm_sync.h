@@ -65,7 +65,7 @@ ProcessIdentity UnpackIdentity(std::uint64_t packed) noexcept;
 // Sleeps while *word == expected, at most `timeout` (spurious wake-ups happen:
 // callers re-check their condition).
 void FutexWait(std::uint32_t* word, std::uint32_t expected,
-               std::chrono::milliseconds timeout) noexcept;
+               std::chrono::nanoseconds timeout) noexcept;
 
 // Wakes every process and thread sleeping on `word`.
 void FutexWakeAll(std::uint32_t* word) noexcept;

@@ -110,8 +110,11 @@ std::string NodeAgent::Setup() {
   if (!binding)
     return "PRESCIENT_SCHEDULE " + options.schedule_path + " cannot be used (see above)";
 
-  cache::Result<std::unique_ptr<cache::NodeCache>> opened =
-      cache::NodeCache::Open(CacheClient::SegmentOptions(options, binding.get()));
+  cache::CacheOptions cache_options = CacheClient::SegmentOptions(options, binding.get());
+  // Its loads are each row's one read from storage (or a peer's copy) for the
+  // node: the training processes wait for them rather than read the rows too.
+  cache_options.claims_awaited_in_full = true;
+  cache::Result<std::unique_ptr<cache::NodeCache>> opened = cache::NodeCache::Open(cache_options);
   if (!opened.ok()) return "the node cache is unavailable: " + opened.status().message();
   cache_ = std::move(opened.value());
   for (const std::string& notice : cache_->notices()) runtime.Log(LogLevel::kWarn, notice);

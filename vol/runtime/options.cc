@@ -202,6 +202,17 @@ const std::vector<OptionRow>& Rows() {
          o.admit_behind_always = when == "always";
          return true;
        }},
+      {{"PRESCIENT_WAIT_PATIENCE", "wait_patience", "0-1000", "2",
+        "a read that needs a row another process is loading (the prefetch thread, another "
+        "worker) waits this many times as long as the process's own reads of rows take on "
+        "average (at least 0.1 ms, at most 50 ms), then reads the row itself; the loader still "
+        "caches it. 0 = wait until the row is cached (each row read once per node). The node "
+        "agent's rows are always waited for"},
+       [](std::string_view v, Options& o) {
+         auto n = ParseUnsigned(v, 1000);
+         if (n) o.cache.wait_patience_loads = static_cast<std::uint32_t>(*n);
+         return n.has_value();
+       }},
       {{"PRESCIENT_COALESCE_GAP", "coalesce_gap", "auto, or bytes with a unit (0 = never merge)",
         "auto",
         "merge missing rows into one read when the gap between them is below this; auto is "

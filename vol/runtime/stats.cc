@@ -26,6 +26,7 @@ constexpr const char* kTopLevelNames[] = {
     "rows_hit",
     "rows_loaded",
     "rows_waited",
+    "rows_not_awaited",
     "rows_prefetched",
     "rows_read_around",
     "rows_admitted_behind",
@@ -146,6 +147,7 @@ void Stats::Commit(const ReadRecord& read) {
   add(Counter::kRowsHit, read.rows_hit);
   add(Counter::kRowsLoaded, read.rows_loaded);
   add(Counter::kRowsWaited, read.rows_waited);
+  add(Counter::kRowsNotAwaited, read.rows_not_awaited);
   add(Counter::kRowsReadAround, read.rows_read_around);
   add(Counter::kRowsAdmittedBehind, read.rows_admitted_behind);
   add(Counter::kRowsAdmittedReadAgain, read.rows_admitted_read_again);

@@ -41,6 +41,7 @@ enum class Counter : std::size_t {
   kRowsHit,                 // distinct rows found in the cache
   kRowsLoaded,              // distinct rows this process loaded from storage on a miss
   kRowsWaited,              // distinct rows another process or thread was loading
+  kRowsNotAwaited,          // of rows_loaded: still loading elsewhere after the reader's patience
   kRowsPrefetched,          // rows the prefetch threads read ahead of need
   kRowsReadAround,          // rows read beside a miss on the reader's thread (rest of a chunk)
   kRowsAdmittedBehind,      // of rows_loaded: copied into the cache by the admission thread
@@ -131,6 +132,7 @@ struct ReadRecord {
   std::uint64_t rows_hit = 0, rows_loaded = 0, rows_waited = 0, rows_read_around = 0;
   std::uint64_t rows_admitted_behind = 0;      // of rows_loaded
   std::uint64_t rows_admitted_read_again = 0;  // of rows_admitted_behind
+  std::uint64_t rows_not_awaited = 0;          // of rows_loaded
   std::uint64_t storage_reads = 0, storage_bytes = 0;
   std::uint64_t stall_storage_ns = 0, stall_wait_ns = 0;
   std::uint64_t schedule_matches = 0, schedule_mismatches = 0;

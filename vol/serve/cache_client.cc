@@ -526,6 +526,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_hit += read.hits;
       record->rows_loaded += read.loaded + read.uncached;
       record->rows_waited += read.waited;
+      record->rows_not_awaited += read.not_awaited;
       record->rows_read_around += read_around;
       record->rows_admitted_behind += read.admitted_behind;
       record->rows_admitted_read_again += read.admitted_read_again;
@@ -537,6 +538,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_hit += missed == 0 ? rows.size() : rows.size() * read.hits / entries.size();
       record->rows_loaded += (read.loaded + read.uncached) * g;
       record->rows_waited += read.waited * g;
+      record->rows_not_awaited += read.not_awaited * g;
       record->rows_admitted_behind += read.admitted_behind * g;
       record->rows_admitted_read_again += read.admitted_read_again * g;
     }

@@ -128,6 +128,8 @@ constexpr std::uint64_t kRowBytes = 20 * 1024;  // larger than what the reader c
 class AdmissionBehind : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The tests hold handed-over rows back on purpose: readers wait for them.
+    name.options().wait_patience_loads = 0;
     cache = OpenOrDie(name.options());
     ASSERT_NE(cache, nullptr);
     cache->SetAdmissionQueue(&queue);

@@ -177,6 +177,9 @@ TEST_F(WriteThroughTest, PiecesAreWrittenThroughOneAfterAnother) {
 
 TEST(CrashRecovery, KilledWhileLoadingOthersTakeOver) {
   ScopedSegmentName name;
+  // Waits for the loader until it publishes or dies (an impatient reader
+  // would load the rows itself before it died).
+  name.options().wait_patience_loads = 0;
   auto cache = NodeCache::Open(name.options());
   ASSERT_TRUE(cache.ok()) << cache.status().message();
   constexpr std::uint64_t kBytes = 64 << 10;

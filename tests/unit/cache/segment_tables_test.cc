@@ -29,7 +29,7 @@ class TablesTest : public ::testing::Test {
     InitializeSegment(memory_.get(), plan.value(), false);
     tables_ = std::make_unique<SegmentTables>(memory_.get());
     tables_->AssumeExclusive();
-    auto slot = tables_->Attach(SelfIdentity());
+    auto slot = tables_->Attach(SelfIdentity(), 0);
     ASSERT_TRUE(slot.ok());
     slot_ = slot.value();
   }

@@ -36,6 +36,10 @@ class StallTest : public ::testing::Test {
   void SetUp() override {
     name_.options().stall_timeout = std::chrono::milliseconds(400);
     name_.options().wait_timeout = std::chrono::seconds(30);
+    // Readers that wait for a loader until it publishes (as for the node
+    // agent's claims): a patient reader would load a stopped loader's rows
+    // itself instead (impatient_wait_test.cc), leaving the stall unseen.
+    name_.options().wait_patience_loads = 0;
     auto cache = NodeCache::Open(name_.options());
     ASSERT_TRUE(cache.ok()) << cache.status().message();
     cache_ = std::move(cache.value());
