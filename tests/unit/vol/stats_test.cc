@@ -154,6 +154,7 @@ TEST(Stats, OneCommitPerReadCountsEveryOutcome) {
   served.rows_hit = 1;
   served.rows_loaded = 2;
   served.rows_waited = 1;
+  served.rows_not_awaited = 1;
   served.rows_read_around = 30;
   served.stall_storage_ns = 700;
   served.stall_wait_ns = 300;
@@ -172,6 +173,7 @@ TEST(Stats, OneCommitPerReadCountsEveryOutcome) {
   EXPECT_EQ(stats.Get(Counter::kSelectionIrregular), 1u);
   EXPECT_EQ(stats.Get(Counter::kRows), 4u);
   EXPECT_EQ(stats.Get(Counter::kRowsReadAround), 30u);
+  EXPECT_EQ(stats.Get(Counter::kRowsNotAwaited), 1u);
   // The stall is the sum of both waits, each also kept on its own.
   EXPECT_EQ(stats.Get(Counter::kStallNs), 1000u);
   EXPECT_EQ(stats.Get(Counter::kStallStorageNs), 700u);
