@@ -43,6 +43,10 @@ def lightning_python():
 
 
 def train(python, data, out, env):
+    # Lightning looks for an MPI launcher by importing mpi4py, which initialises MPI (a singleton:
+    # no mpirun), and Open MPI 5 leaves a singleton's shared-memory segment behind: in the test's
+    # directory, not in /dev/shm.
+    env = {**env, "OMPI_MCA_btl_sm_backing_directory": str(os.path.dirname(out))}
     proc = subprocess.run([python, SCRIPT, "train", str(data), str(EPOCHS), str(out)], env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
