@@ -65,11 +65,12 @@ constexpr std::uint64_t kCopyInUnderLockBytes = 4 * 1024;
 // half a cache's worth of declined misses: SegmentTables::DeclinedBefore) is
 // admitted at its second miss, so readers that trail each other still share.
 constexpr std::uint64_t kAdmitWhenFullEvery = 8;
-// A reader's patience (CacheOptions::wait_patience_loads times its own loads'
-// average) is at least this long: a load under way elsewhere is nearly done,
-// and one futex sleep and wake-up costs tens of microseconds. Without it, a
-// reader that caught up with the prefetcher waited 1.7-2.3 ms a row for rows
-// it reads in about 0.1 ms (RESULTS.md, "Readers that stop waiting").
+// A reader waits for a row another process loads for at most its patience:
+// CacheOptions::wait_patience_loads times its own loads' average. Waiting in
+// full, a reader that caught up with the prefetcher waited 1.7-2.3 ms a row
+// for rows it reads in about 0.1 ms (RESULTS.md, "Readers that stop
+// waiting"). The patience is at least this long: a load under way elsewhere
+// is nearly done, and one futex sleep and wake-up costs tens of microseconds.
 constexpr std::chrono::nanoseconds kMinPatience = std::chrono::microseconds(100);
 // The newest own load weighs 1/8 in the running average.
 constexpr int kOwnLoadWeightShift = 3;
