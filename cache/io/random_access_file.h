@@ -33,8 +33,9 @@ class RandomAccessSource {
   // ends early). Safe to call concurrently.
   virtual Status ReadExact(std::uint64_t offset, std::span<std::byte> out) const = 0;
   // Reads the consecutive bytes starting at `offset` into the pieces in
-  // order, as one request where the source can (preadv). The default issues
-  // one ReadExact per non-skipped piece.
+  // order, as one request where the source can (preadv). Skipped pieces need
+  // not be read (only the wanted bytes must exist). The default issues one
+  // ReadExact per non-skipped piece.
   virtual Status ReadScattered(std::uint64_t offset, std::span<const ScatterPiece> pieces) const;
   virtual Result<std::uint64_t> Size() const = 0;
   virtual const std::string& name() const = 0;
@@ -62,8 +63,13 @@ class PosixFile final : public RandomAccessSource {
   PosixFile& operator=(const PosixFile&) = delete;
 
   Status ReadExact(std::uint64_t offset, std::span<std::byte> out) const override;
-  // preadv straight into the pieces; skipped bytes land in a per-thread
-  // discard buffer, so rows need no copy out of a staging buffer.
+  // preadv straight into the pieces; skipped bytes between wanted ones land
+  // in a per-thread discard buffer, so rows need no copy out of a staging
+  // buffer. Skipped bytes after the last wanted piece are not read at all:
+  // posix_fadvise(POSIX_FADV_WILLNEED) over the whole range brings them into
+  // the page cache in the same device request (what a read extended to HDF5's
+  // sieve size is for: the neighbours of a row are read once, while cold)
+  // without copying them, and a file that no longer holds them is no error.
   Status ReadScattered(std::uint64_t offset, std::span<const ScatterPiece> pieces) const override;
   Result<std::uint64_t> Size() const override;
   const std::string& name() const override { return name_; }
