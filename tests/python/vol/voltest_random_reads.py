@@ -22,6 +22,8 @@ import sys
 import h5py
 import numpy as np
 
+from voltest_scenarios import canonical  # dtype, shape and bytes of what h5py returned
+
 STORAGE = ("contiguous", "compact", "chunked", "gzip", "shuffle-gzip", "lzf", "fletcher32",
            "scaleoffset", "nbit", "unwritten", "resizable")
 TYPES = ("<f4", ">f4", "<f8", ">f8", "<i2", ">i8", "u1", "<u4", "<i4", "<c8", "compound")
@@ -81,7 +83,9 @@ def write(path, seed):
     with h5py.File(path, "w") as f:
         for spec in dataset_specs(seed):
             v = values(spec, rng)
-            name, storage, chunks = spec["name"], spec["name"], spec["chunks"]
+            # A dataset is named after its storage kind.
+            name = storage = spec["name"]
+            chunks = spec["chunks"]
             if storage == "contiguous":
                 f.create_dataset(name, data=v)
             elif storage == "compact":
@@ -159,14 +163,6 @@ def random_reads(d, rng):
         elif kind == 11 and len(shape) > 1:
             out.append((f"[{i}, ..., -1]", lambda i=i: d[i, ..., -1]))
     return out
-
-
-def canonical(value):
-    if isinstance(value, np.ndarray):
-        return ("ndarray", value.dtype.descr, value.shape, np.ascontiguousarray(value).tobytes())
-    if isinstance(value, np.generic):
-        return ("scalar", value.dtype.descr, value.tobytes())
-    return ("other", repr(value))
 
 
 def outcome(thunk):
