@@ -253,6 +253,26 @@ def storage_rows_per_epoch(docs, epochs):
     return out
 
 
+def storage_report(docs, epochs, field="images"):
+    """Where a job's reads of `field` came from, per node and per kind of process, in a few lines:
+    the message of a storage bound that failed (a run that is over cannot be asked again)."""
+    nodes = {}
+    agents, _ = split_agents(docs)
+    for d in docs:
+        node = str((d.get("node") or {}).get("segment", "?")).rsplit("-", 1)[-1]
+        kind = "agents" if d in agents else "training"
+        into = nodes.setdefault((node, kind), {"processes": 0})
+        into["processes"] += 1
+        for k in STORAGE_COUNTERS + ("rows_hit", "rows_waited", "rows_remote", "rows_served"):
+            into[k] = into.get(k, 0) + field_counter([d], field, k)
+        for k in ("fallback_peer_failed", "stall_wait_ns", "rows_not_awaited"):
+            into[k] = into.get(k, 0) + d.get(k, 0)
+    lines = [f"storage rows per epoch (all fields): {storage_rows_per_epoch(docs, epochs)}"]
+    for (node, kind), c in sorted(nodes.items()):
+        lines.append(f"{node} {kind}: " + ", ".join(f"{k} {v}" for k, v in c.items() if v))
+    return "\n".join(lines)
+
+
 def split_agents(docs):
     """The statistics of the agents (they fetch rows from peers or serve them) and of the
     training processes, apart."""

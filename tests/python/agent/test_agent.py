@@ -96,7 +96,8 @@ def test_agents_read_each_sample_from_storage_about_once(build, dataset):
     # ahead of its agent reads the rows it misses itself, which on this 2-core machine (29
     # processes) costs 0-9% more depending on the load (examples/bench/RESULTS.md); without
     # agents the same job reads 2.3 times the bound.
-    assert with_agents <= 1.3 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+    assert with_agents <= 1.3 * SAMPLES, \
+        f"{with_agents} storage rows for {SAMPLES} samples\n" + emu.storage_report(docs, EPOCHS)
     # The training processes find what they read prefetched, also where the DataLoader starts
     # its workers from a forkserver (Python 3.14's default, the hdf5-2 flavor's Python): there
     # some ranks begin reading seconds after the others of their node, and their workers are
@@ -127,7 +128,8 @@ def test_agents_serve_batch_reads(build, dataset):
     # on this loaded 2-core machine: 1.03-1.11 in the agents benchmark (--batch-reads), and
     # 1.45-1.48 in 2 of 5 runs of the hdf5-2 flavor's tests; the ratio is the benchmark's to
     # measure (examples/bench/agents.py), not this test's.
-    assert with_agents <= 1.7 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+    assert with_agents <= 1.7 * SAMPLES, \
+        f"{with_agents} storage rows for {SAMPLES} samples\n" + emu.storage_report(docs, EPOCHS)
     # The batch reads were served from the cache, not forwarded to HDF5 whole.
     assert emu.total(docs, "rows_hit") >= 0.5 * EPOCHS * SAMPLES
 
@@ -142,7 +144,8 @@ def test_agents_outlast_a_pause_between_epochs(build, dataset):
     results, docs = run_to_end(new_job(build, dataset, pause_seconds=7), with_agents=True)
     check_bytes(results)
     with_agents = emu.storage_rows(docs)
-    assert with_agents <= 1.3 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+    assert with_agents <= 1.3 * SAMPLES, \
+        f"{with_agents} storage rows for {SAMPLES} samples\n" + emu.storage_report(docs, EPOCHS)
 
 
 def test_a_node_done_early_serves_its_rows_until_its_peers_are_done(build, dataset):
@@ -165,7 +168,8 @@ def test_a_node_done_early_serves_its_rows_until_its_peers_are_done(build, datas
     # forkserver (the hdf5-2 flavor's Python 3.14) some ranks start seconds late and 1 of 4 runs
     # went over 1.05 times the bound: 1.1 still tells serving after goodbye (1.0x) from not (1.18x).
     with_agents = emu.storage_rows(docs)
-    assert with_agents <= 1.1 * SAMPLES, f"{with_agents} storage rows for {SAMPLES} samples"
+    assert with_agents <= 1.1 * SAMPLES, \
+        f"{with_agents} storage rows for {SAMPLES} samples\n" + emu.storage_report(docs, EPOCHS)
     assert emu.total(docs, "fallback_peer_failed") == 0
 
 
