@@ -39,6 +39,11 @@ inline std::uint64_t HeldKey(std::uint64_t next_use, bool owned) {
   return next_use == cache::NextUseOracle::kNever ? next_use : next_use + kNotOwnedKeyBase;
 }
 
+// Whether a row keyed `key` (a schedule oracle's answer, HeldKey under a live
+// agent) is read again on this node and, under an agent, owned by it: a row
+// worth bringing in from storage beside a row that is.
+inline bool ReadAgainHere(std::uint64_t key) { return key < kNotOwnedKeyBase - 1; }
+
 class NodeOwnership {
  public:
   // The file of the node whose segment is at `cache_path` (NodeCache::path()).

@@ -10,10 +10,12 @@ thread reads through HDF5's own descriptor of the file until the file's handle i
 
 import json
 import os
+import subprocess
 
+import numpy as np
 import pytest
 
-from voltest_support import read_stats
+from voltest_support import read_stats, schedule_tool
 
 
 def totals_of(directory):
@@ -106,6 +108,41 @@ def test_contiguous_rows_read_around_only_while_the_cache_can_keep_them(runner, 
         assert totals["storage_reads"] >= 1024 // 2, totals
     else:
         assert totals["rows_read_around"] == 0, totals
+
+
+def test_a_scheduled_miss_reads_around_the_rows_the_schedule_reads(prescient, tmp_path):
+    """Two datasets of 1,024 contiguous 16 KiB rows, a schedule whose epochs read samples 0-999
+    (rows 1,000 and up are in its sample map but never read), read cold in its order with prefetching off, so that every row comes in
+    through a reader's miss, as at the start of an epoch before the prefetcher is ahead. A miss
+    reads its 256 KiB slab as without a schedule (~63 storage reads a dataset, not 1,000), but
+    not the slab's rows the schedule never reads (rows 1,000-1,007 of slab 62)."""
+    order = tmp_path / "order.txt"
+    rng = np.random.default_rng(5)
+    order.write_text("".join(" ".join(map(str, rng.permutation(1000))) + "\n" for _ in range(2)))
+    data = tmp_path / "samples.h5"
+    prescient.run([SCRIPT, "write-samples", data], "native", tmp_path)
+    schedule = tmp_path / "job.sched"
+    subprocess.run([schedule_tool(), "import", str(order), "--samples", "1024", "--dataset", f"{data}:a", "--dataset", f"{data}:b", "--output", str(schedule),
+                    "--quiet"], check=True, capture_output=True)
+    results = {}
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    for mode in ("native", "connector"):
+        out = tmp_path / f"{mode}.json"
+        prescient.run([SCRIPT, "scheduled-samples", data, out, order], mode, tmp_path,
+                      stats=stats / "stats.json" if mode == "connector" else None,
+                      extra={"PRESCIENT_NODE_ID": f"serving-sched-{os.getpid()}",
+                             "PRESCIENT_CACHE_SIZE": "64MiB", "PRESCIENT_SCHEDULE": str(schedule),
+                             "PRESCIENT_PREFETCH": "0"})
+        results[mode] = json.loads(out.read_text())
+    assert results["connector"] == results["native"]
+    totals = totals_of(stats)
+    assert totals["schedule_matches"] >= 2 * 2 * 1000 - 8, totals
+    assert totals["reads_forwarded"] == 0, totals
+    # Every scheduled row came in once, most of them beside a miss; no other row did.
+    assert totals["rows_loaded"] + totals["rows_read_around"] == 2 * 1000, totals
+    assert totals["rows_read_around"] >= 2 * (1000 - 1000 // 16 - 16), totals
+    assert totals["storage_reads"] <= 2 * (1000 // 16 + 16), totals
 
 
 @pytest.mark.parametrize("mode", ["same-size", "truncate"])

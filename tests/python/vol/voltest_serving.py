@@ -4,6 +4,7 @@
     python3 voltest_serving.py write-samples FILE
     python3 voltest_serving.py labels FILE OUT.json
     python3 voltest_serving.py samples FILE OUT.json
+    python3 voltest_serving.py scheduled-samples FILE OUT.json ORDER.txt
     python3 voltest_serving.py write-fields FILE
     python3 voltest_serving.py row-parts FILE OUT.json
     python3 voltest_serving.py rewrite FILE OUT.json MODE      (MODE: same-size | truncate)
@@ -13,7 +14,9 @@
 fancy lists) and by slices, twice over (the second pass from the cache). `samples` reads
 every 16 KiB row of two contiguous datasets once in shuffled order (the first dataset's,
 then the second's), then a shuffled batch of each, then all that again (a cold epoch, then a
-warm one). `rewrite` keeps one
+warm one). `scheduled-samples` reads samples in the order of ORDER.txt (one line of sample ids
+per epoch: the order a schedule was imported from), sample i being rows i of both datasets.
+`rewrite` keeps one
 h5py handle open, reads rows, changes the file under it (MODE), waits for the connector's
 change check, and reads again. `file-closed` reads rows through a dataset before and after
 its file's handle is closed (HDF5 keeps the file open for the dataset), and rows of a copy of
@@ -91,6 +94,16 @@ def samples(path, out):
                 for i in rng.permutation(SAMPLES):
                     results.append(digest(x[i]))
                 results.append(digest(x[sorted(rng.choice(SAMPLES, 40, replace=False))]))
+    json.dump(results, open(out, "w"))
+
+
+def scheduled_samples(path, out, order_path):
+    results = []
+    with h5py.File(path, "r") as f:
+        a, b = f["a"], f["b"]
+        for line in open(order_path):
+            for i in map(int, line.split()):
+                results.append(digest(a[i]) + digest(b[i]))
     json.dump(results, open(out, "w"))
 
 
@@ -194,6 +207,8 @@ if __name__ == "__main__":
         labels(sys.argv[2], sys.argv[3])
     elif command == "samples":
         samples(sys.argv[2], sys.argv[3])
+    elif command == "scheduled-samples":
+        scheduled_samples(sys.argv[2], sys.argv[3], sys.argv[4])
     elif command == "write-fields":
         write_fields(sys.argv[2])
     elif command == "row-parts":
