@@ -112,17 +112,19 @@ def test_contiguous_rows_read_around_only_while_the_cache_can_keep_them(runner, 
 
 def test_a_scheduled_miss_reads_around_the_rows_the_schedule_reads(prescient, tmp_path):
     """Two datasets of 1,024 contiguous 16 KiB rows, a schedule whose epochs read samples 0-999
-    (rows 1,000 and up are in its sample map but never read), read cold in its order with prefetching off, so that every row comes in
-    through a reader's miss, as at the start of an epoch before the prefetcher is ahead. A miss
-    reads its 256 KiB slab as without a schedule (~63 storage reads a dataset, not 1,000), but
-    not the slab's rows the schedule never reads (rows 1,000-1,007 of slab 62)."""
+    (rows 1,000 and up are in its sample map but never read), read cold in its order with
+    prefetching off, so that every row comes in through a reader's miss, as at the start of an
+    epoch before the prefetcher is ahead. A miss reads its 256 KiB slab as without a schedule
+    (~63 storage reads a dataset, not 1,000), but not the slab's rows the schedule never reads
+    (rows 1,000-1,007 of slab 62)."""
     order = tmp_path / "order.txt"
     rng = np.random.default_rng(5)
     order.write_text("".join(" ".join(map(str, rng.permutation(1000))) + "\n" for _ in range(2)))
     data = tmp_path / "samples.h5"
     prescient.run([SCRIPT, "write-samples", data], "native", tmp_path)
     schedule = tmp_path / "job.sched"
-    subprocess.run([schedule_tool(), "import", str(order), "--samples", "1024", "--dataset", f"{data}:a", "--dataset", f"{data}:b", "--output", str(schedule),
+    subprocess.run([schedule_tool(), "import", str(order), "--samples", "1024",
+                    "--dataset", f"{data}:a", "--dataset", f"{data}:b", "--output", str(schedule),
                     "--quiet"], check=True, capture_output=True)
     results = {}
     stats = tmp_path / "stats"
