@@ -37,7 +37,7 @@ WAIT_BOUND_S = 8.0
 sys.path.insert(0, HERE)
 sys.path.insert(0, SAMPLER)
 from voltest_soak_reader import ROW, pattern  # noqa: E402
-from voltest_support import schedule_tool  # noqa: E402
+from voltest_support import remove_node_files, schedule_tool  # noqa: E402
 
 
 def write_version(path, version, offset=None):
@@ -65,9 +65,17 @@ def children_of(pid):
         return []
 
 
+@pytest.fixture
+def soak_node():
+    """The test's node id; the files its killed readers leave in /dev/shm go with the test."""
+    node = f"soak-{os.getpid()}"
+    yield node
+    remove_node_files(node)
+
+
 @pytest.mark.skipif(os.environ.get("PRESCIENT_SLOW_TESTS") != "1",
                     reason="slow (about 90 s): PRESCIENT_SLOW_TESTS=1")
-def test_soak(prescient, tmp_path):
+def test_soak(prescient, tmp_path, soak_node):
     data = tmp_path / "data.h5"
     offset = write_version(data, 0)
     sched = tmp_path / "soak.sched"
@@ -78,7 +86,7 @@ def test_soak(prescient, tmp_path):
                     "--output", str(sched), "--quiet"], check=True)
     env = prescient.env("connector", extra={
         "PRESCIENT_SCHEDULE": str(sched), "PRESCIENT_CACHE_SIZE": "4MiB",  # a quarter of 12 MiB
-        "PRESCIENT_NODE_ID": f"soak-{os.getpid()}", "PRESCIENT_LOG": "error",
+        "PRESCIENT_NODE_ID": soak_node, "PRESCIENT_LOG": "error",
         "PYTHONPATH": SAMPLER + os.pathsep + HERE})
     rng = random.Random(2026)
     deadline = time.monotonic() + SOAK_SECONDS
