@@ -67,14 +67,19 @@ _MIN_PIECE_EVIDENCE = 4
 # prefetch, never a byte.
 _EXCEPTION_SHARE = 16
 
-Read = Tuple[str, str, int, Tuple[int, ...]]  # file, dataset, dataset rows, rows read
+# The rows of a read, in the order read: a range when they are one run of
+# ascending rows (nearly every read: a sample's row, a contiguous block), else
+# a tuple. A range holds no objects the cyclic garbage collector follows, so an
+# index's reads (a tuple of (file, dataset, rows) tuples) are untracked by it
+# at its first collection; with a tuple of rows one level deeper, CPython 3.13
+# kept every index's tuple tracked, and 40,000 of them set off a full
+# collection of the training process's heap (~90 ms with torch loaded) while
+# the workers waited for their next indices.
+Rows = Sequence[int]
 
 
-def _rows_of(runs: str) -> Tuple[int, ...]:
-    if "," not in runs:  # one run: a sample's read, nearly always one row
-        first, _, count = runs.partition("+")
-        first_i = int(first)
-        return (first_i,) if count == "1" else tuple(range(first_i, first_i + int(count)))
+def _rows_of(runs: str) -> Rows:
+    """The rows of "<first>+<count>,...": a range for one ascending run, else a tuple."""
     rows: List[int] = []
     for run in runs.split(","):
         if not run:
@@ -82,41 +87,14 @@ def _rows_of(runs: str) -> Tuple[int, ...]:
         first, _, count = run.partition("+")
         first_i = int(first)
         rows.extend(range(first_i, first_i + int(count)))
+    if rows and rows == list(range(rows[0], rows[0] + len(rows))):
+        return range(rows[0], rows[0] + len(rows))
     return tuple(rows)
 
 
 def _read_of(prefix: str) -> Tuple[str, str, int]:
     path, dataset, rows_total = prefix.split("\t")
     return path, dataset.lstrip("/"), int(rows_total)
-
-
-def parse_reads(text: str, prefixes: Optional[Dict[str, Tuple[str, str, int]]] = None
-                ) -> Optional[List[Read]]:
-    """The recorder's lines; None when the bracket overflowed. `prefixes`
-    keeps the parsed "<file>\t<dataset>\t<rows>" of every line seen before:
-    a learn file repeats a handful of them 40,000 times."""
-    if prefixes is None:
-        prefixes = {}
-    reads: List[Read] = []
-    for line in text.splitlines():
-        prefix, tab, runs = line.rpartition("\t")
-        if not tab:
-            if line == "overflow":
-                return None
-            continue
-        head = prefixes.get(prefix)
-        if head is None:
-            try:
-                head = _read_of(prefix)
-            except ValueError:  # not a recorder's line
-                continue
-            prefixes[prefix] = head
-        try:
-            rows = _rows_of(runs)
-        except ValueError:  # not a recorder's line: nothing is learned from the record
-            return None
-        reads.append(head + (rows,))
-    return reads
 
 
 class Predicted:
@@ -255,7 +233,7 @@ class LearnedMap:
 
     def __init__(self) -> None:
         # index -> the reads it made: (file realpath, dataset, rows in order)
-        self._reads: Dict[int, Tuple[Tuple[str, str, Tuple[int, ...]], ...]] = {}
+        self._reads: Dict[int, Tuple[Tuple[str, str, Rows], ...]] = {}
         self._dataset_rows: Dict[Tuple[str, str], int] = {}
         self._offsets: Dict[str, int] = {}
         self._realpaths: Dict[str, str] = {}
@@ -275,7 +253,9 @@ class LearnedMap:
         self._built_from = 0
         self._samples: Dict[int, Tuple[int, ...]] = {}
         self._sibling_cache: Dict[Tuple[str, str], Tuple[str, ...]] = {}
-        self._prefixes: Dict[str, Tuple[str, str, int]] = {}  # parse_reads' memo
+        # A read line's "<file>\t<dataset>\t<rows>" -> (file realpath, dataset, rows):
+        # a learn file repeats a handful of them 40,000 times.
+        self._heads: Dict[str, Tuple[str, str, int]] = {}
 
     # ----------------------------------------------------------- learning --
     def known(self) -> frozenset:
@@ -290,21 +270,10 @@ class LearnedMap:
             real = self._realpaths[path] = os.path.realpath(path)
         return real
 
-    def add(self, key: Sequence[int], reads: Optional[List[Read]]) -> None:
-        if reads is None or not reads or not key:
-            self.unlearnable += 1
-            return
-        resolved = []
-        for path, dataset, rows_total, rows in reads:
-            real = self._realpath(path)
-            self._dataset_rows[(real, dataset)] = rows_total
-            resolved.append((real, dataset, rows))
-        if len(key) == 1:
-            self._set(int(key[0]), tuple(resolved))
-            return
-        # A batch: every dataset read with one row per index is split in
-        # sorted order; the batch is not learned from otherwise.
-        per_index: Dict[int, list] = {int(k): [] for k in key}
+    def _add_batch(self, key: List[int], resolved: list) -> None:
+        """A batch: every dataset read with one row per index is split in
+        sorted order; the batch is not learned from otherwise."""
+        per_index: Dict[int, list] = {k: [] for k in key}
         if len(per_index) != len(key):
             self.unlearnable += 1
             return
@@ -315,7 +284,7 @@ class LearnedMap:
                 continue
             split_any = True
             for index, row in zip(ordered, sorted(rows)):
-                per_index[index].append((real, dataset, (row,)))
+                per_index[index].append((real, dataset, range(row, row + 1)))
         if not split_any:
             self.unlearnable += 1
             return
@@ -432,17 +401,75 @@ class LearnedMap:
                 continue
             chunk = data[: end + 3].decode("utf-8", "replace")
             self._offsets[name] = offset + end + 3
-            for record in chunk.split("\nE\n"):
-                head, _, body = record.strip("\n").partition("\n")
-                if not head.startswith("K "):
-                    continue
+            added += self.add_records(chunk)
+        return added
+
+    def add_records(self, chunk: str) -> int:
+        """Learns from whole records (format_record's, decoded); returns how many.
+
+        One pass over the chunk's lines, without a call per line: the
+        training process reads 40,000 records in a 40,000-sample epoch of an
+        index table, on a thread that holds the interpreter's lock while the
+        loop's main thread waits for it to hand the workers their indices.
+        The looks of such a first epoch took ~165 ms with a call per record
+        and per line, ~95 ms so (build/exp measurements, RESULTS.md)."""
+        heads = self._heads
+        added = 0
+        key: Optional[List[int]] = None
+        resolved: list = []
+        broken = False  # an overflow or a line that is not the recorder's: nothing learned
+        for line in chunk.split("\n"):
+            if line == "E":
+                if key is not None:
+                    added += 1
+                    if broken or not resolved:
+                        self.unlearnable += 1
+                    elif len(key) == 1:
+                        self._set(key[0], tuple(resolved))
+                    else:
+                        self._add_batch(key, resolved)
+                key = None
+                continue
+            if key is None and line.startswith("K "):
                 try:
-                    key = [int(k) for k in head[2:].split(",") if k]
+                    key = [int(k) for k in line[2:].split(",") if k]
                 except ValueError:
                     self.unlearnable += 1
+                    key = None
                     continue
-                self.add(key, parse_reads(body, self._prefixes))
-                added += 1
+                if not key:
+                    key = None
+                    self.unlearnable += 1
+                    continue
+                resolved = []
+                broken = False
+                continue
+            if key is None or broken:
+                continue
+            prefix, tab, runs = line.rpartition("\t")
+            if not tab:
+                broken = line == "overflow"
+                continue
+            head = heads.get(prefix)
+            if head is None:
+                try:
+                    path, dataset, rows_total = _read_of(prefix)
+                except ValueError:  # not a recorder's line
+                    continue
+                head = heads[prefix] = (self._realpath(path), dataset, rows_total)
+            try:
+                first, _, count = runs.partition("+")
+                if count == "1":  # a sample's read: one row
+                    first_i = int(first)
+                    rows = range(first_i, first_i + 1)
+                else:
+                    rows = _rows_of(runs)
+            except ValueError:
+                broken = True
+                continue
+            real, dataset, rows_total = head
+            self._dataset_rows[(real, dataset)] = rows_total
+            resolved.append((real, dataset, rows))
         return added
 
     # ------------------------------------------------------------ the map --
