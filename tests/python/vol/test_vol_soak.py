@@ -36,8 +36,10 @@ WAIT_BOUND_S = 8.0
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, SAMPLER)
+sys.path.insert(0, os.path.join(HERE, "..", "cache"))
+from cachetest_support import remove_leftovers  # noqa: E402
 from voltest_soak_reader import ROW, pattern  # noqa: E402
-from voltest_support import remove_node_files, schedule_tool  # noqa: E402
+from voltest_support import schedule_tool  # noqa: E402
 
 
 def write_version(path, version, offset=None):
@@ -70,7 +72,7 @@ def soak_node():
     """The test's node id; the files its killed readers leave in /dev/shm go with the test."""
     node = f"soak-{os.getpid()}"
     yield node
-    remove_node_files(node)
+    remove_leftovers(node)
 
 
 @pytest.mark.skipif(os.environ.get("PRESCIENT_SLOW_TESTS") != "1",

@@ -29,17 +29,3 @@ def schedule_tool():
             pytest.fail(f"no prescient-schedule in {build} (PRESCIENT_REQUIRE_PLUGIN=1)")
         pytest.skip(f"no prescient-schedule in {build}")
     return tool
-
-
-def remove_node_files(node_id):
-    """Removes the files a node id's cache left in /dev/shm: its registry (<base>.lock) and a
-    kept segment (<base>.kept). The last process out removes them; a test whose processes are
-    SIGKILLed leaves them behind, one pair per run under a fresh node id."""
-    uid = os.geteuid()
-    base = f"prescient-cache-v*-u{uid}-{node_id}.*"
-    for path in glob.glob(os.path.join("/dev/shm", base)) + glob.glob(
-            os.path.join("/dev/shm", f"prescient-u{uid}*", base)):
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
