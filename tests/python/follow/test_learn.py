@@ -122,10 +122,12 @@ def test_learned_reads_are_left_to_reference_counting():
                               f"/d/a.h5\t/y\t1000\t{(i * 37) % 1000}+1\n"])
     record(learned, [200], ["/d/a.h5\t/x\t1000\t5+20\n"])  # a block
     record(learned, [201, 202], ["/d/a.h5\t/x\t1000\t7+1,3+1\n"])  # a batch, split
-    record(learned, [203], ["/d/a.h5\t/x\t1000\t5+3,9+1\n"])  # rows apart: a tuple, tracked
+    record(learned, [203], ["/d/a.h5\t/x\t1000\t5+3,9+1\n"])  # rows apart: a tuple
     gc.collect(0)
     gc.collect(1)
-    assert [i for i, reads in learned._reads.items() if gc.is_tracked(reads)] == [203]
+    # Only the rows apart may still be tracked (CPython 3.13 keeps them; 3.14's
+    # collector untracks them too).
+    assert {i for i, reads in learned._reads.items() if gc.is_tracked(reads)} <= {203}
 
 
 def test_the_same_rows_in_other_runs_are_the_same_read():
