@@ -70,9 +70,10 @@ _EXCEPTION_SHARE = 16
 # The rows of a read, in the order read: a range when they are one run of
 # ascending rows (nearly every read: a sample's row, a contiguous block), else
 # a tuple. A range holds no objects the cyclic garbage collector follows, so an
-# index's reads (a tuple of (file, dataset, rows) tuples) are untracked by it
-# at its first collection; with a tuple of rows one level deeper, CPython 3.13
-# kept every index's tuple tracked, and 40,000 of them set off a full
+# index's reads (a tuple of (file, dataset, rows) tuples) are untracked by its
+# young collections (one level of tuples each) before they reach the old
+# generation; with a tuple of rows one level deeper, CPython 3.13 kept every
+# index's tuple tracked, and 40,000 of them set off a full
 # collection of the training process's heap (~90 ms with torch loaded) while
 # the workers waited for their next indices.
 Rows = Sequence[int]
