@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
+import functools
 import os
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -143,16 +144,56 @@ class MapFile:
 
 @dataclasses.dataclass(frozen=True)
 class LearnedSampleMap:
+    """The files and fields learned, numbered as the connector's sample map.
+
+    The files whose primary field was read come first (sorted by path); the
+    samples an index stands for are theirs. Companion files follow: a file
+    whose fields are read at exactly a primary file's rows (PatchCamelyon
+    keeps images in x.h5 and labels in y.h5), `companions[k]` for the k-th
+    primary file, as many for each. A companion's sample is read with the
+    primary sample of the same row (with_companions)."""
+
     files: Tuple[MapFile, ...]
     fields: Tuple[str, ...]
     first_sample: Dict[str, int]
     num_samples: int
+    companions: Tuple[Tuple[str, ...], ...] = ()
 
-    def sample(self, path: str, row: int) -> Optional[int]:
-        first = self.first_sample.get(path)
-        if first is None:
-            return None
-        return first + row
+    @property
+    def primary_files(self) -> int:
+        return len(self.files) - sum(len(c) for c in self.companions)
+
+    @property
+    def primary_samples(self) -> int:
+        """The samples of the primary files (those an index's reads are numbered in)."""
+        return sum(f.rows for f in self.files[: self.primary_files])
+
+    @functools.cached_property
+    def _deltas(self) -> Tuple[List[int], Tuple[List[int], ...]]:
+        """The primary files' first samples, and for each companion c, what to
+        add to a primary sample of file k for its companion's: deltas[c][k]."""
+        firsts = [self.first_sample[f.path] for f in self.files[: self.primary_files]]
+        width = len(self.companions[0]) if self.companions else 0
+        deltas = tuple([self.first_sample[comp[c]] - first
+                        for comp, first in zip(self.companions, firsts)] for c in range(width))
+        return firsts, deltas
+
+    def with_companions(self, primary):
+        """The samples of an index, its primary samples given: a tuple, followed
+        by its companions' samples (a tuple); or a NumPy array of n indices'
+        (n rows of `per`), each row followed by its companions' (n rows of
+        per * (1 + C))."""
+        if not self.companions:
+            return primary
+        firsts, deltas = self._deltas
+        if isinstance(primary, tuple):
+            files = [bisect.bisect_right(firsts, s) - 1 for s in primary]
+            return primary + tuple(s + delta[k] for delta in deltas for s, k in zip(primary, files))
+        import numpy as np
+
+        k = np.searchsorted(np.asarray(firsts, dtype=np.int64), primary, side="right") - 1
+        columns = [primary] + [primary + np.asarray(delta, dtype=np.int64)[k] for delta in deltas]
+        return np.concatenate(columns, axis=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -488,7 +529,7 @@ class LearnedMap:
                 self._pattern = self._find_pieces()
             elif self._map is not None:  # one piece over every file
                 self._file_firsts = [self._map.first_sample[f.path] for f in self._map.files]
-                self._piece_files = frozenset(range(len(self._map.files)))
+                self._piece_files = frozenset(range(self._map.primary_files))
         return self._map
 
     def _try_sibling_files(self) -> None:
@@ -501,7 +542,7 @@ class LearnedMap:
         connector checks each file's size and rows before binding it)."""
         m = self._map
         rows = {f.rows for f in m.files}
-        if len(rows) != 1 or len(self._reads) < _MIN_PATTERN_EVIDENCE:
+        if len(rows) != 1 or len(self._reads) < _MIN_PATTERN_EVIDENCE or m.companions:
             return
         per_file = rows.pop()
         seen = {f.path for f in m.files}
@@ -541,15 +582,25 @@ class LearnedMap:
             return None
         # The most read; among equals the first by name (set order is arbitrary).
         primary = min(counts, key=lambda d: (-counts[d], d))
-        # Other fields: read at the primary's file and rows by (almost) every index.
+        # Other fields: read at the primary's file and rows by (almost) every index;
+        # companions: read at the primary's rows in another file (see _companions).
         same = collections.Counter()
+        beside = collections.Counter()  # (primary file, other file, dataset) -> indices
         with_primary = 0
+        of_file = collections.Counter()  # primary file -> indices that read it
         for reads in self._reads.values():
             primary_reads = {(p, rows) for p, d, rows in reads if d == primary}
             if not primary_reads:
                 continue
             with_primary += 1
-            same.update({d for p, d, rows in reads if d != primary and (p, rows) in primary_reads})
+            in_file = {d for p, d, rows in reads if d != primary and (p, rows) in primary_reads}
+            same.update(in_file)
+            of_file.update({p for p, _ in primary_reads})
+            if len(primary_reads) + len(in_file) >= len(reads):
+                continue  # nothing read elsewhere (the usual record: no companion to look for)
+            at_rows = {rows: p for p, rows in primary_reads}
+            beside.update({(at_rows[rows], p, d) for p, d, rows in reads
+                           if rows in at_rows and p != at_rows[rows]})
         fields = [primary] + sorted(d for d, n in same.items() if n >= 0.99 * with_primary)
         paths = sorted({p for reads in self._reads.values() for p, d, _ in reads if d == primary})
         files = []
@@ -559,13 +610,44 @@ class LearnedMap:
             fields = [f for f in fields
                       if f == primary or self._dataset_rows.get((path, f), rows) == rows]
             files.append(MapFile(path, rows))
+        companions, companion_fields = self._companions(files, of_file, beside)
+        fields += [d for d in companion_fields if d not in fields]
+        for comps, f in zip(companions, list(files)):
+            files.extend(MapFile(c, f.rows) for c in comps)
         first, total = {}, 0
         for f in files:
             first[f.path] = total
             total += f.rows
         if total == 0:
             return None
-        return LearnedSampleMap(tuple(files), tuple(fields), first, total)
+        return LearnedSampleMap(tuple(files), tuple(fields), first, total, companions)
+
+    def _companions(self, files: List[MapFile], of_file: collections.Counter,
+                    beside: collections.Counter) -> Tuple[Tuple[Tuple[str, ...], ...], List[str]]:
+        """The companion files of each primary file (as many for each, or none
+        at all) and their fields: another file whose dataset of as many rows
+        is read at the primary's rows by (almost) every index that reads the
+        primary file, and by no index of another primary file. Without them
+        the labels of images kept apart (x.h5, y.h5) were read unscheduled:
+        half of every followed epoch's reads, and none prefetched."""
+        primaries = {f.path for f in files}
+        rows_of = {f.path: f.rows for f in files}
+        found: Dict[Tuple[str, str], set] = collections.defaultdict(set)  # (p, q) -> datasets
+        owners: Dict[str, set] = collections.defaultdict(set)  # q -> primary files beside it
+        for (p, q, d), n in beside.items():
+            owners[q].add(p)
+            if (q not in primaries and n >= 0.99 * of_file[p]
+                    and self._dataset_rows.get((q, d)) == rows_of[p]):
+                found[(p, q)].add(d)
+        of_primary: Dict[str, List[str]] = collections.defaultdict(list)
+        for p, q in found:
+            if owners[q] == {p}:
+                of_primary[p].append(q)
+        per_file = [tuple(sorted(of_primary.get(f.path, ()))) for f in files]
+        if not per_file[0] or any(len(c) != len(per_file[0]) for c in per_file):
+            return (), []
+        fields = sorted({d for (p, q), names in found.items() if owners[q] == {p} for d in names})
+        return tuple(per_file), fields
 
     def _learned_samples(self, index: int) -> Tuple[int, ...]:
         m = self._map
@@ -616,7 +698,7 @@ class LearnedMap:
         if (len(fitting) < _MIN_PATTERN_EVIDENCE
                 or len(exceptions) > len(learned) // _EXCEPTION_SHARE):
             return None
-        lo, hi = _piece(per, stride, offset, 0, self._map.num_samples)
+        lo, hi = _piece(per, stride, offset, 0, self._map.primary_samples)
         if lo >= hi:
             return None
         self._exceptions = exceptions
@@ -711,6 +793,8 @@ class LearnedMap:
             first = self._pattern.first_sample(index)
             if first is not None:
                 result = tuple(range(first, first + self._pattern.per))
+        if result:
+            result = self._map.with_companions(result)
         self._samples[index] = result
         return result
 

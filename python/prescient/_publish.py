@@ -117,9 +117,11 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
             # Learned indices the pattern does not describe read their own rows.
             for position in np.flatnonzero(np.isin(idx, list(exceptions))).tolist():
                 samples[position] = exceptions[int(idx[position])]
+            samples = learned.sample_map().with_companions(samples)
+            width = samples.shape[1]
             samples = samples.reshape(-1)
             bounds = np.zeros(len(lengths) + 1, dtype=np.uint64)
-            np.cumsum(np.asarray(lengths, dtype=np.uint64) * np.uint64(per), out=bounds[1:])
+            np.cumsum(np.asarray(lengths, dtype=np.uint64) * np.uint64(width), out=bounds[1:])
             return samples.astype(np.uint32), bounds
     # Cheap first, without a pattern (nothing predicted): at most len(learned)
     # of the order's distinct indices are learned, so the rest are unknown

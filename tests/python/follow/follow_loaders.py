@@ -18,6 +18,8 @@ Shapes:
             batches before training starts (PyTorch Lightning's sanity check), then training
             (shuffle=True) with a full validation pass by that loader after every epoch
   table     like list, but the dataset reshuffles its index table every epoch (not followable)
+  pair      images in one file and their labels in another (PatchCamelyon's layout: x.h5 and
+            y.h5, read at the same row), shuffle=True
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
 
@@ -65,6 +67,10 @@ def make(directory):
     with h5file(os.path.join(directory, "all.h5"), "w") as f:
         f["x"] = rng.integers(0, 255, (SAMPLES, ROW_BYTES), dtype=np.uint8)
         f["y"] = np.arange(SAMPLES, dtype=np.int64)
+    with h5file(os.path.join(directory, "pair_x.h5"), "w") as f:
+        f["x"] = rng.integers(0, 255, (SAMPLES, ROW_BYTES), dtype=np.uint8)
+    with h5file(os.path.join(directory, "pair_y.h5"), "w") as f:
+        f["y"] = np.arange(SAMPLES, dtype=np.int64).reshape(SAMPLES, 1, 1)
 
 
 class OneFile(Dataset):
@@ -118,6 +124,23 @@ class Part(Dataset):
         if self.f is None:
             self.f = h5file(self.path)
         return torch.from_numpy(self.f["x"][row]), int(self.f["y"][row])
+
+
+class Pair(Dataset):
+    """A sample's image in one file and its label in another, at the same row."""
+
+    def __init__(self, directory):
+        self.paths = (os.path.join(directory, "pair_x.h5"), os.path.join(directory, "pair_y.h5"))
+        self.images = self.labels = None
+
+    def __len__(self):
+        return SAMPLES
+
+    def __getitem__(self, index):
+        if self.images is None:
+            self.images = h5file(self.paths[0])["x"]
+            self.labels = h5file(self.paths[1])["y"]
+        return torch.from_numpy(self.images[index]), int(self.labels[index].squeeze())
 
 
 # The files in the order a directory listing may give them (not sorted).
@@ -185,6 +208,8 @@ def loader_for(shape, directory):
         parts = [Part(os.path.join(directory, f"part_{k:02d}.h5")) for k in UNSORTED]
         return DataLoader(ConcatDataset(parts), batch_size=BATCH, shuffle=True, num_workers=2,
                           multiprocessing_context=MP)
+    if shape == "pair":
+        return fresh_loader(Pair(directory))
     if shape == "batches":
         ds = OneFile(directory)
         g = torch.Generator()

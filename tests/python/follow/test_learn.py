@@ -236,6 +236,70 @@ def test_an_order_translates_the_same_with_and_without_the_pattern():
     assert fast[0].dtype == slow[0].dtype and fast[1].dtype == slow[1].dtype
 
 
+def test_labels_kept_in_another_file_are_read_with_their_images():
+    """PatchCamelyon's layout: images in x.h5, labels in y.h5, read at the same row."""
+    import numpy as np
+    from prescient._publish import _translate
+    learned = LearnedMap()
+    order = np.random.default_rng(5).permutation(1000)
+    for i in order[:100].tolist():
+        record(learned, [i], [f"/d/x.h5\t/x\t1000\t{i}+1\n", f"/d/y.h5\t/y\t1000\t{i}+1\n"])
+    m = learned.sample_map()
+    assert [(f.path, f.rows) for f in m.files] == [("/d/x.h5", 1000), ("/d/y.h5", 1000)]
+    assert m.fields == ("x", "y") and m.num_samples == 2000
+    assert learned.predicts() and learned.predicted_indices() == ((0, 1000),)
+    assert learned.samples_of(int(order[0])) == (order[0], 1000 + order[0])  # learned
+    assert learned.samples_of(int(order[-1])) == (order[-1], 1000 + order[-1])  # predicted
+    lengths = np.array([25] * 40)
+    fast = _translate(learned, lengths, order)
+    assert fast[0].tolist()[:4] == [order[0], 1000 + order[0], order[1], 1000 + order[1]]
+    assert fast[1].tolist()[:3] == [0, 50, 100]
+    learned.pattern = lambda: None  # the index-by-index path (an index table's)
+    learned._samples.clear()
+    later = np.array(order[:100])  # only learned indices: no pattern needed
+    slow = _translate(learned, np.array([25] * 4), later)
+    del learned.pattern
+    fast = _translate(learned, np.array([25] * 4), later)
+    assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+
+
+def test_each_file_of_images_has_its_file_of_labels():
+    learned = LearnedMap()
+    for f in range(4):
+        for row in range(0, 100, 3):
+            record(learned, [f * 100 + row], [f"/d/img_{f}.h5\t/image\t100\t{row}+1\n",
+                                              f"/d/lbl_{f}.h5\t/label\t100\t{row}+1\n"])
+    m = learned.sample_map()
+    assert [f.path for f in m.files] == ([f"/d/img_{f}.h5" for f in range(4)]
+                                         + [f"/d/lbl_{f}.h5" for f in range(4)])
+    assert m.fields == ("image", "label") and m.companions == tuple((f"/d/lbl_{f}.h5",)
+                                                                    for f in range(4))
+    assert learned.predicts()
+    assert learned.samples_of(250) == (250, 650)  # predicted: img_2 and lbl_2, row 50
+    assert learned.samples_of(3) == (3, 403)      # learned
+
+
+def test_a_file_read_beside_only_some_images_or_at_other_rows_is_no_companion():
+    learned = LearnedMap()
+    for i in range(0, 1000, 7):
+        lines = [f"/d/x.h5\t/x\t1000\t{i}+1\n"]
+        if i % 2:  # half the indices read a mask beside the image
+            lines.append(f"/d/mask.h5\t/m\t1000\t{i}+1\n")
+        if i % 5:  # a row of as many, another than the image's
+            lines.append(f"/d/meta.h5\t/t\t1000\t{999 - i}+1\n")
+        if i % 5 != 1:  # the image's row of a dataset of other length
+            lines.append(f"/d/big.h5\t/b\t2000\t{i}+1\n")
+        record(learned, [i], lines)
+    m = learned.sample_map()
+    assert [f.path for f in m.files] == ["/d/x.h5"] and m.fields == ("x",) and not m.companions
+    assert learned.samples_of(7) == (7,) and learned.samples_of(8) == (8,)
+    learned = LearnedMap()
+    for i in range(0, 1000, 7):  # a mask beside one image in ten, and nothing else elsewhere
+        mask = [f"/d/mask.h5\t/m\t1000\t{i}+1\n"] if i % 10 == 3 else []
+        record(learned, [i], [f"/d/x.h5\t/x\t1000\t{i}+1\n"] + mask)
+    assert not learned.sample_map().companions and learned.samples_of(3) == (3,)
+
+
 def test_learn_files_read_during_the_epoch_are_not_read_again_at_its_publication(tmp_path):
     from prescient import _follower, _publish
     from prescient._context import FollowContext
