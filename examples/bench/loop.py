@@ -20,6 +20,7 @@ the process is given. The loop is what users write:
               shuffled-blocks  whole contiguous batches in a new unseeded permutation (mode slices)
               concat-unsorted  a ConcatDataset of one Dataset per file, the files not in sorted order,
                                shuffled by an unseeded RandomSampler (mode sample, several files)
+              random           DataLoader(ds, shuffle=True): an unseeded RandomSampler (mode sample)
   modes     sample  DataLoader(ds, batch_size=B, sampler=sampler): ds[i] one sample at a time
             batch   DataLoader(ds, batch_size=None, sampler=BatchSampler(sampler, B)): ds[batch]
                     reads d[sorted(batch)] (one file only)
@@ -64,10 +65,12 @@ import storage  # noqa: E402
 
 
 class Samples(Dataset):
-    """Sample id -> every field's row, over files in sorted path order."""
+    """Sample id -> every field's row, over files in sorted path order. `field_files[k]` names the
+    file of each field in the k-th file of samples: the same file for every field, or one file
+    per field (PatchCamelyon's layout: images in x.h5, labels in y.h5)."""
 
-    def __init__(self, files, rows_per_file, fields, open_per_sample=False, rdcc_nbytes=None):
-        self.files, self.fields = files, fields
+    def __init__(self, field_files, rows_per_file, fields, open_per_sample=False, rdcc_nbytes=None):
+        self.field_files, self.fields = field_files, fields
         self.starts = np.concatenate([[0], np.cumsum(rows_per_file)]).tolist()
         self.open_per_sample = open_per_sample
         self.file_kwargs = {"rdcc_nbytes": rdcc_nbytes} if rdcc_nbytes else {}
@@ -82,17 +85,23 @@ class Samples(Dataset):
 
     def _datasets(self, k):
         if k not in self.handles:
-            f = h5py.File(self.files[k], "r", **self.file_kwargs)
-            self.handles[k] = (f, [f[name] for name in self.fields])
+            paths = self.field_files[k]
+            files = {path: h5py.File(path, "r", **self.file_kwargs) for path in dict.fromkeys(paths)}
+            self.handles[k] = (files, [files[path][name] for path, name in zip(paths, self.fields)])
         return self.handles[k][1]
 
     def __getitem__(self, i):
         if isinstance(i, list):
             return self._batch(i)
         k, row = self._locate(i)
-        if self.open_per_sample:
-            with h5py.File(self.files[k], "r", **self.file_kwargs) as f:
-                return (i,) + tuple(f[name][row] for name in self.fields)
+        if self.open_per_sample:  # each file opened once for the sample, read and closed
+            paths = self.field_files[k]
+            files = {path: h5py.File(path, "r", **self.file_kwargs) for path in dict.fromkeys(paths)}
+            try:
+                return (i,) + tuple(files[path][name][row] for path, name in zip(paths, self.fields))
+            finally:
+                for f in files.values():
+                    f.close()
         return (i,) + tuple(d[row] for d in self._datasets(k))
 
     def _batch(self, batch):
@@ -187,7 +196,7 @@ class ShuffledBlocks(Sampler):
 
 # sampler -> the mode it reads in.
 PUBLIC_ORDERS = {"index-table": "sample", "file-then-row": "sample", "random-batches": "batch",
-                 "shuffled-blocks": "slices", "concat-unsorted": "sample"}
+                 "shuffled-blocks": "slices", "concat-unsorted": "sample", "random": "sample"}
 
 
 def make_public_loader(config, ds):
@@ -207,6 +216,9 @@ def make_public_loader(config, ds):
         parts = unsorted_concat(ds)
         sampler = RandomSampler(parts)
         return sampler, DataLoader(parts, batch_size=batch, sampler=sampler, **kwargs)
+    if order == "random":
+        sampler = RandomSampler(ds)
+        return sampler, DataLoader(ds, batch_size=batch, sampler=sampler, **kwargs)
     if order == "file-then-row":
         sampler = FileThenRow(ds)
         return sampler, DataLoader(ds, batch_size=batch, sampler=sampler, **kwargs)
@@ -280,7 +292,7 @@ def main():
     w = config["workload"]
     files, fields = w["files"], w["fields"]
     sums = dict(np.load(w["sums"]))
-    ds = Samples(files, w["rows_per_file"], fields, open_per_sample=w["open_per_sample"],
+    ds = Samples(w["field_files"], w["rows_per_file"], fields, open_per_sample=w["open_per_sample"],
                  rdcc_nbytes=config.get("rdcc_nbytes"))
     if config.get("main_opens"):
         # What many loaders do in __init__: open a file for the dataset's length, then close it.

@@ -37,6 +37,9 @@ Cases:
                  (imglab); 2 workers
   shape-concat   (on request) a ConcatDataset of one Dataset per file over the 8 files of shape-files,
                  the files not in sorted order (an unsorted glob's), shuffle=True; followed like the four
+  shape-pair     (on request) PatchCamelyon's layout: the images in one file, their labels in another
+                 (pcam: imglab's fields apart), DataLoader(shuffle=True), ds[i] reads the image and the
+                 label at row i, 2 workers; followed like the four
 """
 
 import os
@@ -50,7 +53,7 @@ CASES = ("imglab-dl", "imglab-rows", "imglab-batch", "cosmo", "onefile", "dlio")
 # Issue 12's loader shapes: case -> (mode, loop.py sampler).
 SHAPES = {"shape-list": ("sample", "index-table"), "shape-files": ("sample", "file-then-row"),
           "shape-batches": ("batch", "random-batches"), "shape-blocks": ("slices", "shuffled-blocks"),
-          "shape-concat": ("sample", "concat-unsorted")}
+          "shape-concat": ("sample", "concat-unsorted"), "shape-pair": ("sample", "random")}
 EXTRA_CASES = ("imglab-slices",) + tuple(SHAPES)
 # Stands for "no schedule file: the sampler is followed at run time" among the variants.
 FOLLOW = object()
@@ -79,7 +82,9 @@ class Suite:
 
     def workload(self, case):
         a = self.args
-        if case in ("shape-files", "shape-concat"):
+        if case == "shape-pair":
+            rec = workloads.recipe("pcam", samples=a.ns_samples)
+        elif case in ("shape-files", "shape-concat"):
             rec = workloads.recipe("dlio", files=8, samples_per_file=max(1, a.ns_samples // 8))
         elif case.startswith("imglab") or case in SHAPES:
             rec = workloads.recipe("imglab", samples=a.ns_samples)

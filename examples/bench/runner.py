@@ -96,7 +96,8 @@ class Runner:
 
         stats_patterns = lambda r: [os.path.join(stats_dir, f"r{r}.json"), os.path.join(stats_dir, f"r{r}.*.json")]
         config = {
-            "workload": {"files": w.files, "rows_per_file": w.rows_per_file, "fields": [f.name for f in w.fields],
+            "workload": {"files": w.files, "field_files": w.field_files, "rows_per_file": w.rows_per_file,
+                         "fields": [f.name for f in w.fields],
                          "sums": w.sums_path, "open_per_sample": w.kind == "onefile"},
             "mode": spec.mode, "sampler": spec.sampler, "workers": spec.workers, "persistent_workers": spec.persistent,
             "batch_size": spec.batch, "epochs": spec.epochs, "seed": spec.seed, "shuffle": True,

@@ -49,6 +49,8 @@ def map_args(workload, caps, fields=None):
     """(flags naming the workload's files and fields, note) for `generate`, or (None, note) when this
     tool cannot describe the workload (the connector then gets no schedule)."""
     fields = [f for f in workload.fields if fields is None or f.name in fields]
+    if workload.kind == "pcam":
+        return None, "no schedule for the connector: a sample map holds every field in every file"
     if caps["sample_maps"]:
         args = []
         for f in fields:

@@ -92,6 +92,20 @@ def test_generated_workload_numbers_samples_over_sorted_files(tmp_path):
     assert len(set(labels)) == w.samples  # a label served for another sample shows
 
 
+def test_pcam_keeps_each_field_in_a_file_of_its_own(tmp_path):
+    import h5py
+
+    w = workloads.ensure(str(tmp_path), workloads.recipe("pcam", samples=30), log=lambda m: None)
+    assert [os.path.basename(p) for p in w.files] == ["pcam_images.h5", "pcam_labels.h5"]
+    assert w.samples == 30 and w.field_files == [w.files]
+    sums = dict(np.load(w.sums_path))
+    for path, field in zip(w.files, w.fields):
+        with h5py.File(path, "r") as f:
+            assert list(f) == [field.name] and len(f[field.name]) == 30
+            for i in (0, 17, 29):
+                assert workloads.sample_sums(f[field.name][i], 1)[0] == sums[field.name][i]
+
+
 def test_generation_is_reused_for_the_same_recipe(tmp_path):
     messages = []
     rec = workloads.recipe("imglab", samples=40)
@@ -124,15 +138,15 @@ def _loop():
     return loop
 
 
-@pytest.mark.parametrize("kind", ["imglab", "cosmo", "onefile", "dlio"])
+@pytest.mark.parametrize("kind", ["imglab", "cosmo", "onefile", "dlio", "pcam"])
 def test_loop_dataset_returns_the_generated_bytes(tmp_path, kind):
     loop = _loop()
     kwargs = {"imglab": dict(samples=50), "cosmo": dict(files=1), "onefile": dict(files=9),
-              "dlio": dict(files=3, samples_per_file=7)}[kind]
+              "dlio": dict(files=3, samples_per_file=7), "pcam": dict(samples=50)}[kind]
     w = workloads.ensure(str(tmp_path), workloads.recipe(kind, **kwargs), log=lambda m: None)
     names = [f.name for f in w.fields]
     sums = dict(np.load(w.sums_path))
-    ds = loop.Samples(w.files, w.rows_per_file, names, open_per_sample=kind == "onefile")
+    ds = loop.Samples(w.field_files, w.rows_per_file, names, open_per_sample=kind == "onefile")
     items = [ds[i] for i in range(w.samples)]
     batch = loop._stack(items)
     assert loop.wrong_samples(batch, sums, names) == (0, w.samples)
@@ -146,7 +160,7 @@ def test_loop_batch_and_slice_reads(tmp_path):
     w = workloads.ensure(str(tmp_path), workloads.recipe("imglab", samples=64), log=lambda m: None)
     names = [f.name for f in w.fields]
     sums = dict(np.load(w.sums_path))
-    ds = loop.Samples(w.files, w.rows_per_file, names)
+    ds = loop.Samples(w.field_files, w.rows_per_file, names)
     batch = ds[[9, 3, 40, 3]]  # unsorted, with a duplicate (DistributedSampler's padding)
     assert batch[0].tolist() == [3, 3, 9, 40]
     assert loop.wrong_samples(batch, sums, names) == (0, 4)
@@ -162,7 +176,7 @@ def test_loop_batch_and_slice_reads(tmp_path):
 
 
 @pytest.mark.parametrize("order", ["index-table", "file-then-row", "random-batches", "shuffled-blocks",
-                                   "concat-unsorted"])
+                                   "concat-unsorted", "random"])
 def test_public_orders_read_every_sample_once_per_epoch(tmp_path, order):
     loop = _loop()
     several = order in ("file-then-row", "concat-unsorted")
@@ -170,7 +184,7 @@ def test_public_orders_read_every_sample_once_per_epoch(tmp_path, order):
     w = workloads.ensure(str(tmp_path), workloads.recipe(kind.pop("kind"), **kind), log=lambda m: None)
     names = [f.name for f in w.fields]
     sums = dict(np.load(w.sums_path))
-    ds = loop.Samples(w.files, w.rows_per_file, names)
+    ds = loop.Samples(w.field_files, w.rows_per_file, names)
     config = {"mode": loop.PUBLIC_ORDERS[order], "sampler": order, "batch_size": 8, "workers": 0, "seed": 5}
     sampler, loader = loop.make_loader(config, ds, 0, 1)
     epochs = []
