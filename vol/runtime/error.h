@@ -75,6 +75,37 @@ class PreservedErrorStack {
   hid_t saved_;
 };
 
+// Turns off HDF5's printing of errors for the calling thread (thread-safe
+// builds keep the setting per thread) and puts the caller's setting back on
+// destruction. For HDF5 calls the connector makes on its own behalf, whose
+// failure is an answer (a dataset a file does not have), not the
+// application's error: a new thread prints every failed call's stack to
+// stderr by default, so the prefetch thread that looked for a label dataset
+// in a file of images printed a dozen lines of "HDF5-DIAG" into the job's
+// output (tests/python/follow/test_follow.py, shape "pairs").
+class QuietErrorPrinting {
+ public:
+  QuietErrorPrinting() {
+    if (H5Eget_auto2(H5E_DEFAULT, &function_, &data_) < 0) {
+      function_ = nullptr;
+      data_ = nullptr;
+      restore_ = false;
+      return;
+    }
+    restore_ = H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0;
+  }
+  ~QuietErrorPrinting() {
+    if (restore_) H5Eset_auto2(H5E_DEFAULT, function_, data_);
+  }
+  QuietErrorPrinting(const QuietErrorPrinting&) = delete;
+  QuietErrorPrinting& operator=(const QuietErrorPrinting&) = delete;
+
+ private:
+  H5E_auto2_t function_ = nullptr;
+  void* data_ = nullptr;
+  bool restore_ = false;
+};
+
 }  // namespace prescient::vol
 
 #endif  // PRESCIENT_VOL_RUNTIME_ERROR_H_

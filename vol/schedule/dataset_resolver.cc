@@ -46,6 +46,7 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
     return io::Status::Unsupported(path + " is open in the application");
   }
   PreservedErrorStack keep;  // nothing of this may reach the application's error stack
+  QuietErrorPrinting quiet;  // ... nor its stderr: a dataset not in the file is an answer here
   try {
     // The native connector and the stdio driver: HDF5 shares one open file
     // between opens of the same file with the same driver, and the

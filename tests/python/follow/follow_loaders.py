@@ -20,6 +20,8 @@ Shapes:
   table     like list, but the dataset reshuffles its index table every epoch (not followable)
   pair      images in one file and their labels in another (PatchCamelyon's layout: x.h5 and
             y.h5, read at the same row), shuffle=True
+  pairs     the same over 8 pairs of files (img_k.h5 and lbl_k.h5), shuffle=True: the connector
+            reads ahead into pairs of files no worker has opened yet
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
 
@@ -71,6 +73,11 @@ def make(directory):
         f["x"] = rng.integers(0, 255, (SAMPLES, ROW_BYTES), dtype=np.uint8)
     with h5file(os.path.join(directory, "pair_y.h5"), "w") as f:
         f["y"] = np.arange(SAMPLES, dtype=np.int64).reshape(SAMPLES, 1, 1)
+    for k in range(FILES):
+        with h5file(os.path.join(directory, f"img_{k:02d}.h5"), "w") as f:
+            f["x"] = rng.integers(0, 255, (ROWS_PER_FILE, ROW_BYTES), dtype=np.uint8)
+        with h5file(os.path.join(directory, f"lbl_{k:02d}.h5"), "w") as f:
+            f["y"] = np.arange(k * ROWS_PER_FILE, (k + 1) * ROWS_PER_FILE, dtype=np.int64)
 
 
 class OneFile(Dataset):
@@ -143,6 +150,25 @@ class Pair(Dataset):
         return torch.from_numpy(self.images[index]), int(self.labels[index].squeeze())
 
 
+class Pairs(Dataset):
+    """Pair's layout over several pairs of files, each opened at its first sample."""
+
+    def __init__(self, directory):
+        self.paths = [(os.path.join(directory, f"img_{k:02d}.h5"),
+                       os.path.join(directory, f"lbl_{k:02d}.h5")) for k in range(FILES)]
+        self.opened = {}
+
+    def __len__(self):
+        return SAMPLES
+
+    def __getitem__(self, index):
+        k, row = divmod(index, ROWS_PER_FILE)
+        if k not in self.opened:
+            self.opened[k] = (h5file(self.paths[k][0])["x"], h5file(self.paths[k][1])["y"])
+        images, labels = self.opened[k]
+        return torch.from_numpy(images[row]), int(labels[row])
+
+
 # The files in the order a directory listing may give them (not sorted).
 UNSORTED = (3, 0, 5, 1, 7, 2, 6, 4)
 
@@ -210,6 +236,8 @@ def loader_for(shape, directory):
                           multiprocessing_context=MP)
     if shape == "pair":
         return fresh_loader(Pair(directory))
+    if shape == "pairs":
+        return fresh_loader(Pairs(directory))
     if shape == "batches":
         ds = OneFile(directory)
         g = torch.Generator()

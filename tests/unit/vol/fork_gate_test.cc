@@ -15,13 +15,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cache/core/node_cache.h"
 #include "tests/unit/cache/test_support.h"
+#include "tests/unit/vol/int_rows_file.h"
 #include "vol/schedule/dataset_resolver.h"
 #include "vol/serve/cache_client.h"
 
@@ -32,32 +32,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kRows = 64;
 
-// A file with one contiguous int dataset "x" of kRows rows (row i holds i),
-// written by the native connector; removed with the fixture.
+// A file with one contiguous int dataset "x" of kRows rows (row i holds i).
 class ForkGate : public ::testing::Test {
  protected:
   void SetUp() override {
     CacheClient::Get();  // installs the connector's fork handlers
-    path_ = (std::filesystem::temp_directory_path() /
-             ("prescient-fork-gate-" + std::to_string(getpid()) + ".h5"))
-                .string();
-    const hid_t file = H5Fcreate(path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    ASSERT_GE(file, 0);
-    const hsize_t dims[1] = {kRows};
-    const hid_t space = H5Screate_simple(1, dims, nullptr);
-    const hid_t dataset =
-        H5Dcreate2(file, "x", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    std::vector<int> values(kRows);
-    for (int i = 0; i < kRows; ++i) values[i] = i;
-    const herr_t written =
-        H5Dwrite(dataset, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
-    H5Dclose(dataset);
-    H5Sclose(space);
-    H5Fclose(file);
-    ASSERT_GE(written, 0);
+    ASSERT_TRUE(file_.ok());
+    path_ = file_.path();
   }
-  void TearDown() override { std::filesystem::remove(path_); }
 
+  testing::IntRowsFile file_{"fork-gate", kRows};
   std::string path_;
 };
 
