@@ -19,7 +19,8 @@ Shapes:
             (shuffle=True) with a full validation pass by that loader after every epoch
   table     like list, but the dataset reshuffles its index table every epoch (not followable)
   pair      images in one file and their labels in another (PatchCamelyon's layout: x.h5 and
-            y.h5, read at the same row), shuffle=True
+            y.h5, read at the same row, both opened for every sample as torchvision's PCAM
+            does), shuffle=True
   pairs     the same over 8 pairs of files (img_k.h5 and lbl_k.h5), shuffle=True: the connector
             reads ahead into pairs of files no worker has opened yet
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
@@ -134,20 +135,20 @@ class Part(Dataset):
 
 
 class Pair(Dataset):
-    """A sample's image in one file and its label in another, at the same row."""
+    """A sample's image in one file and its label in another, at the same row; both files
+    opened for every sample, the label read as one element (torchvision's PCAM)."""
 
     def __init__(self, directory):
         self.paths = (os.path.join(directory, "pair_x.h5"), os.path.join(directory, "pair_y.h5"))
-        self.images = self.labels = None
 
     def __len__(self):
         return SAMPLES
 
     def __getitem__(self, index):
-        if self.images is None:
-            self.images = h5file(self.paths[0])["x"]
-            self.labels = h5file(self.paths[1])["y"]
-        return torch.from_numpy(self.images[index]), int(self.labels[index].squeeze())
+        with h5file(self.paths[0]) as images:
+            image = torch.from_numpy(images["x"][index])
+        with h5file(self.paths[1]) as labels:
+            return image, int(labels["y"][index, 0, 0])
 
 
 class Pairs(Dataset):

@@ -279,6 +279,19 @@ def test_each_file_of_images_has_its_file_of_labels():
     assert learned.samples_of(3) == (3, 403)      # learned
 
 
+def test_batch_reads_of_images_and_labels_in_two_files_are_split_and_paired():
+    import numpy as np
+    learned = LearnedMap()
+    order = np.random.default_rng(9).permutation(1000)
+    for b in range(0, 400, 25):  # BatchSampler's batches, each one read of d[sorted(batch)] a file
+        batch = order[b:b + 25].tolist()
+        runs = ",".join(f"{r}+1" for r in sorted(batch))
+        record(learned, batch, [f"/d/x.h5\t/x\t1000\t{runs}\n", f"/d/y.h5\t/y\t1000\t{runs}\n"])
+    m = learned.sample_map()
+    assert m.companions == (("/d/y.h5",),) and learned.predicts()
+    assert learned.samples_of(int(order[3])) == (order[3], 1000 + order[3])
+
+
 def test_a_file_read_beside_only_some_images_or_at_other_rows_is_no_companion():
     learned = LearnedMap()
     for i in range(0, 1000, 7):
