@@ -81,19 +81,13 @@ class PreservedErrorStack {
 // failure is an answer (a dataset a file does not have), not the
 // application's error: a new thread prints every failed call's stack to
 // stderr by default, so the prefetch thread that looked for a label dataset
-// in a file of images printed a dozen lines of "HDF5-DIAG" into the job's
+// in a file of images printed about 30 lines of "HDF5-DIAG" into the job's
 // output (tests/python/follow/test_follow.py, shape "pairs").
 class QuietErrorPrinting {
  public:
-  QuietErrorPrinting() {
-    if (H5Eget_auto2(H5E_DEFAULT, &function_, &data_) < 0) {
-      function_ = nullptr;
-      data_ = nullptr;
-      restore_ = false;
-      return;
-    }
-    restore_ = H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0;
-  }
+  QuietErrorPrinting()
+      : restore_(H5Eget_auto2(H5E_DEFAULT, &function_, &data_) >= 0 &&
+                 H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0) {}
   ~QuietErrorPrinting() {
     if (restore_) H5Eset_auto2(H5E_DEFAULT, function_, data_);
   }
