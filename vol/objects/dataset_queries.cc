@@ -90,11 +90,32 @@ haddr_t UnderDataset::Offset() const {
   return address;
 }
 
+std::optional<std::uint64_t> UnderDataset::StorageSize() const {
+  hsize_t size = 0;
+  H5VL_dataset_get_args_t args{};
+  args.op_type = H5VL_DATASET_GET_STORAGE_SIZE;
+  args.args.get_storage_size.storage_size = &size;
+  if (H5VLdataset_get(dataset_.under, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+                      nullptr) < 0) {
+    return std::nullopt;
+  }
+  return size;
+}
+
 herr_t UnderDataset::ChunkIter(H5D_chunk_iter_op_t op, void* data) const {
   H5VL_native_dataset_optional_args_t args{};
   args.chunk_iter.op = op;
   args.chunk_iter.op_data = data;
   return NativeDatasetOptional(dataset_, H5VL_NATIVE_DATASET_CHUNK_ITER, &args);
+}
+
+std::optional<std::uint64_t> PublicDataset::StorageSize() const {
+  // H5Dget_storage_size cannot tell a failure from an empty dataset: the
+  // error stack can.
+  const hssize_t errors = H5Eget_num(H5E_DEFAULT);
+  const hsize_t size = H5Dget_storage_size(dataset_);
+  if (size == 0 && H5Eget_num(H5E_DEFAULT) > errors) return std::nullopt;
+  return size;
 }
 
 bool PublicDataset::Token(H5O_token_t* token) const {

@@ -12,6 +12,8 @@
 #ifndef PRESCIENT_VOL_OBJECTS_DATASET_QUERIES_H_
 #define PRESCIENT_VOL_OBJECTS_DATASET_QUERIES_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "vol/hdf5_compat.h"
@@ -32,6 +34,8 @@ class DatasetQueries {
   virtual bool Native() const = 0;
   // H5Dget_offset; HADDR_UNDEF when unallocated.
   virtual haddr_t Offset() const = 0;
+  // H5Dget_storage_size: the bytes allocated in the file; nullopt on failure.
+  virtual std::optional<std::uint64_t> StorageSize() const = 0;
   // H5Dchunk_iter.
   virtual herr_t ChunkIter(H5D_chunk_iter_op_t op, void* data) const = 0;
 };
@@ -47,6 +51,7 @@ class UnderDataset final : public DatasetQueries {
   std::string Name() const override;
   bool Native() const override;
   haddr_t Offset() const override;
+  std::optional<std::uint64_t> StorageSize() const override;
   herr_t ChunkIter(H5D_chunk_iter_op_t op, void* data) const override;
 
  private:
@@ -64,6 +69,7 @@ class PublicDataset final : public DatasetQueries {
   std::string Name() const override;
   bool Native() const override;
   haddr_t Offset() const override { return H5Dget_offset(dataset_); }
+  std::optional<std::uint64_t> StorageSize() const override;
   herr_t ChunkIter(H5D_chunk_iter_op_t op, void* data) const override {
     return H5Dchunk_iter(dataset_, H5P_DEFAULT, op, data);
   }

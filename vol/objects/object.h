@@ -65,6 +65,9 @@ struct VolObject {
   ObjectKind kind = ObjectKind::kOther;
   std::shared_ptr<FileState> file;        // null when unknown (e.g. wrapped blindly)
   std::shared_ptr<DatasetState> dataset;  // datasets Prescient identified
+  // A dataset too small to cache (CacheClient::TooSmallToCache), decided at
+  // its open: unidentified, its reads forwarded without a look.
+  bool too_small_to_cache = false;
 };
 
 }  // namespace prescient::vol

@@ -61,11 +61,24 @@ void UnderObjects(size_t count, void* dset[], PerDataset<void*>& under, hid_t* u
 void AttachDatasetIdentity(VolObject* dataset, bool created_here) noexcept {
   if (dataset == nullptr || !Runtime::Get().enabled()) return;
   try {
+    Runtime& runtime = Runtime::Get();
+    runtime.stats().Add(Counter::kDatasetsOpened);
+    CacheClient& client = CacheClient::Get();
+    // A dataset too small to cache is left unidentified: its reads are not
+    // looked at, and identifying it would cost more than they do. Asked with
+    // the file it was opened through (the object's until resolved).
+    if (!created_here && client.TooSmallToCache(*dataset)) {
+      dataset->too_small_to_cache = true;
+      runtime.stats().Add(Counter::kDatasetsTooSmall);
+      return;
+    }
     dataset->file = ResolveFile(*dataset, H5I_DATASET);
     dataset->dataset = DatasetState::TryIdentify(*dataset);
-    Runtime::Get().stats().Add(Counter::kDatasetsOpened);
-    if (created_here && dataset->dataset) dataset->dataset->MarkChanged();
-    if (!created_here) CacheClient::Get().DatasetOpened(*dataset);
+    if (created_here) {
+      if (dataset->dataset) dataset->dataset->MarkChanged();
+      return;
+    }
+    client.DatasetOpened(*dataset);
   } catch (...) {
     dataset->dataset = nullptr;  // forwarded like any unidentified dataset
   }
@@ -105,10 +118,13 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
     // inspected (unless the follower learns from it): the connector then costs
     // what its pass-through costs, and its reads are only counted.
     const bool inspect = runtime.enabled() && (options.cache_enabled || options.follow);
-    for (ReadRecord& record : records) record.inspected = inspect;
+    for (size_t i = 0; i < records.size(); ++i) {
+      records[i].inspected = inspect && !VolObject::From(dset[i])->too_small_to_cache;
+    }
     if (inspect) {
       if (options.follow) ReadRecorder::BeginAtFirstRead(options.follow_record_pid.value_or(0));
       for (size_t i = 0; i < count; ++i) {
+        if (!records[i].inspected) continue;
         const VolObject& dataset = *VolObject::From(dset[i]);
         const ReadRequest request =
             InspectRead(dataset, mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id);

@@ -227,6 +227,19 @@ const std::vector<OptionRow>& Rows() {
          if (b) o.coalesce_gap = *b;
          return b.has_value();
        }},
+      {{"PRESCIENT_MIN_DATASET_BYTES", "min_dataset_bytes", "bytes with a unit (0 = cache all)",
+        "64KiB",
+        "without a schedule (PRESCIENT_SCHEDULE, PRESCIENT_FOLLOW), a contiguous dataset smaller "
+        "than this is not cached: its reads go to HDF5 without a look. HDF5 reads a dataset's "
+        "object header from storage to open it, and that read usually brings a dataset this "
+        "small along, so a hit would save no read, while preparing each dataset for the cache "
+        "costs more than HDF5's read of it (one dataset per sample: tens of thousands per "
+        "process and epoch). Chunked datasets are cached whatever their size"},
+       [](std::string_view v, Options& o) {
+         auto b = ParseBytes(v);
+         if (b) o.min_dataset_bytes = *b;
+         return b.has_value();
+       }},
   };
   return rows;
 }

@@ -72,6 +72,10 @@ struct Options {
   // below this many bytes; nullopt = the local-disk default (256 KiB,
   // cache::io::kDefaultLocalDiskCoalescing): nothing is probed at start.
   std::optional<std::uint64_t> coalesce_gap;
+  // PRESCIENT_MIN_DATASET_BYTES: without a schedule, a contiguous dataset
+  // smaller than this is not cached (CacheClient::TooSmallToCache); 0 =
+  // cache every one.
+  std::uint64_t min_dataset_bytes = 64ull << 10;
 };
 
 struct ParsedOptions {

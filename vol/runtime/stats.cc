@@ -12,6 +12,7 @@ namespace {
 constexpr const char* kTopLevelNames[] = {
     "files_opened",
     "datasets_opened",
+    "datasets_too_small",
     "reads",
     "reads_simple",
     "reads_whole_rows",

@@ -27,6 +27,7 @@ namespace prescient::vol {
 enum class Counter : std::size_t {
   kFilesOpened,
   kDatasetsOpened,
+  kDatasetsTooSmall,        // opened, not cached for their size (CacheClient::TooSmallToCache)
   kReads,                   // dataset reads (each dataset of an H5Dread_multi counts once)
   kReadsSimple,             // could be served row by row from a cache (read_hook.h)
   kReadsWholeRows,          // selection covers whole rows

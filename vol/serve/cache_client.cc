@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "cache/base/mutex.h"
+#include "vol/objects/dataset_queries.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
+#include "vol/runtime/error.h"
 #include "vol/runtime/process_anchor.h"
 #include "vol/runtime/runtime.h"
 #include "vol/schedule/dataset_resolver.h"
@@ -330,6 +332,33 @@ void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
     std::shared_ptr<CachedDataset> cached = PreparedLocked(dataset);
     if (cached && OpenCacheLocked() != nullptr) RegisterLocked(cached);
   } catch (...) {
+  }
+}
+
+bool CacheClient::TooSmallToCache(const VolObject& dataset) noexcept {
+  try {
+    const Options& options = Runtime::Get().options();
+    const std::uint64_t min_bytes = options.min_dataset_bytes;
+    // A schedule (or the follower's published order) may name any dataset.
+    // The file is the one the dataset was opened through: a dataset another
+    // file holds (a mount, an external link) is at worst forwarded, never
+    // served wrong.
+    if (dataset.file == nullptr || dataset.file->writable || min_bytes == 0 ||
+        !options.cache_enabled || options.follow || !options.schedule_path.empty()) {
+      return false;
+    }
+    // Two questions, since this is asked at every open of a dataset: only
+    // contiguous data has an address (chunks are apart from the header,
+    // found through an index, and a hit saves decoding them), and its
+    // storage size is then its bytes. Failed queries must not leave errors
+    // behind a successful open.
+    PreservedErrorStack keep;
+    const UnderDataset queries(dataset);
+    if (queries.Offset() == HADDR_UNDEF) return false;
+    const std::optional<std::uint64_t> bytes = queries.StorageSize();
+    return bytes && *bytes < min_bytes;
+  } catch (...) {
+    return false;
   }
 }
 

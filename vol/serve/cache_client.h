@@ -56,6 +56,19 @@ class CacheClient {
   // generations of workers come and go; fork() itself does no work.
   void DatasetOpened(const VolObject& dataset) noexcept;
 
+  // Asked when a dataset of a read-only file opens, before it is identified:
+  // true when it is not worth caching, and its reads go to HDF5 unserved.
+  // That is a contiguous dataset of fewer bytes than
+  // Options::min_dataset_bytes, in a process that follows no schedule (a
+  // schedule, or the follower's published order, may name any dataset).
+  // Opening it read its object header from storage, and the few bytes of such
+  // a dataset are usually stored right after it and come with that read, so a
+  // hit would save no read; identifying, preparing and registering each
+  // dataset cost more than HDF5's read of it, and a layout of one dataset per
+  // sample opens tens of thousands of them per process and epoch
+  // (examples/bench/RESULTS.md, "One dataset per sample").
+  bool TooSmallToCache(const VolObject& dataset) noexcept;
+
   // Detaches from the segment (connector shutdown): the last process of the
   // node unlinks it unless PRESCIENT_KEEP_CACHE is set.
   void Shutdown() noexcept;

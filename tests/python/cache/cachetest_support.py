@@ -72,6 +72,7 @@ class Cache:
         env["HDF5_PLUGIN_PATH"] = plugin_dir or self.plugin_dir
         env["HDF5_VOL_CONNECTOR"] = "prescient"
         env["PRESCIENT_CACHE_SIZE"] = CACHE_SIZE
+        env["PRESCIENT_MIN_DATASET_BYTES"] = "0"  # the small test datasets stand for large ones
         env["PRESCIENT_NODE_ID"] = node_id
         if stats:
             env["PRESCIENT_STATS"] = str(stats)

@@ -10,6 +10,10 @@ Environment:
   PRESCIENT_TEST_CONNECTOR  prescient (default) or pass_through: HDF5's built-in pass-through as
                             a stand-in, to check the harness itself; tests of prescient's own
                             features (stats, settings, name) skip then
+
+The connector runs with PRESCIENT_MIN_DATASET_BYTES=0 unless a test says otherwise: the tests'
+datasets are a few KiB, standing for large ones, and are to be cached (a test of the size rule,
+test_vol_small_datasets.py, sets it).
 """
 
 import os
@@ -45,6 +49,7 @@ class Runner:
             env["HDF5_VOL_CONNECTOR"] = connector_string or f"{self.connector} under_vol=0;under_info={{}}"
             if not self.stand_in:
                 env["HDF5_PLUGIN_PATH"] = self.plugin_dir
+                env["PRESCIENT_MIN_DATASET_BYTES"] = "0"  # small test data stands for large
                 if stats:
                     env["PRESCIENT_STATS"] = str(stats)
         elif mode != "native":

@@ -35,6 +35,7 @@ def connector_env(plugin_dir, tmp_path, extra=None):
     env = clean_env()
     env.update({"HDF5_PLUGIN_PATH": plugin_dir, "HDF5_VOL_CONNECTOR": "prescient",
                 "PRESCIENT_CACHE_SIZE": "128MiB",
+                "PRESCIENT_MIN_DATASET_BYTES": "0",  # the small test datasets stand for large ones
                 "PRESCIENT_NODE_ID": f"wtest-{os.getpid()}-{next(_ids)}",
                 "PRESCIENT_STATS": str(tmp_path / "stats-%p.json")})
     env.update(extra or {})

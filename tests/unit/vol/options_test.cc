@@ -72,6 +72,18 @@ TEST(ParseOptions, AdmissionThreadRunsOnASpareCpuUnlessToldAlways) {
   EXPECT_NE(bad.warnings[0].find("spare-cpu or always"), std::string::npos);
 }
 
+TEST(ParseOptions, SmallDatasetsAreLeftUncachedBelowSixtyFourKibByDefault) {
+  EXPECT_EQ(ParseOptions(FakeEnv({}), "").options.min_dataset_bytes, 64u << 10);
+  ParsedOptions all = ParseOptions(FakeEnv({{"PRESCIENT_MIN_DATASET_BYTES", "0"}}), "");
+  EXPECT_TRUE(all.warnings.empty());
+  EXPECT_EQ(all.options.min_dataset_bytes, 0u);
+  EXPECT_EQ(ParseOptions(FakeEnv({}), "min_dataset_bytes=1MiB").options.min_dataset_bytes,
+            1u << 20);
+  ParsedOptions bad = ParseOptions(FakeEnv({{"PRESCIENT_MIN_DATASET_BYTES", "small"}}), "");
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("PRESCIENT_MIN_DATASET_BYTES='small'"), std::string::npos);
+}
+
 TEST(ParseOptions, UnknownInfoKeyIsRejected) {
   ParsedOptions p = ParseOptions(FakeEnv({}), "colour=blue");
   ASSERT_EQ(p.warnings.size(), 1u);

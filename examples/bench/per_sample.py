@@ -1,0 +1,152 @@
+"""One dataset per sample: native h5py against the connector, alternated, every file cold.
+
+    env/run python3 examples/bench/per_sample.py [--rounds 2] [--epochs 3] [--plugin-dir DIR]
+        [--variants native connector cache-all follow]
+
+The layout many public loaders write: files of one group per sample, each holding the sample's
+`data` (64x64 float32, 16 KiB, contiguous) and its scalar `label` (8 files x 5,000 samples,
+690 MB). The loop is theirs: a map-style Dataset that opens each file once per process and
+reads `f[key]["data"][()]` and `f[key]["label"][()]`, DataLoader(shuffle=True, batch_size=32,
+num_workers=2), every file written back and dropped from the page cache before every epoch.
+Runs, in this order in every round:
+
+  native      no connector variables
+  connector   the connector's defaults, no schedule (small contiguous datasets are not cached:
+              PRESCIENT_MIN_DATASET_BYTES=64KiB)
+  cache-all   PRESCIENT_MIN_DATASET_BYTES=0: every dataset prepared, registered and cached
+  follow      PRESCIENT_FOLLOW=1 with python/ on PYTHONPATH
+
+It prints one line per run and epoch (seconds, CPU seconds of the job's processes, the ratio of
+the round's native epoch to the run's), then the median ratio per variant and epoch.
+Every sample's bytes are checked (its data holds its index).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+FILES, PER_FILE = 8, 5000
+VARIANTS = ("native", "connector", "cache-all", "follow")
+
+CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, sys.argv[4])
+import h5py, numpy as np, torch
+from torch.utils.data import DataLoader, Dataset
+import storage
+
+class PerSample(Dataset):
+    def __init__(self, paths, per_file):
+        self.paths, self.per_file, self.files = paths, per_file, {}
+    def __len__(self):
+        return len(self.paths) * self.per_file
+    def __getitem__(self, i):
+        f = self.files.get(i // self.per_file)
+        if f is None:
+            f = self.files[i // self.per_file] = h5py.File(self.paths[i // self.per_file], "r")
+        g = f[f"s{i:06d}"]
+        return g["data"][()], g["label"][()]
+
+paths, epochs = json.loads(sys.argv[1]), int(sys.argv[2])
+per_file = int(sys.argv[5])
+loader = DataLoader(PerSample(paths, per_file), batch_size=32, shuffle=True, num_workers=2)
+out = []
+for _ in range(epochs):
+    storage.drop_from_page_cache(paths)
+    t0, c0 = time.perf_counter(), os.times()
+    wrong = 0
+    for x, y in loader:
+        wrong += int((x[:, 0, 0].long() != y).sum())
+    c1 = os.times()
+    cpu = sum(getattr(c1, k) - getattr(c0, k) for k in ("user", "system", "children_user", "children_system"))
+    out.append({"s": time.perf_counter() - t0, "cpu_s": cpu, "wrong": wrong})
+json.dump(out, open(sys.argv[3], "w"))
+"""
+
+
+def generate(directory):
+    """The files, once (a file is written under a temporary name and renamed when complete)."""
+    import h5py
+    import numpy as np
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for f in range(FILES):
+        path = os.path.join(directory, f"part{f}.h5")
+        paths.append(path)
+        if os.path.exists(path):
+            continue
+        with h5py.File(path + ".tmp", "w") as h:
+            for j in range(PER_FILE):
+                i = f * PER_FILE + j
+                g = h.create_group(f"s{i:06d}")
+                g["data"] = np.full((64, 64), i, dtype="<f4")
+                g["label"] = np.int64(i)
+        os.rename(path + ".tmp", path)
+    return paths
+
+
+def variant_env(variant, plugin_dir, run_id):
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith("PRESCIENT_") or k.startswith("HDF5_VOL") or k == "HDF5_PLUGIN_PATH")}
+    if variant == "native":
+        return env
+    env.update({"HDF5_PLUGIN_PATH": plugin_dir, "HDF5_VOL_CONNECTOR": "prescient",
+                "PRESCIENT_NODE_ID": f"per-sample-{os.getpid()}-{run_id}"})
+    if variant == "cache-all":
+        env["PRESCIENT_MIN_DATASET_BYTES"] = "0"
+    elif variant == "follow":
+        env["PRESCIENT_FOLLOW"] = "1"
+        env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--plugin-dir", default=os.path.join(REPO, "build", "bench", "plugins"),
+                   help="where libprescient_vol.so is (build/bench/plugins)")
+    p.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-data", "per-sample"))
+    args = p.parse_args()
+    if any(v != "native" for v in args.variants) and not os.path.isfile(
+            os.path.join(args.plugin_dir, "libprescient_vol.so")):
+        raise SystemExit(f"per-sample: no libprescient_vol.so in {args.plugin_dir} (--plugin-dir)")
+    paths = generate(args.workdir)
+    ratios = {}
+    print("| round | run | epoch | s | CPU s | native / run |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="per-sample-") as tmp:
+        for r in range(args.rounds):
+            results = {}
+            for v in args.variants:
+                out = os.path.join(tmp, f"{r}-{v}.json")
+                subprocess.run([sys.executable, "-c", CHILD, json.dumps(paths), str(args.epochs), out,
+                                HERE, str(PER_FILE)], env=variant_env(v, args.plugin_dir, f"{r}{v}"),
+                               check=True)
+                results[v] = json.load(open(out))
+                if any(e["wrong"] for e in results[v]):
+                    raise SystemExit(f"per-sample: {v} read wrong samples")
+            for v, epochs in results.items():
+                for e, epoch in enumerate(epochs):
+                    native = results.get("native")
+                    ratio = native[e]["s"] / epoch["s"] if native else float("nan")
+                    ratios.setdefault((v, e), []).append(ratio)
+                    print(f"| {r} | {v} | {e} | {epoch['s']:.2f} | {epoch['cpu_s']:.2f} | {ratio:.2f} |",
+                          flush=True)
+    print("\n| run | " + " | ".join(f"epoch {e}" for e in range(args.epochs)) + " |")
+    print("|---|" + "---|" * args.epochs)
+    for v in args.variants:
+        if v != "native":
+            print(f"| {v} | " + " | ".join(f"{statistics.median(ratios[(v, e)]):.2f}"
+                                          for e in range(args.epochs)) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Datasets too small to cache (PRESCIENT_MIN_DATASET_BYTES): one dataset per sample.
+
+A file holds one group per sample, each with a 4 KiB contiguous `data`, a scalar `label` and a
+4 KiB chunked, gzip-compressed `zdata`, beside a 160 KiB contiguous `table` (the layout public
+loaders write with `create_group` per sample). Without a schedule, a contiguous dataset smaller
+than the setting is neither identified nor cached: its reads go to HDF5 unlooked-at. Chunked
+datasets and larger ones are cached as before. Every read's bytes are compared with native's,
+in two passes (the second is where hits would come from).
+"""
+
+import json
+import os
+
+import pytest
+
+from voltest_support import read_stats
+
+SAMPLES = 64
+
+SCRIPT = r'''
+import hashlib, json, sys
+import h5py, numpy as np
+
+path, out, action = sys.argv[1], sys.argv[2], sys.argv[3]
+if action == "write":
+    with h5py.File(path, "w") as f:
+        for i in range(%(samples)d):
+            g = f.create_group(f"s{i:04d}")
+            g["data"] = np.full((32, 32), i, dtype="<f4")
+            g["label"] = np.int64(i)
+            g.create_dataset("zdata", data=np.arange(1024, dtype="<f4") + i, chunks=(256,),
+                             compression="gzip")
+        f["table"] = np.arange(40960, dtype="<f4").reshape(640, 64)
+    sys.exit(0)
+digests = []
+with h5py.File(path, "r") as f:
+    table = f["table"]
+    for _ in range(2):
+        for i in np.random.default_rng(1).permutation(%(samples)d):
+            g = f[f"s{i:04d}"]
+            for value in (g["data"][()], g["label"][()], g["zdata"][()], g["data"][3:9],
+                          table[int(i)], table[int(i) * 4:int(i) * 4 + 8]):
+                digests.append(hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest())
+json.dump(digests, open(out, "w"))
+''' % {"samples": SAMPLES}
+
+
+def totals(directory):
+    summed = {}
+    for stats in read_stats(directory).values():
+        for key, value in stats.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                summed[key] = summed.get(key, 0) + value
+    return summed
+
+
+def run(prescient, tmp_path, name, extra):
+    data = tmp_path / "samples.h5"
+    if not data.exists():
+        prescient.python(SCRIPT, [data, "-", "write"], "native", tmp_path)
+    results = {}
+    for mode in ("native", "connector"):
+        out = tmp_path / f"{name}-{mode}.json"
+        stats = tmp_path / f"{name}-stats"
+        stats.mkdir(exist_ok=True)
+        env = {"PRESCIENT_NODE_ID": f"small-{name}-{os.getpid()}", **extra}
+        prescient.python(SCRIPT, [data, out, "read"], mode, tmp_path,
+                         stats=stats / "stats.json" if mode == "connector" else None, extra=env)
+        results[mode] = json.loads(out.read_text())
+    assert results["connector"] == results["native"]
+    return totals(tmp_path / f"{name}-stats")
+
+
+def test_small_contiguous_datasets_are_forwarded_without_a_schedule(prescient, tmp_path):
+    t = run(prescient, tmp_path, "default", {"PRESCIENT_MIN_DATASET_BYTES": "64KiB"})
+    # Two passes over 64 samples: each opens `data` twice and `label` (small, contiguous: not
+    # cached) and `zdata` (small but chunked: cached); `table` is opened once and cached.
+    assert t["datasets_opened"] == 2 * SAMPLES * 4 + 1, t
+    assert t["datasets_too_small"] == 2 * SAMPLES * 3, t
+    # 6 reads a sample: data twice and label, forwarded unlooked-at; zdata and two table reads
+    # served (the first pass loads them, the second hits).
+    assert t["reads"] == 2 * SAMPLES * 6, t
+    assert t["reads_forwarded"] == 2 * SAMPLES * 3, t
+    assert t["reads_served"] == 2 * SAMPLES * 3, t
+    assert t["reads_scalar"] == 0, t  # the labels were not looked at
+    assert t["rows_hit"] > 0, t
+
+
+def test_every_dataset_is_cached_with_the_setting_at_zero(prescient, tmp_path):
+    t = run(prescient, tmp_path, "all", {"PRESCIENT_MIN_DATASET_BYTES": "0"})
+    assert t["datasets_too_small"] == 0, t
+    # Only the scalar labels are forwarded (no rows to cache).
+    assert t["reads_forwarded"] == 2 * SAMPLES, t
+    assert t["reads_served"] == 2 * SAMPLES * 5, t
+
+
+def test_the_rule_waits_for_a_schedule(prescient, tmp_path):
+    # In follow mode a published order may name any dataset: none is left out for its size
+    # (no order is published here, so the reads are served as without a schedule).
+    schedule = tmp_path / "not-yet-published.schedule"
+    t = run(prescient, tmp_path, "follow", {"PRESCIENT_MIN_DATASET_BYTES": "64KiB",
+                                            "PRESCIENT_FOLLOW": "1",
+                                            "PRESCIENT_SCHEDULE": str(schedule)})
+    assert t["datasets_too_small"] == 0, t
+    assert t["reads_served"] == 2 * SAMPLES * 5, t
