@@ -15,17 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from voltest_support import read_stats, schedule_tool
-
-
-def totals_of(directory):
-    """Counters summed over every statistics file of a run."""
-    totals = {}
-    for stats in read_stats(directory).values():
-        for key, value in stats.items():
-            if isinstance(value, int) and not isinstance(value, bool):
-                totals[key] = totals.get(key, 0) + value
-    return totals
+from voltest_support import schedule_tool, totals_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "voltest_serving.py")

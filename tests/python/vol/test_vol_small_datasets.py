@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from voltest_support import read_stats
+from voltest_support import totals_of
 
 SAMPLES = 64
 
@@ -45,15 +45,6 @@ json.dump(digests, open(out, "w"))
 ''' % {"samples": SAMPLES}
 
 
-def totals(directory):
-    summed = {}
-    for stats in read_stats(directory).values():
-        for key, value in stats.items():
-            if isinstance(value, int) and not isinstance(value, bool):
-                summed[key] = summed.get(key, 0) + value
-    return summed
-
-
 def run(prescient, tmp_path, name, extra):
     data = tmp_path / "samples.h5"
     if not data.exists():
@@ -68,7 +59,7 @@ def run(prescient, tmp_path, name, extra):
                          stats=stats / "stats.json" if mode == "connector" else None, extra=env)
         results[mode] = json.loads(out.read_text())
     assert results["connector"] == results["native"]
-    return totals(tmp_path / f"{name}-stats")
+    return totals_of(tmp_path / f"{name}-stats")
 
 
 def test_small_contiguous_datasets_are_forwarded_without_a_schedule(prescient, tmp_path):

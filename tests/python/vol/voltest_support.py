@@ -17,6 +17,16 @@ def read_stats(directory, pattern="stats*.json"):
     return out
 
 
+def totals_of(directory):
+    """Counters summed over every statistics file in directory."""
+    totals = {}
+    for stats in read_stats(directory).values():
+        for key, value in stats.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+    return totals
+
+
 def schedule_tool():
     """Path of prescient-schedule in PRESCIENT_BUILD_DIR (default build/dev); a missing tool fails
     the test when PRESCIENT_REQUIRE_PLUGIN=1 (tests/run), else skips it."""
