@@ -68,6 +68,14 @@ bool ApplyBool(std::string_view v, Options& o) {
   return b.has_value();
 }
 
+// Rows for sizes in bytes (a unit allowed; 0 where the row says what it means).
+template <std::uint64_t Options::* kMember>
+bool ApplyBytes(std::string_view v, Options& o) {
+  auto b = ParseBytes(v);
+  if (b) o.*kMember = *b;
+  return b.has_value();
+}
+
 constexpr const char* kBoolAccepted = "1 or 0 (also true/false, yes/no, on/off)";
 
 // Launcher variables that carry the rank when PRESCIENT_RANK is not set, in
@@ -179,11 +187,7 @@ const std::vector<OptionRow>& Rows() {
         "copied into the cache by a thread of the process; at most this many bytes wait (or one "
         "read, when none does), and the process keeps at most this much memory for it; beyond "
         "it, and with 0, the reader copies them itself"},
-       [](std::string_view v, Options& o) {
-         auto b = ParseBytes(v);
-         if (b) o.admit_behind_bytes = *b;
-         return b.has_value();
-       }},
+       &ApplyBytes<&Options::admit_behind_bytes>},
       {{"PRESCIENT_ADMIT_READ_AGAIN", "admit_read_again", kBoolAccepted, "1",
         "for rows stored as they are in the file (contiguous, or chunked without filters) that a "
         "read hands over 256 KiB or more at a time, the admission thread reads them again itself, "
@@ -235,11 +239,7 @@ const std::vector<OptionRow>& Rows() {
         "small along, so a hit would save no read, while preparing each dataset for the cache "
         "costs more than HDF5's read of it (one dataset per sample: tens of thousands per "
         "process and epoch). Chunked datasets are cached whatever their size"},
-       [](std::string_view v, Options& o) {
-         auto b = ParseBytes(v);
-         if (b) o.min_dataset_bytes = *b;
-         return b.has_value();
-       }},
+       &ApplyBytes<&Options::min_dataset_bytes>},
   };
   return rows;
 }
