@@ -339,12 +339,12 @@ bool CacheClient::TooSmallToCache(const VolObject& dataset) noexcept {
   try {
     const Options& options = Runtime::Get().options();
     const std::uint64_t min_bytes = options.min_dataset_bytes;
-    // A schedule (or the follower's published order) may name any dataset.
     // The file is the one the dataset was opened through: a dataset another
     // file holds (a mount, an external link) is at worst forwarded, never
-    // served wrong.
+    // served wrong. A schedule file may name any dataset (the follower's
+    // published order names only what its workers' recorded reads did).
     if (dataset.file == nullptr || dataset.file->writable || min_bytes == 0 ||
-        !options.cache_enabled || options.follow || !options.schedule_path.empty()) {
+        !options.cache_enabled || (!options.follow && !options.schedule_path.empty())) {
       return false;
     }
     // Two questions, since this is asked at every open of a dataset: only
@@ -354,9 +354,16 @@ bool CacheClient::TooSmallToCache(const VolObject& dataset) noexcept {
     // behind a successful open.
     PreservedErrorStack keep;
     const UnderDataset queries(dataset);
-    if (queries.Offset() == HADDR_UNDEF) return false;
+    const haddr_t address = queries.Offset();
+    if (address == HADDR_UNDEF) return false;
     const std::optional<std::uint64_t> bytes = queries.StorageSize();
-    return bytes && *bytes < min_bytes;
+    if (!bytes || *bytes >= min_bytes) return false;
+    if (!options.follow) return true;
+    const FileIdentity& file = dataset.file->identity;
+    if (!file.valid) return false;
+    cache::MutexLock lock(&mutex_);
+    return small_datasets_.NoteAndCheckMany({file.device, file.inode, file.size, file.mtime_ns},
+                                            address);
   } catch (...) {
     return false;
   }

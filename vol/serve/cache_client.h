@@ -35,6 +35,7 @@
 #include "vol/serve/admission_worker.h"
 #include "vol/serve/cached_dataset.h"
 #include "vol/serve/node_snapshot.h"
+#include "vol/serve/small_dataset_census.h"
 
 namespace prescient::vol {
 
@@ -59,15 +60,18 @@ class CacheClient {
   // Asked when a dataset of a read-only file opens, before it is identified:
   // true when it is not worth caching, and its reads go to HDF5 unserved.
   // That is a contiguous dataset of fewer bytes than
-  // Options::min_dataset_bytes, in a process that follows no schedule (a
-  // schedule, or the follower's published order, may name any dataset).
+  // Options::min_dataset_bytes, unless a schedule file is given (it may name
+  // any dataset); in a followed process, only once its file has had more than
+  // a few (SmallDatasetCensus: one dataset per sample, which the follower's
+  // learned map cannot describe; labels beside the samples, or the fields of a
+  // file per sample, it can, and they stay cached).
   // Opening it read its object header from storage, and the few bytes of such
   // a dataset are usually stored right after it and come with that read, so a
   // hit would save no read; identifying, preparing and registering each
   // dataset cost more than HDF5's read of it, and a layout of one dataset per
   // sample opens tens of thousands of them per process and epoch
   // (examples/bench/RESULTS.md, "One dataset per sample").
-  bool TooSmallToCache(const VolObject& dataset) noexcept;
+  bool TooSmallToCache(const VolObject& dataset) noexcept EXCLUDES(mutex_);
 
   // Detaches from the segment (connector shutdown): the last process of the
   // node unlinks it unless PRESCIENT_KEEP_CACHE is set.
@@ -132,6 +136,7 @@ class CacheClient {
   std::uint64_t capacity_bytes_ GUARDED_BY(mutex_) = 0;
   std::map<Identity, std::shared_ptr<CachedDataset>> datasets_ GUARDED_BY(mutex_);
   bool warned_table_full_ GUARDED_BY(mutex_) = false;
+  SmallDatasetCensus small_datasets_ GUARDED_BY(mutex_);  // follow mode only
   // PRESCIENT_SCHEDULE, opened with the segment; readers load the pointer
   // without the lock. Without PRESCIENT_FOLLOW it is set once and never
   // replaced. In follow mode a newer schedule replaces it (under the lock, in

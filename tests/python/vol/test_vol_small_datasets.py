@@ -4,8 +4,9 @@ A file holds one group per sample, each with a 4 KiB contiguous `data`, a scalar
 4 KiB chunked, gzip-compressed `zdata`, beside a 160 KiB contiguous `table` (the layout public
 loaders write with `create_group` per sample). Without a schedule, a contiguous dataset smaller
 than the setting is neither identified nor cached: its reads go to HDF5 unlooked-at. Chunked
-datasets and larger ones are cached as before. Every read's bytes are compared with native's,
-in two passes (the second is where hits would come from).
+datasets and larger ones are cached as before; so is every dataset with a schedule file, and a
+followed process leaves only a file of many such datasets to HDF5. Every read's bytes are compared
+with native's, in two passes (the second is where hits would come from).
 """
 
 import json
@@ -85,12 +86,27 @@ def test_every_dataset_is_cached_with_the_setting_at_zero(prescient, tmp_path):
     assert t["reads_served"] == 2 * SAMPLES * 5, t
 
 
-def test_the_rule_waits_for_a_schedule(prescient, tmp_path):
-    # In follow mode a published order may name any dataset: none is left out for its size
-    # (no order is published here, so the reads are served as without a schedule).
+def test_a_schedule_file_keeps_every_dataset(prescient, tmp_path):
+    # A schedule's sample map may name any dataset: none is left out for its size (the file
+    # given does not exist, so the reads are served as without a schedule).
+    schedule = tmp_path / "absent.schedule"
+    t = run(prescient, tmp_path, "schedule", {"PRESCIENT_MIN_DATASET_BYTES": "64KiB",
+                                              "PRESCIENT_SCHEDULE": str(schedule)})
+    assert t["datasets_too_small"] == 0, t
+    assert t["reads_served"] == 2 * SAMPLES * 5, t
+
+
+def test_followed_a_file_of_one_dataset_per_sample_is_left_to_hdf5(prescient, tmp_path):
+    # The follower learns and prefetches a few small fields of a file, so the first ones opened
+    # are cached; past 32 distinct small contiguous datasets in one file (`data` and `label` of
+    # the first 16 groups visited), the file holds one dataset per sample, which no learned map
+    # describes, and every small contiguous dataset of it is left to HDF5 from then on.
     schedule = tmp_path / "not-yet-published.schedule"
     t = run(prescient, tmp_path, "follow", {"PRESCIENT_MIN_DATASET_BYTES": "64KiB",
                                             "PRESCIENT_FOLLOW": "1",
                                             "PRESCIENT_SCHEDULE": str(schedule)})
-    assert t["datasets_too_small"] == 0, t
-    assert t["reads_served"] == 2 * SAMPLES * 5, t
+    cached_groups = 32 // 2
+    # Opens of `data` (twice) and `label` per group visit.
+    assert t["datasets_too_small"] == 2 * SAMPLES * 3 - cached_groups * 3, t
+    assert t["reads_forwarded"] == 2 * SAMPLES * 3 - cached_groups * 2, t
+    assert t["reads_served"] == 2 * SAMPLES * 3 + cached_groups * 2, t
