@@ -622,6 +622,12 @@ Status NodeCache::PublishClaims(DatasetSlot ds, std::uint16_t slot,
   std::uint64_t copied_locked = 0;
   bool any_deferred = false;
   std::vector<unsigned char> deferred(rows.size(), 0);
+  // Small rows are copied under the lock, all in one pass once their blocks
+  // are attached: blocks allocated one after another are adjacent, and a run
+  // of them is one write (a dataset of 4 KiB entries read whole was a write
+  // and a check of the segment's descriptor per entry, under the lock).
+  std::vector<std::uint32_t> small;
+  std::vector<const std::byte*> small_sources;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint32_t e = entries[i];
     if (RevokedClaim(tables_.entry(e), ds, rows[i], slot)) tables_.DisownRevoked(e);
@@ -640,15 +646,24 @@ Status NodeCache::PublishClaims(DatasetSlot ds, std::uint16_t slot,
     tables_.entry(e).first_block = tables_.AllocChain(blocks);
     if (row_bytes <= kCopyInUnderLockBytes && copied_locked < kLockHoldCopyBudget) {
       copied_locked += row_bytes;
-      if (tables_.CopyIn(e, sources[i], row_bytes)) {
-        tables_.MarkReady(e, key);
+      small.push_back(e);
+      small_sources.push_back(sources[i]);
+    } else {
+      any_deferred = true;  // copy outside the lock, still Loading to others
+      deferred[i] = 1;
+    }
+  }
+  if (!small.empty()) {
+    std::unique_ptr<bool[]> copied(new bool[small.size()]);
+    tables_.CopyInOwnedRows(small, small_sources, row_bytes, {copied.get(), small.size()});
+    for (std::size_t k = 0; k < small.size(); ++k) {
+      const std::uint32_t e = small[k];
+      if (copied[k]) {
+        tables_.MarkReady(e, tables_.entry(e).key);
         ++out->stored;
       } else {
         tables_.Release(e);  // a broken chain (corrupt segment): not cached
       }
-    } else {
-      any_deferred = true;  // copy outside the lock, still Loading to others
-      deferred[i] = 1;
     }
   }
   if (!any_deferred) return Status::Ok();

@@ -199,15 +199,11 @@ class CAPABILITY("segment lock") SegmentTables {
   void BackAhead(std::uint64_t blocks) const;
   void FreeChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
   // Copies `row_bytes` (the caller's own record of the dataset, never the
-  // segment's) between a row's block chain and memory. False (and the tables
+  // segment's) from a row's block chain to memory. False (and the tables
   // marked corrupt) if the chain leaves the data area: the row's bytes are
   // then not to be trusted.
   bool CopyOut(std::uint32_t e, std::byte* dest, std::uint64_t row_bytes) const REQUIRES(this) {
     return CopyOutPinned(e, dest, row_bytes);
-  }
-  bool CopyIn(std::uint32_t e, const std::byte* source, std::uint64_t row_bytes) const
-      REQUIRES(this) {
-    return CopyInOwned(e, source, row_bytes);
   }
   // Without the lock: REQUIRES that this process pinned `e` (nobody evicts or
   // rewrites it), respectively owns its claim with blocks attached (only the
