@@ -1,18 +1,18 @@
 """One dataset per sample: native h5py against the connector, alternated, every file cold.
 
     env/run python3 examples/bench/per_sample.py [--rounds 2] [--epochs 3] [--plugin-dir DIR]
-        [--variants native connector cache-all follow]
+        [--variants native connector cache-all follow] [--side 64] [--per-file 5000]
 
 The layout many public loaders write: files of one group per sample, each holding the sample's
-`data` (64x64 float32, 16 KiB, contiguous) and its scalar `label` (8 files x 5,000 samples,
-690 MB). The loop is theirs: a map-style Dataset that opens each file once per process and
+`data` (64x64 float32, 16 KiB, contiguous; --side 256 makes it 256 KiB, large enough to be
+cached) and its scalar `label` (8 files x 5,000 samples, 690 MB). The loop is theirs: a map-style Dataset that opens each file once per process and
 reads `f[key]["data"][()]` and `f[key]["label"][()]`, DataLoader(shuffle=True, batch_size=32,
 num_workers=2), every file written back and dropped from the page cache before every epoch.
 Runs, in this order in every round:
 
   native      no connector variables
   connector   the connector's defaults, no schedule (small contiguous datasets are not cached:
-              PRESCIENT_MIN_DATASET_BYTES=64KiB)
+              PRESCIENT_MIN_DATASET_BYTES=128KiB)
   cache-all   PRESCIENT_MIN_DATASET_BYTES=0: every dataset prepared, registered and cached
   follow      PRESCIENT_FOLLOW=1 with python/ on PYTHONPATH
 
@@ -70,10 +70,11 @@ json.dump(out, open(sys.argv[3], "w"))
 """
 
 
-def generate(directory):
+def generate(workdir, side, per_file):
     """The files, once (a file is written under a temporary name and renamed when complete)."""
     import h5py
     import numpy as np
+    directory = os.path.join(workdir, f"side{side}-per{per_file}")
     os.makedirs(directory, exist_ok=True)
     paths = []
     for f in range(FILES):
@@ -82,10 +83,10 @@ def generate(directory):
         if os.path.exists(path):
             continue
         with h5py.File(path + ".tmp", "w") as h:
-            for j in range(PER_FILE):
-                i = f * PER_FILE + j
+            for j in range(per_file):
+                i = f * per_file + j
                 g = h.create_group(f"s{i:06d}")
-                g["data"] = np.full((64, 64), i, dtype="<f4")
+                g["data"] = np.full((side, side), i, dtype="<f4")
                 g["label"] = np.int64(i)
         os.rename(path + ".tmp", path)
     return paths
@@ -114,11 +115,13 @@ def main():
     p.add_argument("--plugin-dir", default=os.path.join(REPO, "build", "bench", "plugins"),
                    help="where libprescient_vol.so is (build/bench/plugins)")
     p.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-data", "per-sample"))
+    p.add_argument("--side", type=int, default=64, help="data is SIDE x SIDE float32 (64)")
+    p.add_argument("--per-file", type=int, default=PER_FILE, help=f"samples per file ({PER_FILE})")
     args = p.parse_args()
     if any(v != "native" for v in args.variants) and not os.path.isfile(
             os.path.join(args.plugin_dir, "libprescient_vol.so")):
         raise SystemExit(f"per-sample: no libprescient_vol.so in {args.plugin_dir} (--plugin-dir)")
-    paths = generate(args.workdir)
+    paths = generate(args.workdir, args.side, args.per_file)
     ratios = {}
     print("| round | run | epoch | s | CPU s | native / run |")
     print("|---|---|---|---|---|---|")
@@ -128,7 +131,7 @@ def main():
             for v in args.variants:
                 out = os.path.join(tmp, f"{r}-{v}.json")
                 subprocess.run([sys.executable, "-c", CHILD, json.dumps(paths), str(args.epochs), out,
-                                HERE, str(PER_FILE)], env=variant_env(v, args.plugin_dir, f"{r}{v}"),
+                                HERE, str(args.per_file)], env=variant_env(v, args.plugin_dir, f"{r}{v}"),
                                check=True)
                 results[v] = json.load(open(out))
                 if any(e["wrong"] for e in results[v]):

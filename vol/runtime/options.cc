@@ -232,13 +232,14 @@ const std::vector<OptionRow>& Rows() {
          return b.has_value();
        }},
       {{"PRESCIENT_MIN_DATASET_BYTES", "min_dataset_bytes", "bytes with a unit (0 = cache all)",
-        "64KiB",
-        "without a schedule (PRESCIENT_SCHEDULE, PRESCIENT_FOLLOW), a contiguous dataset smaller "
-        "than this is not cached: its reads go to HDF5 without a look. HDF5 reads a dataset's "
-        "object header from storage to open it, and that read usually brings a dataset this "
+        "128KiB",
+        "without a schedule file (PRESCIENT_SCHEDULE), a contiguous dataset smaller than this is "
+        "not cached (followed: once its file had more than 32 of them): its reads go to HDF5 "
+        "without a look. HDF5 reads a dataset's object header from storage to open it, and that "
+        "read (with the kernel's read-ahead, 128 KiB by default) usually brings a dataset this "
         "small along, so a hit would save no read, while preparing each dataset for the cache "
-        "costs more than HDF5's read of it (one dataset per sample: tens of thousands per "
-        "process and epoch). Chunked datasets are cached whatever their size"},
+        "and admitting its rows cost more than HDF5's read of it (one dataset per sample: tens "
+        "of thousands per process and epoch). Chunked datasets are cached whatever their size"},
        &ApplyBytes<&Options::min_dataset_bytes>},
   };
   return rows;

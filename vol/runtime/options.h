@@ -72,10 +72,11 @@ struct Options {
   // below this many bytes; nullopt = the local-disk default (256 KiB,
   // cache::io::kDefaultLocalDiskCoalescing): nothing is probed at start.
   std::optional<std::uint64_t> coalesce_gap;
-  // PRESCIENT_MIN_DATASET_BYTES: without a schedule, a contiguous dataset
-  // smaller than this is not cached (CacheClient::TooSmallToCache); 0 =
-  // cache every one.
-  std::uint64_t min_dataset_bytes = 64ull << 10;
+  // PRESCIENT_MIN_DATASET_BYTES: without a schedule file, a contiguous
+  // dataset smaller than this is not cached (CacheClient::TooSmallToCache); 0
+  // = cache every one. 128 KiB is Linux's default read-ahead: the storage
+  // read of an object header at its open brings that much after it along.
+  std::uint64_t min_dataset_bytes = 128ull << 10;
 };
 
 struct ParsedOptions {

@@ -64,7 +64,7 @@ def run(prescient, tmp_path, name, extra):
 
 
 def test_small_contiguous_datasets_are_forwarded_without_a_schedule(prescient, tmp_path):
-    t = run(prescient, tmp_path, "default", {"PRESCIENT_MIN_DATASET_BYTES": "64KiB"})
+    t = run(prescient, tmp_path, "default", {"PRESCIENT_MIN_DATASET_BYTES": "128KiB"})
     # Two passes over 64 samples: each opens `data` twice and `label` (small, contiguous: not
     # cached) and `zdata` (small but chunked: cached); `table` is opened once and cached.
     assert t["datasets_opened"] == 2 * SAMPLES * 4 + 1, t

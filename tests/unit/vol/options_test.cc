@@ -72,8 +72,8 @@ TEST(ParseOptions, AdmissionThreadRunsOnASpareCpuUnlessToldAlways) {
   EXPECT_NE(bad.warnings[0].find("spare-cpu or always"), std::string::npos);
 }
 
-TEST(ParseOptions, SmallDatasetsAreLeftUncachedBelowSixtyFourKibByDefault) {
-  EXPECT_EQ(ParseOptions(FakeEnv({}), "").options.min_dataset_bytes, 64u << 10);
+TEST(ParseOptions, SmallDatasetsAreLeftUncachedBelowTheKernelsReadAheadByDefault) {
+  EXPECT_EQ(ParseOptions(FakeEnv({}), "").options.min_dataset_bytes, 128u << 10);
   ParsedOptions all = ParseOptions(FakeEnv({{"PRESCIENT_MIN_DATASET_BYTES", "0"}}), "");
   EXPECT_TRUE(all.warnings.empty());
   EXPECT_EQ(all.options.min_dataset_bytes, 0u);
