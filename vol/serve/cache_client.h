@@ -65,12 +65,13 @@ class CacheClient {
   // a few (SmallDatasetCensus: one dataset per sample, which the follower's
   // learned map cannot describe; labels beside the samples, or the fields of a
   // file per sample, it can, and they stay cached).
-  // Opening it read its object header from storage, and the few bytes of such
-  // a dataset are usually stored right after it and come with that read, so a
-  // hit would save no read; identifying, preparing and registering each
-  // dataset cost more than HDF5's read of it, and a layout of one dataset per
-  // sample opens tens of thousands of them per process and epoch
-  // (examples/bench/RESULTS.md, "One dataset per sample").
+  // Opening it read its object header from storage, and the bytes of such a
+  // dataset are usually stored right after it and come with that read (the
+  // kernel reads ahead 128 KiB by default), so a hit would save no read;
+  // identifying, preparing and registering each dataset cost more than HDF5's
+  // read of it, and a layout of one dataset per sample opens tens of
+  // thousands of them per process and epoch (examples/bench/RESULTS.md, "One
+  // dataset per sample").
   bool TooSmallToCache(const VolObject& dataset) noexcept EXCLUDES(mutex_);
 
   // Detaches from the segment (connector shutdown): the last process of the
