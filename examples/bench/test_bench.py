@@ -529,10 +529,11 @@ def test_public_loader_ratio_table_pairs_each_round_with_its_native_run():
 @built
 def test_public_loader_harness_runs_a_deepcam_shaped_loader_exactly(tmp_path):
     """The harness end to end with its stand-in of DeepCAM's shape (the public source is not
-    fetched in tests): every variant's batches equal native's, the follower followed."""
+    fetched in tests): every variant's batches equal native's, the follower followed. Its `data`
+    (48x64x16 float32, 192 KiB a file) is above PRESCIENT_MIN_DATASET_BYTES' 128 KiB, so cached."""
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, os.path.join(HERE, "public_loader.py"), "deepcam", "--src",
-                           "stand-in", "--files", "24", "--height", "32", "--width", "48", "--epochs", "2",
+                           "stand-in", "--files", "24", "--height", "48", "--width", "64", "--epochs", "2",
                            "--rounds", "1", "--plugin-dir", PLUGINS, "--out", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
