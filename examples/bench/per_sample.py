@@ -6,8 +6,9 @@
 The layout many public loaders write: files of one group per sample, each holding the sample's
 `data` (64x64 float32, 16 KiB, contiguous; --side 256 makes it 256 KiB, large enough to be
 cached) and its scalar `label` (8 files x 5,000 samples, 690 MB). The loop is theirs: a map-style
-Dataset that opens each file once per process and reads `f[key]["data"][()]` and `f[key]["label"][()]`, DataLoader(shuffle=True, batch_size=32,
-num_workers=2), every file written back and dropped from the page cache before every epoch.
+Dataset that opens each file once per process and reads `f[key]["data"][()]` and
+`f[key]["label"][()]`, DataLoader(shuffle=True, batch_size=32, num_workers=2), every file written
+back and dropped from the page cache before every epoch.
 Runs, in this order in every round:
 
   native      no connector variables
