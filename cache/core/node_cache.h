@@ -75,6 +75,9 @@ struct ReadRowsStats {
   // time the caller waited for rows; hits cost neither):
   std::chrono::nanoseconds wait_time{0};  // asleep, waiting for another process's/thread's load
   std::chrono::nanoseconds load_time{0};  // inside this call's own loader (its misses)
+  // Placing this call's loaded rows into the cache (or handing them to the
+  // admission thread), after the loader: what keeping them cost the caller.
+  std::chrono::nanoseconds admit_time{0};
 };
 
 // Node-wide counters (all processes), read without locking.

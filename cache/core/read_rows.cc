@@ -502,6 +502,12 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
     const Status released = ReleaseClaims(ds, slot, rows, entries);
     return released.ok() ? loaded : released;
   }
+  // What keeping the rows costs this thread, on every path out.
+  struct AdmitTimer {
+    ReadRowsStats* stats;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~AdmitTimer() { stats->admit_time += std::chrono::steady_clock::now() - start; }
+  } admit_timer{stats};
   DatasetShape shape;
   if (ShapeOf(ds, &shape, /*or_retired=*/true)) {
     bool read_again = false;

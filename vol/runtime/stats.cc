@@ -34,6 +34,8 @@ constexpr const char* kTopLevelNames[] = {
     "rows_admitted_behind_declined",
     "rows_admitted_read_again",
     "reads_admit_no_spare_cpu",
+    "rows_not_admitted",
+    "admit_ns",
     "files_warmed",
     "raw_file_opens",
     "rows_remote",
@@ -152,6 +154,8 @@ void Stats::Commit(const ReadRecord& read) {
   add(Counter::kRowsReadAround, read.rows_read_around);
   add(Counter::kRowsAdmittedBehind, read.rows_admitted_behind);
   add(Counter::kRowsAdmittedReadAgain, read.rows_admitted_read_again);
+  add(Counter::kRowsNotAdmitted, read.rows_not_admitted);
+  add(Counter::kAdmitNs, read.admit_ns);
   add(Counter::kStorageReads, read.storage_reads);
   add(Counter::kStorageBytes, read.storage_bytes);
   add(Counter::kStallNs, read.stall_storage_ns + read.stall_wait_ns);

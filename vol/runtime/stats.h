@@ -49,6 +49,8 @@ enum class Counter : std::size_t {
   kRowsAdmittedBehindDeclined,  // of those: not kept (full cache, claim taken over meanwhile)
   kRowsAdmittedReadAgain,       // of rows_admitted_behind: read again by the thread, not copied
   kReadsAdmitNoSpareCpu,        // reads that placed their own rows: no CPU was spare for the thread
+  kRowsNotAdmitted,             // of rows_loaded: delivered but not kept (full cache, claim lost)
+  kAdmitNs,                     // time reads spent keeping the rows they loaded (after loading)
   kFilesWarmed,                 // small files the prefetch thread read into the page cache
   kRawFileOpens,                // descriptors Prescient opened itself for raw reads (FileHandles)
   kRowsRemote,                  // node agent: rows fetched from other nodes' agents
@@ -134,6 +136,8 @@ struct ReadRecord {
   std::uint64_t rows_admitted_behind = 0;      // of rows_loaded
   std::uint64_t rows_admitted_read_again = 0;  // of rows_admitted_behind
   std::uint64_t rows_not_awaited = 0;          // of rows_loaded
+  std::uint64_t rows_not_admitted = 0;         // of rows_loaded
+  std::uint64_t admit_ns = 0;
   std::uint64_t storage_reads = 0, storage_bytes = 0;
   std::uint64_t stall_storage_ns = 0, stall_wait_ns = 0;
   std::uint64_t schedule_matches = 0, schedule_mismatches = 0;

@@ -540,6 +540,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     record->storage_bytes += load.bytes;
     record->stall_storage_ns += static_cast<std::uint64_t>(read.load_time.count());
     record->stall_wait_ns += static_cast<std::uint64_t>(read.wait_time.count());
+    record->admit_ns += static_cast<std::uint64_t>(read.admit_time.count());
     if (!status.ok()) {
       Runtime::Get().Fallback(Counter::kFallbackServeFailed,
                               "a read served from the node cache failed (" + status.message() +
@@ -576,6 +577,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_read_around += read_around;
       record->rows_admitted_behind += read.admitted_behind;
       record->rows_admitted_read_again += read.admitted_read_again;
+      record->rows_not_admitted += read.not_admitted;
     } else {
       // Entries of several rows: rows brought from storage are whole entries;
       // the requested rows count as hits when their entries all were.
@@ -587,6 +589,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_not_awaited += read.not_awaited * g;
       record->rows_admitted_behind += read.admitted_behind * g;
       record->rows_admitted_read_again += read.admitted_read_again * g;
+      record->rows_not_admitted += read.not_admitted * g;
     }
     return true;
   } catch (const std::exception& e) {

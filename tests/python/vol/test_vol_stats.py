@@ -172,3 +172,38 @@ def test_node_block_holds_the_segments_own_counters(prescient, data_file, tmp_pa
     for counter in ("recoveries", "corruptions", "stall_takeovers", "leader_takeovers",
                     "claims_released_late"):
         assert node[counter] == 0, node
+
+
+def test_rows_not_kept_and_the_time_spent_keeping_rows_are_counted(prescient, tmp_path):
+    """A dataset twice the cache, read twice without a schedule: every byte equals native's,
+    the full cache keeps few of the later misses (rows_not_admitted, part of rows_loaded), and
+    the time reads spent keeping rows is counted (admit_ns)."""
+    path = tmp_path / "big.h5"
+    prescient.python(textwrap.dedent("""
+        import sys, h5py, numpy as np
+        with h5py.File(sys.argv[1], "w") as f:
+            f["d"] = np.arange(4096 * 1024, dtype="<f4").reshape(4096, 1024)  # 16 MiB, 4 KiB rows
+    """), [path], "native", tmp_path)
+    reader = textwrap.dedent("""
+        import hashlib, sys, h5py
+        digest = hashlib.sha256()
+        with h5py.File(sys.argv[1], "r") as f:
+            d = f["d"]
+            for _ in range(2):
+                for i in range(0, 4096, 16):
+                    digest.update(d[i:i + 16].tobytes())
+        print(digest.hexdigest())
+    """)
+    native = prescient.python(reader, [path], "native", tmp_path).stdout
+    extra = {"PRESCIENT_CACHE_SIZE": "8MiB", "PRESCIENT_NODE_ID": f"notkept-{os.getpid()}"}
+    served = prescient.python(reader, [path], "connector", tmp_path, extra=extra,
+                              stats=tmp_path / "stats.json").stdout
+    assert served == native
+    (s,) = read_stats(tmp_path).values()
+    assert s["reads_served"] == 512, s
+    assert s["rows_loaded"] + s["rows_hit"] + s["rows_waited"] == 2 * 4096, s
+    assert 0 < s["rows_not_admitted"] <= s["rows_loaded"], s
+    # Without a schedule a full cache keeps about one miss in eight: most of the rows that
+    # did not fit are not kept.
+    assert s["rows_not_admitted"] >= 4096 // 2, s
+    assert s["admit_ns"] > 0, s

@@ -49,6 +49,7 @@ TEST(ReadRows, MissThenHitWithDuplicatesAndAnyOrder) {
   EXPECT_EQ(loaded.load(), 4u);  // distinct rows, one loader call
   EXPECT_EQ(st.loaded, 4u);
   EXPECT_EQ(st.hits, 0u);
+  EXPECT_GT(st.admit_time.count(), 0);  // keeping the four rows took time
 
   const std::vector<std::uint64_t> again = {50, 0, 3, 3, 7};
   std::vector<std::byte> out2(again.size() * kBytes);
@@ -65,6 +66,12 @@ TEST(ReadRows, MissThenHitWithDuplicatesAndAnyOrder) {
   EXPECT_EQ(s.misses, 5u);
   EXPECT_EQ(s.rows_resident, 5u);
   EXPECT_EQ(s.bytes_resident, 5 * kBytes);
+
+  // All hits: nothing loaded, nothing kept, no time spent keeping.
+  ReadRowsStats st3;
+  ASSERT_TRUE(cache->ReadRows(ds, again, out2.data(), loader, nullptr, &st3).ok());
+  EXPECT_EQ(st3.hits, 4u);
+  EXPECT_EQ(st3.admit_time.count(), 0);
 }
 
 // A read's misses are written into the segment together (SegmentTables::
