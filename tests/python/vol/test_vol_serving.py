@@ -162,3 +162,51 @@ def test_misses_borrow_hdf5s_descriptor_until_the_file_handle_closes(runner, tmp
     # through a descriptor of the connector's own: one open in all, where without borrowing
     # each file would need one.
     assert totals["raw_file_opens"] == 1, totals
+
+
+WHOLE_ENTRIES = r"""
+import hashlib, json, sys, h5py, numpy as np
+path, out = sys.argv[1], sys.argv[2]
+if sys.argv[3] == "write":
+    with h5py.File(path, "w") as f:
+        # 1 KiB rows: four to a 4 KiB entry. 256 rows fill 64 entries; 255 leave the last
+        # entry one row short of the dataset's end.
+        for n in (256, 255):
+            f[f"d{n}"] = np.random.default_rng(n).random((n, 256), dtype="<f4")
+    sys.exit(0)
+reads = []
+with h5py.File(path, "r") as f:
+    for _ in range(2):  # misses, then hits
+        for n in (256, 255):
+            d = f[f"d{n}"]
+            for sel in (slice(None), slice(0, 128), slice(4, 8), slice(1, 9), slice(252, 256),
+                        slice(240, None), slice(3, 4)):
+                reads.append(hashlib.sha256(d[sel].tobytes()).hexdigest())
+            reads.append(hashlib.sha256(d[[4, 5, 6, 7]].tobytes()).hexdigest())
+            reads.append(hashlib.sha256(d[[0, 1, 2, 3, 8, 9, 10, 11]].tobytes()).hexdigest())
+json.dump(reads, open(out, "w"))
+"""
+
+
+def test_small_rows_read_as_whole_entries_land_in_place_exactly(runner, tmp_path):
+    """A dataset of small rows read whole, or in runs of whole entries, is copied into the
+    caller's buffer entry by entry; runs that start or end inside an entry, a last entry the
+    dataset does not fill, and whole entries with a gap between them go through the scratch
+    buffer. Every read's bytes equal native's, missed and hit."""
+    data = tmp_path / "whole.h5"
+    runner.python(WHOLE_ENTRIES, [data, tmp_path / "unused.json", "write"], "native", tmp_path)
+    results = {}
+    stats = tmp_path / "stats.json"
+    for mode in ("native", "connector"):
+        out = tmp_path / f"{mode}.json"
+        runner.python(WHOLE_ENTRIES, [data, out, "read"], mode, tmp_path,
+                      stats=stats if mode == "connector" else None,
+                      extra={"PRESCIENT_NODE_ID": f"whole-entries-{os.getpid()}"})
+        results[mode] = json.loads(out.read_text())
+    assert results["connector"] == results["native"]
+    if runner.stand_in:
+        return
+    totals = totals_of(tmp_path)
+    assert totals["reads_forwarded"] == 0, totals
+    assert totals["reads_served"] == len(results["native"]), totals
+    assert totals["rows_hit"] > 0, totals
