@@ -428,8 +428,9 @@ class NodeCache {
   // This process's attachment, packed as pid << 16 | slot so a forked child
   // sees a foreign pid (and attaches itself) in one atomic read.
   std::atomic<std::uint64_t> attachment_{0};
-  // Misses this process met while the cache was full and had no next-use
-  // order to choose by (read_rows.cc: one in kAdmitWhenFullEvery is kept).
+  // Reads of this process that missed while the cache was full and had no
+  // next-use order to choose by (read_rows.cc: one in kAdmitWhenFullEvery
+  // keeps its misses).
   std::atomic<std::uint64_t> full_cache_misses_{0};
   // How long this process's own loader calls take: a running average in ns,
   // 0 before the first (NoteOwnLoad). Inherited by forked children, whose

@@ -64,6 +64,11 @@ constexpr std::uint64_t kCopyInUnderLockBytes = 4 * 1024;
 // and a row declined again soon after (another reader close behind, within
 // half a cache's worth of declined misses: SegmentTables::DeclinedBefore) is
 // admitted at its second miss, so readers that trail each other still share.
+// The choice is made once per read, for all its rows: a sample stored as many
+// rows (a dataset of its own, 64 entries for 256 KiB) is kept whole or not at
+// all. Chosen row by row, every sample kept an eighth of its rows, and the
+// rest became scattered misses, each read from storage with its own read and
+// its own 64 KiB around it (RESULTS.md, "A read is kept whole or not at all").
 constexpr std::uint64_t kAdmitWhenFullEvery = 8;
 // A reader waits for a row another process loads for at most its patience:
 // CacheOptions::wait_patience_loads times its own loads' average. Waiting in
@@ -113,6 +118,7 @@ struct Scratch {
   bool in_use = false;
   std::vector<std::uint32_t> order, pending, waiting, claimed, claimed_entries, uncached;
   std::vector<Wanted> wanted;
+  std::vector<std::uint64_t> lookup_rows;  // the pending rows, for PrefetchLookups
   struct Pinned {
     std::uint32_t wanted;
     std::uint32_t entry;
@@ -259,14 +265,18 @@ class NodeCache::ReadCall {
     if (!lock.ok()) return lock.status();
     SegmentHeader& h = t_.header();
     t_.SweepStale(now_, kSweepBase + kSweepPerRow * static_cast<std::uint32_t>(sc_.pending.size()));
+    if (sc_.pending.size() > 1) {
+      sc_.lookup_rows.clear();
+      for (std::uint32_t u : sc_.pending) sc_.lookup_rows.push_back(sc_.wanted[u].row);
+      t_.PrefetchLookups(ds_, sc_.lookup_rows, oracle_ == nullptr && MustEvict(h));
+    }
     std::uint64_t copied_locked = 0;
     for (std::uint32_t u : sc_.pending) {
       Wanted& w = sc_.wanted[u];
       const std::uint32_t e = t_.Find(ds_, w.row);
       if (e == kNone) {
         if (oracle_ == nullptr && MustEvict(h) && !t_.DeclinedBefore(ds_, w.row) &&
-            c_.full_cache_misses_.fetch_add(1, std::memory_order_relaxed) % kAdmitWhenFullEvery !=
-                0) {
+            !AdmittedWhenFull()) {
           sc_.uncached.push_back(u);  // loaded for this read only
           ++declined_;
           continue;
@@ -324,6 +334,16 @@ class NodeCache::ReadCall {
     stats_->hits += hits;
     stats_->waited += waits;
     return Status::Ok();
+  }
+
+  // Whether this read keeps its misses that must evict (no next-use order):
+  // one read in kAdmitWhenFullEvery, decided at its first such miss.
+  bool AdmittedWhenFull() {
+    if (!admitted_when_full_) {
+      admitted_when_full_ =
+          c_.full_cache_misses_.fetch_add(1, std::memory_order_relaxed) % kAdmitWhenFullEvery == 0;
+    }
+    return *admitted_when_full_;
   }
 
   // Pinned rows cannot be evicted or rewritten: copy them without the lock.
@@ -488,7 +508,8 @@ class NodeCache::ReadCall {
   // has a measure of its own loads; impatient_ once it has passed.
   std::optional<std::chrono::steady_clock::time_point> patience_end_;
   bool impatient_ = false;
-  detail::StallWatch watch_;  // the progress of the loader we wait for
+  std::optional<bool> admitted_when_full_;  // AdmittedWhenFull's choice for this read
+  detail::StallWatch watch_;                // the progress of the loader we wait for
 };
 
 Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,

@@ -96,6 +96,19 @@ std::uint32_t SegmentTables::Find(std::uint32_t ds, std::uint64_t row) const {
   return kNone;
 }
 
+void SegmentTables::PrefetchLookups(std::uint32_t ds, std::span<const std::uint64_t> rows,
+                                    bool declined) const {
+  if (rows.size() < 2) return;
+  for (const std::uint64_t row : rows) __builtin_prefetch(&bucket(Bucket(ds, row)));
+  if (declined) {
+    for (const std::uint64_t row : rows) __builtin_prefetch(&ghost(GhostHash(ds, row)));
+  }
+  for (const std::uint64_t row : rows) {
+    const std::uint32_t e = EntryIn(bucket(Bucket(ds, row)));
+    if (e < geo_.num_entries) __builtin_prefetch(&entry(e));
+  }
+}
+
 std::uint32_t SegmentTables::FindClaim(std::uint32_t ds, std::uint64_t row,
                                        std::uint16_t owner) const {
   const std::uint64_t mask = geo_.hash_buckets - 1;
@@ -172,9 +185,13 @@ void SegmentTables::IndexErase(std::uint32_t e) {
   bucket(hole) = kEmptyBucket;
 }
 
+std::uint64_t SegmentTables::GhostHash(std::uint32_t ds, std::uint64_t row) {
+  return Mix(row * 0x9e3779b97f4a7c15ull + ds + 1);
+}
+
 bool SegmentTables::DeclinedBefore(std::uint32_t ds, std::uint64_t row) {
   SegmentHeader& h = header();
-  const std::uint64_t hash = Mix(row * 0x9e3779b97f4a7c15ull + ds + 1);
+  const std::uint64_t hash = GhostHash(ds, row);
   const std::uint64_t tag = (hash >> 32) | 1;  // never 0: 0 is an empty record
   std::uint64_t& slot = ghost(hash);
   const auto tick = static_cast<std::uint32_t>(++h.ghost_tick);

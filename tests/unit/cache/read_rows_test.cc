@@ -132,6 +132,39 @@ TEST(ReadRows, WithoutANextUseOrderAFullCacheKeepsOneMissInEight) {
   EXPECT_GT(second.hits, resident / 2);
 }
 
+TEST(ReadRows, AFullCacheKeepsOrDeclinesAReadsMissesTogether) {
+  // Samples of 16 rows each (a dataset per sample stored as 4 KiB entries),
+  // read whole into a full 8 MiB cache: one read in eight keeps all its rows,
+  // the others none. Kept row by row, each sample would keep about two of its
+  // rows and leave the rest as scattered misses.
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  constexpr std::uint64_t kBytes = 4096, kPerSample = 16, kSamples = 512;  // 32 MiB
+  const DatasetSlot ds = cache->RegisterDataset({9, 9}, kBytes, kPerSample * kSamples).value();
+  const PatternLoader loader{9, kBytes, nullptr};
+  std::vector<std::byte> out(kPerSample * kBytes);
+  std::uint64_t kept_whole = 0, declined_whole = 0, mixed = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::uint64_t s = 0; s < kSamples; ++s) {
+      std::vector<std::uint64_t> rows(kPerSample);
+      std::iota(rows.begin(), rows.end(), s * kPerSample);
+      ReadRowsStats st;
+      ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+      ASSERT_EQ(FirstBadByte(9, rows, out.data(), kBytes), -1) << s;
+      if (pass == 0) continue;
+      // Second pass: a sample is all hits or all misses, but for the one that
+      // filled the cache and the few that lost rows to LRU eviction since.
+      if (st.hits != 0 && st.hits != kPerSample) ++mixed;
+      if (st.hits == 0 && st.not_admitted == kPerSample) ++declined_whole;
+      if (st.not_admitted == 0 && st.hits == 0) ++kept_whole;
+    }
+  }
+  EXPECT_LE(mixed, kSamples / 32);
+  EXPECT_GT(declined_whole, kSamples / 2);
+  EXPECT_GT(kept_whole, 0u);
+}
+
 TEST(ReadRows, AReaderCloseBehindAnotherGetsTheRowsAdmittedAtTheirSecondMiss) {
   // The cache is full of rows 0..255's survivors; readers A, B and C then read rows 300..339 in
   // the same order, one after the other. A's misses are mostly declined; B misses them again
