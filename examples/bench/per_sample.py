@@ -2,7 +2,7 @@
 
     env/run python3 examples/bench/per_sample.py [--rounds 2] [--epochs 3] [--plugin-dir DIR]
         [--variants native connector cache-all follow] [--side 64] [--per-file 5000]
-        [--stats-dir DIR]
+        [--stats-dir DIR] [--cache-size SIZE]
 
 The layout many public loaders write: files of one group per sample, each holding the sample's
 `data` (64x64 float32, 16 KiB, contiguous; --side 256 makes it 256 KiB, large enough to be
@@ -21,7 +21,9 @@ Runs, in this order in every round:
 It prints one line per run and epoch (seconds, CPU seconds of the job's processes, the ratio of
 the round's native epoch to the run's), then the median ratio per variant and epoch.
 Every sample's bytes are checked (its data holds its index). --stats-dir keeps each Prescient
-process's statistics file there (PRESCIENT_STATS), named by round, run and pid.
+process's statistics file there (PRESCIENT_STATS), named by round, run and pid. --cache-size sets
+PRESCIENT_CACHE_SIZE for every Prescient run (a cache smaller than the data: every epoch mixes hits
+and misses).
 """
 
 import argparse
@@ -95,7 +97,7 @@ def generate(workdir, side, per_file):
     return paths
 
 
-def variant_env(variant, plugin_dir, run_id, stats_dir=None):
+def variant_env(variant, plugin_dir, run_id, stats_dir=None, cache_size=None):
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith("PRESCIENT_") or k.startswith("HDF5_VOL") or k == "HDF5_PLUGIN_PATH")}
     if variant == "native":
@@ -104,6 +106,8 @@ def variant_env(variant, plugin_dir, run_id, stats_dir=None):
                 "PRESCIENT_NODE_ID": f"per-sample-{os.getpid()}-{run_id}"})
     if stats_dir:
         env["PRESCIENT_STATS"] = os.path.join(stats_dir, f"{run_id}-%p.json")
+    if cache_size:
+        env["PRESCIENT_CACHE_SIZE"] = cache_size
     if variant == "cache-all":
         env["PRESCIENT_MIN_DATASET_BYTES"] = "0"
     elif variant == "follow":
@@ -123,6 +127,8 @@ def main():
     p.add_argument("--side", type=int, default=64, help="data is SIDE x SIDE float32 (64)")
     p.add_argument("--per-file", type=int, default=PER_FILE, help=f"samples per file ({PER_FILE})")
     p.add_argument("--stats-dir", help="keep the Prescient runs' statistics files here")
+    p.add_argument("--cache-size", help="PRESCIENT_CACHE_SIZE of the Prescient runs (default: the "
+                   "connector's, which holds the data)")
     args = p.parse_args()
     if any(v != "native" for v in args.variants) and not os.path.isfile(
             os.path.join(args.plugin_dir, "libprescient_vol.so")):
@@ -138,7 +144,7 @@ def main():
             results = {}
             for v in args.variants:
                 out = os.path.join(tmp, f"{r}-{v}.json")
-                env = variant_env(v, args.plugin_dir, f"{r}{v}", args.stats_dir)
+                env = variant_env(v, args.plugin_dir, f"{r}{v}", args.stats_dir, args.cache_size)
                 subprocess.run([sys.executable, "-c", CHILD, json.dumps(paths), str(args.epochs), out,
                                 HERE, str(args.per_file)], env=env, check=True)
                 results[v] = json.load(open(out))
