@@ -137,7 +137,7 @@ struct ReadRecord {
   std::uint64_t rows_admitted_read_again = 0;  // of rows_admitted_behind
   std::uint64_t rows_not_awaited = 0;          // of rows_loaded
   std::uint64_t rows_not_admitted = 0;         // of rows_loaded
-  std::uint64_t admit_ns = 0;
+  std::uint64_t admit_ns = 0;                  // keeping the loaded rows, after loading them
   std::uint64_t storage_reads = 0, storage_bytes = 0;
   std::uint64_t stall_storage_ns = 0, stall_wait_ns = 0;
   std::uint64_t schedule_matches = 0, schedule_mismatches = 0;

@@ -40,9 +40,6 @@ void RowsInTransferOrder(const RowSelection& selection, std::vector<std::uint64_
   });
 }
 
-// Working storage of TryServe, reused from read to read so that the hit path
-// does not allocate (read callbacks are serialised by HDF5's lock, and a
-// thread never serves two reads at once).
 // Whether `rows` (in transfer order) are every row of consecutive entries,
 // ascending, each entry wholly inside the dataset: then entry i of the read
 // is bytes [i * entry_bytes, (i + 1) * entry_bytes) of the caller's buffer.
@@ -58,6 +55,9 @@ bool WholeEntriesInOrder(std::span<const std::uint64_t> rows, const CachedDatase
   return true;
 }
 
+// Working storage of TryServe, reused from read to read so that the hit path
+// does not allocate (read callbacks are serialised by HDF5's lock, and a
+// thread never serves two reads at once).
 struct ServeScratch {
   std::vector<std::uint64_t> rows, entries;
   std::vector<std::byte> entry_bytes;
