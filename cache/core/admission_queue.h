@@ -45,10 +45,11 @@ struct PublishedRows {
 class AdmissionQueue {
  public:
   virtual ~AdmissionQueue() = default;
-  // A buffer of exactly `bytes` for rows to hand over (the queue's memory,
-  // reused from hand-over to hand-over), or an empty span when the queue is
-  // full or cannot run here: the reader then publishes the rows itself.
-  virtual std::span<std::byte> Reserve(std::uint64_t bytes) noexcept = 0;
+  // A buffer of exactly `bytes` for rows of `ds` to hand over (the queue's
+  // memory, reused from hand-over to hand-over), or an empty span when the
+  // queue is full, cannot run here or leaves `ds`'s rows to their readers:
+  // the reader then publishes the rows itself.
+  virtual std::span<std::byte> Reserve(DatasetSlot ds, std::uint64_t bytes) noexcept = 0;
   // Gives back a buffer from Reserve that will not be submitted.
   virtual void Unreserve(std::span<std::byte> buffer) noexcept = 0;
   // Whether the queue reads these rows of `ds` (`bytes` in all) again

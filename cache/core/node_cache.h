@@ -55,6 +55,26 @@ namespace prescient::cache {
 using LoaderFn =
     std::function<Status(std::span<const std::uint64_t> rows, std::span<std::byte* const> dest)>;
 
+// Bytes [offset, offset + bytes) of a row.
+struct RowPart {
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+
+// The bytes of each row a read needs, when not all of them: rows[i] needs
+// ranges[first[i]], ..., ranges[first[i + 1] - 1] (`first` has one element
+// more than the read has rows). A read of a few small rows out of entries
+// that hold many (labels out of 64 KiB of labels) copies only those from a
+// hit, not the whole entry. Empty: whole rows.
+struct RowParts {
+  std::span<const RowPart> ranges;
+  std::span<const std::uint32_t> first;
+  bool empty() const { return first.empty(); }
+  std::span<const RowPart> of(std::size_t i) const {
+    return ranges.subspan(first[i], first[i + 1] - first[i]);
+  }
+};
+
 // What one ReadRows call did (per process bookkeeping is the caller's).
 struct ReadRowsStats {
   std::uint64_t hits = 0;          // distinct rows copied from the cache
@@ -156,9 +176,13 @@ class NodeCache {
   // callback) may wait only for loads that can finish without that lock:
   // rows claimed by other processes, or by this process's I/O threads that
   // never take it. Claims are per process, not per thread.
+  //
+  // With `parts`, of a hit only the parts of rows[i] are copied, each to its
+  // place (dest + i * row_bytes + offset); the rest of the row's space in
+  // dest may be left as it was. Loaded rows are written whole.
   Status ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, std::byte* dest,
                   const LoaderFn& loader, const NextUseOracle* oracle,
-                  ReadRowsStats* stats = nullptr) noexcept;
+                  ReadRowsStats* stats = nullptr, RowParts parts = {}) noexcept;
 
   // True if the row is resident (a snapshot).
   bool Contains(DatasetSlot ds, std::uint64_t row) noexcept;
@@ -362,7 +386,7 @@ class NodeCache {
   // A one-row hit in one lock round; false (nothing done) if the row is not
   // resident or the lock is unavailable: the general path then takes over.
   bool ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row, std::byte* dest,
-                  std::uint64_t row_bytes, const NextUseOracle* oracle,
+                  std::span<const RowPart> parts, const NextUseOracle* oracle,
                   ReadRowsStats* stats) noexcept EXCLUDES(tables_);
   // Loads claimed rows (entries `claimed`, rows ascending) through `loader`
   // into their first destinations, then publishes them (read_rows.cc).

@@ -102,12 +102,23 @@ Status CallLoader(const LoaderFn& loader, std::span<const std::uint64_t> rows,
   }
 }
 
+// Copies `parts` of resident entry e to the same places of `dest` (its row's
+// place); false on a broken chain. Under the lock, or of a pinned entry.
+bool CopyOutParts(const SegmentTables& tables, std::uint32_t e, std::byte* dest,
+                  std::span<const RowPart> parts) {
+  for (const RowPart& part : parts) {
+    if (!tables.CopyOutPinned(e, dest + part.offset, part.offset, part.bytes)) return false;
+  }
+  return true;
+}
+
 // One distinct requested row and where it goes.
 struct Wanted {
   std::uint64_t row;
   std::uint64_t key;    // scheduled eviction key (only with an oracle)
   std::uint32_t first;  // its positions are order[first, first + count)
   std::uint32_t count;
+  std::uint64_t copy_bytes;  // what a hit copies: the row, or its positions' parts
   bool waited = false;
 };
 
@@ -158,8 +169,8 @@ class NodeCache::ReadCall {
  public:
   ReadCall(NodeCache& cache, DatasetSlot ds, std::uint16_t slot,
            std::span<const std::uint64_t> rows, std::byte* dest, std::uint64_t row_bytes,
-           const LoaderFn& loader, const NextUseOracle* oracle, ReadRowsStats* stats,
-           Scratch& scratch)
+           RowParts parts, const LoaderFn& loader, const NextUseOracle* oracle,
+           ReadRowsStats* stats, Scratch& scratch)
       : c_(cache),
         t_(cache.tables_),
         ds_(ds),
@@ -167,6 +178,7 @@ class NodeCache::ReadCall {
         rows_(rows),
         dest_(dest),
         row_bytes_(row_bytes),
+        parts_(parts),
         loader_(loader),
         oracle_(oracle),
         stats_(stats),
@@ -211,12 +223,30 @@ class NodeCache::ReadCall {
   std::byte* FirstDest(const Wanted& w) const {
     return dest_ + std::uint64_t{sc_.order[w.first]} * row_bytes_;
   }
-  // Duplicates of a row in the selection.
+  // Duplicates of a row in the selection (the parts they need).
   void FanOut(const Wanted& w) const {
     for (std::uint32_t k = 1; k < w.count; ++k) {
-      std::memcpy(dest_ + std::uint64_t{sc_.order[w.first + k]} * row_bytes_, FirstDest(w),
-                  row_bytes_);
+      const std::uint32_t at = sc_.order[w.first + k];
+      std::byte* const to = dest_ + std::uint64_t{at} * row_bytes_;
+      if (parts_.empty()) {
+        std::memcpy(to, FirstDest(w), row_bytes_);
+        continue;
+      }
+      for (const RowPart& part : parts_.of(at)) {
+        std::memcpy(to + part.offset, FirstDest(w) + part.offset, part.bytes);
+      }
     }
+  }
+  // What a resident row's positions need, copied to its first position:
+  // under the lock, or (CopyPinned) a row this process pinned.
+  bool CopyHit(std::uint32_t e, const Wanted& w) const REQUIRES(t_) { return CopyRow(e, w); }
+  bool CopyPinnedHit(std::uint32_t e, const Wanted& w) const { return CopyRow(e, w); }
+  bool CopyRow(std::uint32_t e, const Wanted& w) const {
+    if (parts_.empty()) return t_.CopyOutPinned(e, FirstDest(w), 0, row_bytes_);
+    for (std::uint32_t k = 0; k < w.count; ++k) {
+      if (!CopyOutParts(t_, e, FirstDest(w), parts_.of(sc_.order[w.first + k]))) return false;
+    }
+    return true;
   }
 
   // Groups the positions of each distinct row; distinct rows end up ascending
@@ -233,9 +263,16 @@ class NodeCache::ReadCall {
     sc_.wanted.clear();
     for (std::uint32_t i = 0; i < order.size(); ++i) {
       if (sc_.wanted.empty() || sc_.wanted.back().row != rows_[order[i]]) {
-        sc_.wanted.push_back({rows_[order[i]], 0, i, 0});
+        sc_.wanted.push_back(
+            {.row = rows_[order[i]], .key = 0, .first = i, .count = 0, .copy_bytes = 0});
       }
-      sc_.wanted.back().count++;
+      Wanted& w = sc_.wanted.back();
+      w.count++;
+      if (parts_.empty()) {
+        w.copy_bytes = row_bytes_;
+      } else {
+        for (const RowPart& part : parts_.of(order[i])) w.copy_bytes += part.bytes;
+      }
     }
     now_ = c_.NodeStep();
     if (oracle_ != nullptr) {
@@ -295,11 +332,12 @@ class NodeCache::ReadCall {
       if (x.state == detail::kEntryReady) {
         ++(w.waited ? waits : hits);
         t_.SetKey(e, oracle_ != nullptr ? w.key : detail::LruKey(++h.lru_tick));
-        const bool small = row_bytes_ <= kCopyUnderLockBytes && copied_locked < kLockHoldCopyBudget;
+        const std::uint64_t bytes = w.copy_bytes;
+        const bool small = bytes <= kCopyUnderLockBytes && copied_locked < kLockHoldCopyBudget;
         const int pin = small ? -1 : t_.Pin(slot_, e);
         if (pin < 0) {
-          copied_locked += row_bytes_;
-          if (t_.CopyOut(e, FirstDest(w), row_bytes_)) {
+          copied_locked += bytes;
+          if (CopyHit(e, w)) {
             FanOut(w);
           } else {
             sc_.uncached.push_back(u);  // a broken chain: load the row privately
@@ -350,7 +388,7 @@ class NodeCache::ReadCall {
   void CopyPinned() {
     for (const Scratch::Pinned& p : sc_.pinned) {
       const Wanted& w = sc_.wanted[p.wanted];
-      const bool copied = t_.CopyOutPinned(p.entry, FirstDest(w), row_bytes_);
+      const bool copied = CopyPinnedHit(p.entry, w);
       t_.PinDone(slot_, p.pin);
       if (copied) {
         FanOut(w);
@@ -496,6 +534,7 @@ class NodeCache::ReadCall {
   const std::span<const std::uint64_t> rows_;
   std::byte* const dest_;
   const std::uint64_t row_bytes_;
+  const RowParts parts_;  // empty: whole rows
   const LoaderFn& loader_;
   const NextUseOracle* const oracle_;
   ReadRowsStats* const stats_;
@@ -557,7 +596,7 @@ bool NodeCache::AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const 
   AdmissionQueue* queue = admission_queue_.load();
   const std::uint64_t bytes = row_bytes * rows.size();
   if (queue == nullptr) return false;
-  const std::span<std::byte> buffer = queue->Reserve(bytes);
+  const std::span<std::byte> buffer = queue->Reserve(ds, bytes);
   if (buffer.size() != bytes) return false;
   LoadedRows loaded;
   try {
@@ -737,7 +776,7 @@ Status NodeCache::PublishClaims(DatasetSlot ds, std::uint16_t slot,
 }
 
 bool NodeCache::ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row, std::byte* dest,
-                           std::uint64_t row_bytes, const NextUseOracle* oracle,
+                           std::span<const RowPart> parts, const NextUseOracle* oracle,
                            ReadRowsStats* stats) noexcept {
   const std::uint64_t now = NodeStep();
   const std::uint64_t scheduled =
@@ -753,11 +792,13 @@ bool NodeCache::ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row
     if (e == kNone || tables_.entry(e).state != detail::kEntryReady) return false;
     tables_.SetKey(e, oracle != nullptr ? scheduled : detail::LruKey(++h.lru_tick));
     SegmentTables::Add(h.counters.hits, 1);
-    if (row_bytes > kCopyUnderLockBytes) pin = tables_.Pin(slot, e);
-    if (pin < 0 && !tables_.CopyOut(e, dest, row_bytes)) return false;  // corrupt: general path
+    std::uint64_t bytes = 0;
+    for (const RowPart& part : parts) bytes += part.bytes;
+    if (bytes > kCopyUnderLockBytes) pin = tables_.Pin(slot, e);
+    if (pin < 0 && !CopyOutParts(tables_, e, dest, parts)) return false;  // corrupt: general path
   }
   if (pin >= 0) {
-    const bool copied = tables_.CopyOutPinned(e, dest, row_bytes);
+    const bool copied = CopyOutParts(tables_, e, dest, parts);
     tables_.PinDone(slot, pin);  // dropped by a later lock holder
     if (!copied) return false;
   }
@@ -785,7 +826,7 @@ std::chrono::nanoseconds NodeCache::WaitPatience() const noexcept {
 
 Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, std::byte* dest,
                            const LoaderFn& loader, const NextUseOracle* oracle,
-                           ReadRowsStats* stats_out) noexcept try {
+                           ReadRowsStats* stats_out, RowParts parts) noexcept try {
   ReadRowsStats local_stats;
   ReadRowsStats* stats = stats_out != nullptr ? stats_out : &local_stats;
   auto attached = EnsureAttached();
@@ -805,11 +846,32 @@ Status NodeCache::ReadRows(DatasetSlot ds, std::span<const std::uint64_t> rows, 
                                      std::to_string(num_rows) + " rows)");
     }
   }
-  if (rows.size() == 1 && ReadOneHit(ds, slot, rows[0], dest, row_bytes, oracle, stats)) {
+  if (!parts.empty()) {
+    if (parts.first.size() != rows.size() + 1) {
+      return Status::InvalidArgument("cache: parts given for " +
+                                     std::to_string(parts.first.size() - 1) + " of " +
+                                     std::to_string(rows.size()) + " rows");
+    }
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (parts.first[i] > parts.first[i + 1] || parts.first[i + 1] > parts.ranges.size()) {
+        return Status::InvalidArgument("cache: row parts out of order");
+      }
+    }
+    for (const RowPart& part : parts.ranges) {
+      if (part.offset > row_bytes || part.bytes > row_bytes - part.offset) {
+        return Status::InvalidArgument("cache: a row part reaches past the row's " +
+                                       std::to_string(row_bytes) + " bytes");
+      }
+    }
+  }
+  const RowPart whole{0, row_bytes};
+  if (rows.size() == 1 &&
+      ReadOneHit(ds, slot, rows[0], dest, parts.empty() ? std::span(&whole, 1) : parts.of(0),
+                 oracle, stats)) {
     return Status::Ok();
   }
   ScratchLease lease;
-  ReadCall call(*this, ds, slot, rows, dest, row_bytes, loader, oracle, stats, *lease);
+  ReadCall call(*this, ds, slot, rows, dest, row_bytes, parts, loader, oracle, stats, *lease);
   return call.Run();
 } catch (const std::bad_alloc&) {
   return Status::ResourceExhausted("cache: out of memory in ReadRows");

@@ -325,18 +325,29 @@ void SegmentTables::FreeChain(std::uint32_t head, std::uint32_t count) {
   h.free_blocks += count;
 }
 
-bool SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_t row_bytes) const {
+bool SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_t offset,
+                                  std::uint64_t bytes) const {
   const std::uint64_t block = geo_.block_bytes;
-  std::uint64_t left = row_bytes;
-  for (std::uint32_t b = entry_unlocked(e).first_block; left > 0; b = next_block_unlocked(b)) {
+  std::uint32_t b = entry_unlocked(e).first_block;
+  for (std::uint64_t skip = offset / block; skip > 0; --skip) {
     if (b >= geo_.num_blocks) {
       MarkCorrupt();
       return false;
     }
-    const std::uint64_t n = left < block ? left : block;
-    std::memcpy(dest, block_data(b), n);
+    b = next_block_unlocked(b);
+  }
+  std::uint64_t at = offset % block;
+  for (std::uint64_t left = bytes; left > 0;) {
+    if (b >= geo_.num_blocks) {
+      MarkCorrupt();
+      return false;
+    }
+    const std::uint64_t n = std::min(left, block - at);
+    std::memcpy(dest, block_data(b) + at, n);
     dest += n;
     left -= n;
+    at = 0;
+    if (left > 0) b = next_block_unlocked(b);
   }
   return true;
 }

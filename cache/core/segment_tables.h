@@ -207,17 +207,19 @@ class CAPABILITY("segment lock") SegmentTables {
   // are hints: Grow still checks and backs what it hands out.
   void BackAhead(std::uint64_t blocks) const;
   void FreeChain(std::uint32_t head, std::uint32_t count) REQUIRES(this);
-  // Copies `row_bytes` (the caller's own record of the dataset, never the
-  // segment's) from a row's block chain to memory. False (and the tables
-  // marked corrupt) if the chain leaves the data area: the row's bytes are
-  // then not to be trusted.
-  bool CopyOut(std::uint32_t e, std::byte* dest, std::uint64_t row_bytes) const REQUIRES(this) {
-    return CopyOutPinned(e, dest, row_bytes);
+  // Copies bytes [offset, offset + bytes) of a row (within the caller's own
+  // record of the row size, never the segment's) from its block chain to
+  // memory. False (and the tables marked corrupt) if the chain leaves the
+  // data area: the row's bytes are then not to be trusted.
+  bool CopyOut(std::uint32_t e, std::byte* dest, std::uint64_t offset, std::uint64_t bytes) const
+      REQUIRES(this) {
+    return CopyOutPinned(e, dest, offset, bytes);
   }
   // Without the lock: REQUIRES that this process pinned `e` (nobody evicts or
   // rewrites it), respectively owns its claim with blocks attached (only the
   // owner publishes or releases it).
-  bool CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_t row_bytes) const;
+  bool CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_t offset,
+                     std::uint64_t bytes) const;
   bool CopyInOwned(std::uint32_t e, const std::byte* source, std::uint64_t row_bytes) const;
   // CopyInOwned for many rows at once: blocks adjacent in the segment are
   // written as one run, across rows too where a row's chain starts in the

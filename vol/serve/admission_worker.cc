@@ -73,9 +73,15 @@ bool AdmissionWorker::ReadAgain(const CachedDataset& dataset, cache::LoadedRows&
   }
 }
 
-std::span<std::byte> AdmissionWorker::Reserve(std::uint64_t bytes) noexcept {
+void AdmissionWorker::LeaveToReaders(cache::DatasetSlot slot) {
+  cache::MutexLock lock(&mu_);
+  left_to_readers_.insert(slot);
+}
+
+std::span<std::byte> AdmissionWorker::Reserve(cache::DatasetSlot ds, std::uint64_t bytes) noexcept {
   cache::MutexLock lock(&mu_);
   if (cache_ == nullptr || bytes == 0 || budget_bytes_ == 0) return {};
+  if (left_to_readers_.contains(ds)) return {};
   // The thread, when it has rows already, is one of the runnable threads.
   if (only_on_spare_cpu_ && !headroom_.SpareCpu(in_flight_bytes_ != 0 ? 1 : 0)) {
     Runtime::Get().stats().Add(Counter::kReadsAdmitNoSpareCpu, 1);

@@ -41,6 +41,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/base/mutex.h"
@@ -83,6 +84,14 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   // Stored as they are in the file (a raw layout without filters): reading
   // them again is one pread per run of rows, no decoding.
   static bool RowsReadAgainCheaply(const CachedDataset& dataset);
+  // Rows of the dataset at `slot` are never taken: their readers place them.
+  // For small rows cached several to an entry (CachedDataset::grouped), as
+  // they were while such entries were a block each: a sample stored as a
+  // dataset of its own, 4 entries of 64 KiB, went through the thread (read
+  // again, copied in) on cores two DataLoader workers filled, and its first
+  // epoch took 15.0 s of CPU where its readers placing it took 9.6 s
+  // (examples/bench/RESULTS.md, "Entries of 64 KiB").
+  void LeaveToReaders(cache::DatasetSlot slot) EXCLUDES(mu_);
 
   // Reading again is for hand-overs of at least this many bytes, where the
   // reader's copy is long (DeepCAM's 3.5 MB samples, where it was measured)
@@ -92,10 +101,11 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   // already fill.
   static constexpr std::uint64_t kReadAgainMinBytes = 256 * 1024;
   bool ReadsRowsAgain(cache::DatasetSlot ds, std::uint64_t bytes) noexcept override EXCLUDES(mu_);
-  // Empty (the reader places its rows) when the budget is spent, or with
-  // only_on_spare_cpu when no CPU is spare for the thread (counted as
-  // reads_admit_no_spare_cpu).
-  std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override EXCLUDES(mu_);
+  // Empty (the reader places its rows) when the budget is spent, for a
+  // dataset LeaveToReaders named, or with only_on_spare_cpu when no CPU is
+  // spare for the thread (counted as reads_admit_no_spare_cpu).
+  std::span<std::byte> Reserve(cache::DatasetSlot ds, std::uint64_t bytes) noexcept override
+      EXCLUDES(mu_);
   void Unreserve(std::span<std::byte> buffer) noexcept override EXCLUDES(mu_);
   bool Submit(cache::LoadedRows&& rows) noexcept override EXCLUDES(mu_);
 
@@ -135,6 +145,7 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   // Slots are never reused within a segment, so a slot names one dataset.
   std::unordered_map<cache::DatasetSlot, std::shared_ptr<const CachedDataset>> read_again_
       GUARDED_BY(mu_);
+  std::unordered_set<cache::DatasetSlot> left_to_readers_ GUARDED_BY(mu_);
   cache::NodeCache* cache_ GUARDED_BY(mu_) = nullptr;
   FreeBuffers free_buffers_ GUARDED_BY(mu_);  // by capacity
   std::unordered_map<const std::byte*, Buffer> buffers_in_use_ GUARDED_BY(mu_);

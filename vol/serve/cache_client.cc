@@ -60,6 +60,10 @@ bool WholeEntriesInOrder(std::span<const std::uint64_t> rows, const CachedDatase
 // thread never serves two reads at once).
 struct ServeScratch {
   std::vector<std::uint64_t> rows, entries;
+  // Of a grouped read: the bytes of each entry it takes (cache::RowParts),
+  // and which entry (an index into `entries`) each row is in.
+  std::vector<cache::RowPart> ranges;
+  std::vector<std::uint32_t> first_range, next_range, entry_of_row;
   std::vector<std::byte> entry_bytes;
   std::vector<std::byte> whole_rows;  // the rows a read of row parts takes its parts from
 };
@@ -81,6 +85,53 @@ void ScatterRowParts(std::span<const std::byte> rows, std::uint64_t row_bytes,
       out += n;
     }
   }
+}
+
+// The entries holding `rows` into scratch.entries (ascending, distinct), each
+// row's entry into scratch.entry_of_row, and the bytes the read takes of each
+// entry into scratch.ranges and first_range (cache::RowParts: labels read
+// out of 64 KiB of labels copy their rows from a hit, not the entry). Rows
+// that follow each other in an entry are one range.
+void GroupedParts(std::span<const std::uint64_t> rows, const CachedDataset& cached,
+                  ServeScratch& scratch) {
+  const std::uint64_t g = cached.rows_per_entry();
+  const std::uint64_t row_bytes = cached.row_bytes();
+  std::vector<std::uint64_t>& entries = scratch.entries;
+  for (std::uint64_t row : rows) entries.push_back(row / g);
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  std::vector<std::uint32_t>& first = scratch.first_range;
+  std::vector<std::uint32_t>& next = scratch.next_range;
+  first.assign(entries.size() + 1, 0);
+  scratch.entry_of_row.resize(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto at = static_cast<std::uint32_t>(
+        std::lower_bound(entries.begin(), entries.end(), rows[i] / g) - entries.begin());
+    scratch.entry_of_row[i] = at;
+    ++first[at + 1];
+  }
+  // Each entry's rows in transfer order, then merged where they continue.
+  std::partial_sum(first.begin(), first.end(), first.begin());
+  next.assign(first.begin(), first.end() - 1);
+  std::vector<cache::RowPart>& ranges = scratch.ranges;
+  ranges.resize(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ranges[next[scratch.entry_of_row[i]]++] = {(rows[i] % g) * row_bytes, row_bytes};
+  }
+  std::uint32_t kept = 0;
+  for (std::size_t e = 0; e + 1 < first.size(); ++e) {
+    const std::uint32_t begin = first[e], end = first[e + 1];
+    first[e] = kept;
+    for (std::uint32_t k = begin; k < end; ++k) {
+      if (kept > first[e] && ranges[kept - 1].offset + ranges[kept - 1].bytes == ranges[k].offset) {
+        ranges[kept - 1].bytes += ranges[k].bytes;
+      } else {
+        ranges[kept++] = ranges[k];
+      }
+    }
+  }
+  first.back() = kept;
+  ranges.resize(kept);
 }
 
 // Read-around: the other rows of every slab (CachedDataset::slab_rows) a
@@ -108,6 +159,19 @@ std::vector<std::uint64_t> SlabMates(const CachedDataset& cached,
     }
   }
   return extra;
+}
+
+// Tells the admission thread how it takes a newly registered dataset's rows:
+// small rows cached several to an entry are left to their readers; others
+// it reads again itself when `read_again` (PRESCIENT_ADMIT_READ_AGAIN) and
+// their layout allows.
+void ShareWithAdmission(AdmissionWorker& admission, const std::shared_ptr<CachedDataset>& cached,
+                        bool read_again) {
+  if (cached->grouped()) {
+    admission.LeaveToReaders(cached->slot());
+  } else if (read_again) {
+    admission.ReadRowsAgainFrom(cached->slot(), cached);
+  }
 }
 
 // How a dataset's misses load, for the info log.
@@ -305,9 +369,7 @@ bool CacheClient::RegisterLocked(const std::shared_ptr<CachedDataset>& cached) {
   }
   runtime.Log(LogLevel::kInfo,
               "caching " + cached->description() + " (" + LoadingNote(*cached) + ")");
-  if (admission_ && runtime.options().admit_read_again) {
-    admission_->ReadRowsAgainFrom(cached->slot(), cached);
-  }
+  if (admission_) ShareWithAdmission(*admission_, cached, runtime.options().admit_read_again);
   if (ScheduleFollower* follower = follower_.load()) follower->OnRegistered(cached);
   return true;
 }
@@ -323,9 +385,7 @@ std::shared_ptr<CachedDataset> CacheClient::Adopt(std::shared_ptr<CachedDataset>
     const cache::Status status = it->second->Register(*cache_, runtime.options().cache.block_bytes,
                                                       runtime.options().coalesce_gap);
     if (!status.ok()) return nullptr;
-    if (admission_ && runtime.options().admit_read_again) {
-      admission_->ReadRowsAgainFrom(it->second->slot(), it->second);
-    }
+    if (admission_) ShareWithAdmission(*admission_, it->second, runtime.options().admit_read_again);
   }
   return it->second;
 }
@@ -526,9 +586,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       entries.resize(rows.size() / cached->rows_per_entry());
       std::iota(entries.begin(), entries.end(), first);
     } else if (cached->grouped()) {
-      for (std::uint64_t row : rows) entries.push_back(row / cached->rows_per_entry());
-      std::sort(entries.begin(), entries.end());
-      entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+      GroupedParts(rows, *cached, scratch_space);
     }
     const std::vector<std::uint64_t>& wanted = cached->grouped() ? entries : rows;
 
@@ -558,8 +616,12 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       target = scratch_space.whole_rows.data();
     }
     cache::ReadRowsStats read;
+    cache::RowParts parts;
+    if (cached->grouped() && !whole_entries) {
+      parts = {.ranges = scratch_space.ranges, .first = scratch_space.first_range};
+    }
     const cache::Status status =
-        cache->ReadRows(cached->slot(), wanted, target, loader, oracle, &read);
+        cache->ReadRows(cached->slot(), wanted, target, loader, oracle, &read, parts);
     record->storage_reads += load.reads;
     record->storage_bytes += load.bytes;
     record->stall_storage_ns += static_cast<std::uint64_t>(read.load_time.count());
@@ -583,9 +645,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       const std::uint64_t row_bytes = cached->row_bytes();
       auto* out = static_cast<std::byte*>(buf);
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        const std::uint64_t e = rows[i] / g;
-        const std::size_t at = static_cast<std::size_t>(
-            std::lower_bound(entries.begin(), entries.end(), e) - entries.begin());
+        const std::uint64_t at = scratch_space.entry_of_row[i];
         std::memcpy(out + i * row_bytes,
                     scratch.data() + at * cached->entry_bytes() + (rows[i] % g) * row_bytes,
                     row_bytes);

@@ -1,8 +1,10 @@
 #include "vol/serve/cached_dataset.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <variant>
 #include <vector>
 
 #include "cache/io/coalescing_planner.h"
@@ -19,6 +21,24 @@ namespace io = cache::io;
 constexpr std::uint64_t kGroupRowShareOfBlock = 2;
 // ...and all of it is at most this share of the cache.
 constexpr std::uint64_t kGroupDatasetShareOfCache = 16;
+// A grouped entry holds about this many bytes of rows (at least a block):
+// what native HDF5's sieve buffer reads around a small read anyway, so a
+// miss reads no more than native would, and a hit copies only the rows it
+// asks for (RowPart). Entries of one block made a sample stored as a
+// dataset of its own 64 entries for 256 KiB, and the cache's work per entry
+// (lookup, eviction order, the loader's planning) 64 times a sample's.
+constexpr std::uint64_t kGroupEntryBytes = CachedDataset::kHdf5DefaultSieveBytes;
+
+// Rows per entry of a grouped dataset: entries of at most `entry_bytes`, as
+// few as that allows and of equal size, so the last one is not mostly empty
+// (every entry takes the blocks of a full one).
+std::uint64_t GroupedRowsPerEntry(std::uint64_t num_rows, std::uint64_t row_bytes,
+                                  std::uint64_t entry_bytes) {
+  const std::uint64_t most =
+      std::max<std::uint64_t>(1, std::min(num_rows, entry_bytes / row_bytes));
+  const std::uint64_t entries = (num_rows + most - 1) / most;
+  return entries == 0 ? 1 : (num_rows + entries - 1) / entries;
+}
 
 std::int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -65,13 +85,24 @@ cache::Status CachedDataset::Register(cache::NodeCache& cache, std::uint64_t blo
   const std::uint64_t capacity = cache.Stats().capacity_bytes;
   if (row_bytes_ > 0 && row_bytes_ * kGroupRowShareOfBlock <= block_bytes &&
       row_bytes_ * num_rows_ <= capacity / kGroupDatasetShareOfCache) {
-    rows_per_entry_ = std::max<std::uint64_t>(1, std::min(num_rows_, block_bytes / row_bytes_));
+    rows_per_entry_ =
+        GroupedRowsPerEntry(num_rows_, row_bytes_, std::max(block_bytes, kGroupEntryBytes));
   }
   cache::DatasetKey key = key_;
   if (rows_per_entry_ > 1) key.lo ^= rows_per_entry_ * 0x9e3779b97f4a7c15ull;  // another geometry
   cache::Result<cache::DatasetSlot> slot = cache.RegisterDataset(key, entry_bytes(), num_entries());
   if (!slot.ok()) return slot.status();
   if (fixed_gap) coalescing_.max_gap_bytes = *fixed_gap;
+  // Contiguous rows: an entry's rows are adjacent in the file, so whole
+  // entries load as rows of entry_bytes(), planned entry by entry, not row
+  // by row (a label entry is 8,192 rows).
+  const auto* contiguous = layout_ ? std::get_if<io::ContiguousLayout>(layout_.get()) : nullptr;
+  if (rows_per_entry_ > 1 && contiguous != nullptr && num_rows_ >= rows_per_entry_) {
+    io::ContiguousLayout entries = *contiguous;
+    entries.row_bytes = entry_bytes();
+    entries.num_rows = num_rows_ / rows_per_entry_;
+    entry_layout_ = std::make_shared<const io::RawLayout>(std::move(entries));
+  }
   slot_ = slot.value();
   return cache::Status::Ok();
 }
@@ -81,6 +112,21 @@ cache::Status CachedDataset::LoadEntries(const VolObject* dataset,
                                          std::span<std::byte* const> dest,
                                          LoadCounters* counters) const noexcept {
   try {
+    const io::PosixFile* borrowed = layout_ ? BorrowedFile(dataset) : nullptr;
+    const io::RandomAccessSource* source = borrowed;
+    if (source == nullptr) source = source_.get();
+    std::size_t by_rows = 0;  // entries[by_rows...] load row by row
+    if (entry_layout_) {
+      const std::uint64_t whole = std::get<io::ContiguousLayout>(*entry_layout_).num_rows;
+      while (by_rows < entries.size() && entries[by_rows] < whole) ++by_rows;
+      if (by_rows > 0) {
+        PRESCIENT_RETURN_IF_ERROR(LoadRaw(*entry_layout_, *source, entries.first(by_rows),
+                                          dest.first(by_rows), counters));
+      }
+      entries = entries.subspan(by_rows);
+      dest = dest.subspan(by_rows);
+      if (entries.empty()) return cache::Status::Ok();
+    }
     std::vector<std::uint64_t> rows;
     std::vector<std::byte*> targets;
     if (rows_per_entry_ == 1) {
@@ -101,10 +147,7 @@ cache::Status CachedDataset::LoadEntries(const VolObject* dataset,
                     (first + rows_per_entry_ - end) * row_bytes_);
       }
     }
-    if (layout_) {
-      const io::PosixFile* borrowed = BorrowedFile(dataset);
-      return LoadRaw(borrowed != nullptr ? *borrowed : *source_, rows, targets, counters);
-    }
+    if (layout_) return LoadRaw(*layout_, *source, rows, targets, counters);
     if (dataset == nullptr)
       return cache::Status::Unsupported("rows of this dataset load only through HDF5");
     return LoadThroughHdf5(*dataset, rows, targets, counters);
@@ -126,15 +169,16 @@ const io::PosixFile* CachedDataset::BorrowedFile(const VolObject* dataset) const
   return same ? dataset->file->hdf5_file.get() : nullptr;
 }
 
-cache::Status CachedDataset::LoadRaw(const io::RandomAccessSource& source,
+cache::Status CachedDataset::LoadRaw(const io::RawLayout& layout,
+                                     const io::RandomAccessSource& source,
                                      std::span<const std::uint64_t> rows,
                                      std::span<std::byte* const> dest,
                                      LoadCounters* counters) const {
-  io::Result<io::ReadPlan> plan = io::PlanReads(*layout_, rows, coalescing_);
+  io::Result<io::ReadPlan> plan = io::PlanReads(layout, rows, coalescing_);
   if (!plan.ok()) return plan.status();
   const io::RowTargetFn target = io::RowTargetsFromArrays(rows, dest);
   for (const io::ReadTask& task : plan.value().tasks) {
-    io::Status status = io::LoadTask(*layout_, source, task, target);
+    io::Status status = io::LoadTask(layout, source, task, target);
     if (!status.ok()) return status;
   }
   if (counters != nullptr) {

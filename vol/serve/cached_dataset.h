@@ -11,11 +11,12 @@
 // default), so an 8-byte label would occupy 512 times its size, and every miss
 // would be a storage read of one row. A dataset whose rows are at most half a
 // block and whose whole size is at most 1/16 of the cache (labels, per-sample
-// metadata) is cached in entries of `rows_per_entry` consecutive rows: a miss
-// loads the entry's rows in one read (HDF5's own sieve buffer does the same
-// for small contiguous reads), and the entries stay resident while the
-// dataset is in use (see ScheduleOracle). Every other dataset has one row per
-// entry.
+// metadata, a sample stored as a dataset of its own) is cached in entries of
+// `rows_per_entry` consecutive rows, up to 64 KiB: a miss loads the entry's
+// rows in one read (HDF5's own sieve buffer reads as much for small
+// contiguous reads), a hit copies only the rows asked for, and the entries
+// stay resident while the dataset is in use (see ScheduleOracle). Every
+// other dataset has one row per entry.
 #ifndef PRESCIENT_VOL_SERVE_CACHED_DATASET_H_
 #define PRESCIENT_VOL_SERVE_CACHED_DATASET_H_
 
@@ -155,7 +156,8 @@ class CachedDataset {
   // (FileState::hdf5_file) while it is the file this dataset was identified
   // in; else null, and reads go through the pool (source_).
   const cache::io::PosixFile* BorrowedFile(const VolObject* dataset) const noexcept;
-  cache::Status LoadRaw(const cache::io::RandomAccessSource& source,
+  cache::Status LoadRaw(const cache::io::RawLayout& layout,
+                        const cache::io::RandomAccessSource& source,
                         std::span<const std::uint64_t> rows, std::span<std::byte* const> dest,
                         LoadCounters* counters) const;
   cache::Status LoadThroughHdf5(const VolObject& dataset, std::span<const std::uint64_t> rows,
@@ -175,6 +177,10 @@ class CachedDataset {
   std::uint64_t rows_per_entry_ = 1;
   std::vector<hsize_t> dims_;
   std::shared_ptr<const cache::io::RawLayout> layout_;
+  // Grouped contiguous data: the dataset's whole entries as rows of
+  // entry_bytes() (the last entry, when the dataset does not fill it, is
+  // not one of them). Set by Register.
+  std::shared_ptr<const cache::io::RawLayout> entry_layout_;
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
   std::string raw_reason_;
   std::uint64_t chunk_rows_ = 0;

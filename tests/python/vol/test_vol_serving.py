@@ -169,21 +169,26 @@ import hashlib, json, sys, h5py, numpy as np
 path, out = sys.argv[1], sys.argv[2]
 if sys.argv[3] == "write":
     with h5py.File(path, "w") as f:
-        # 1 KiB rows: four to a 4 KiB entry. 256 rows fill 64 entries; 255 leave the last
-        # entry one row short of the dataset's end.
-        for n in (256, 255):
+        # 1 KiB rows: 64 to a 64 KiB entry. 256 rows fill 4 entries; 255 rows are 4 entries
+        # of 64 rows, the last one row short of the dataset's end. 40 rows are one entry.
+        for n in (256, 255, 40):
             f[f"d{n}"] = np.random.default_rng(n).random((n, 256), dtype="<f4")
     sys.exit(0)
 reads = []
 with h5py.File(path, "r") as f:
     for _ in range(2):  # misses, then hits
-        for n in (256, 255):
+        for n in (256, 255, 40):
             d = f[f"d{n}"]
-            for sel in (slice(None), slice(0, 128), slice(4, 8), slice(1, 9), slice(252, 256),
-                        slice(240, None), slice(3, 4)):
-                reads.append(hashlib.sha256(d[sel].tobytes()).hexdigest())
-            reads.append(hashlib.sha256(d[[4, 5, 6, 7]].tobytes()).hexdigest())
-            reads.append(hashlib.sha256(d[[0, 1, 2, 3, 8, 9, 10, 11]].tobytes()).hexdigest())
+            # Whole entries, runs inside and across entries, single rows (a hit copies only
+            # the rows asked for out of its entry), point lists, one with a gap.
+            for sel in (slice(None), slice(0, 128), slice(64, 192), slice(4, 8), slice(60, 70),
+                        slice(1, 9), slice(252, 256), slice(240, None), slice(3, 4),
+                        slice(39, 40), slice(130, 131)):
+                if sel.start is None or sel.start < n:
+                    reads.append(hashlib.sha256(d[sel].tobytes()).hexdigest())
+            for points in ([4, 5, 6, 7], [0, 1, 2, 3, 8, 9, 10, 11], [2, 30, 31, 63]):
+                points = [p for p in points if p < n]
+                reads.append(hashlib.sha256(d[points].tobytes()).hexdigest())
 json.dump(reads, open(out, "w"))
 """
 

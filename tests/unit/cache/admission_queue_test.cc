@@ -27,7 +27,7 @@ using testing::ScopedSegmentName;
 class HeldQueue final : public AdmissionQueue {
  public:
   static constexpr std::byte kUnfilled{0xee};
-  std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override {
+  std::span<std::byte> Reserve(DatasetSlot, std::uint64_t bytes) noexcept override {
     if (full) return {};
     buffers.push_back(std::make_unique<std::byte[]>(bytes));
     std::fill_n(buffers.back().get(), bytes, kUnfilled);
@@ -69,7 +69,7 @@ class ThreadQueue final : public AdmissionQueue {
     wake_.notify_all();
     thread_.join();
   }
-  std::span<std::byte> Reserve(std::uint64_t bytes) noexcept override {
+  std::span<std::byte> Reserve(DatasetSlot, std::uint64_t bytes) noexcept override {
     std::lock_guard lock(mu_);
     if (in_flight_ > 8) return {};  // a bounded queue: the reader publishes its own
     ++in_flight_;

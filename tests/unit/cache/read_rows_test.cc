@@ -1,6 +1,7 @@
 // NodeCache::ReadRows and the claim/publish interface in one process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -72,6 +73,84 @@ TEST(ReadRows, MissThenHitWithDuplicatesAndAnyOrder) {
   ASSERT_TRUE(cache->ReadRows(ds, again, out2.data(), loader, nullptr, &st3).ok());
   EXPECT_EQ(st3.hits, 4u);
   EXPECT_EQ(st3.admit_time.count(), 0);
+}
+
+// Whether position k of `out` (rows of `bytes`) holds row `row`'s pattern in
+// `parts` and the filler byte everywhere else.
+::testing::AssertionResult PartsOnly(const std::vector<std::byte>& out, std::size_t k,
+                                     std::uint64_t bytes, std::uint64_t salt, std::uint64_t row,
+                                     std::vector<RowPart> parts) {
+  constexpr std::byte kFiller{0xa5};
+  for (std::uint64_t i = 0; i < bytes; ++i) {
+    const bool inside = std::any_of(parts.begin(), parts.end(), [&](const RowPart& p) {
+      return i >= p.offset && i < p.offset + p.bytes;
+    });
+    const std::byte want = inside ? testing::PatternByte(salt, row, i) : kFiller;
+    if (out[k * bytes + i] != want) {
+      return ::testing::AssertionFailure() << "position " << k << " byte " << i;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(ReadRows, AHitCopiesOnlyThePartsAsked) {
+  // Rows of 16 blocks and a bit (a grouped entry of 64 KiB of small rows):
+  // a part inside a block, several parts of one row, a part across blocks
+  // (pinned, above the under-lock size), a repeated row whose positions ask
+  // for different parts, a miss (written whole) and a one-row hit.
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  constexpr std::uint64_t kBytes = (64 << 10) + 100;
+  constexpr std::byte kFiller{0xa5};
+  const DatasetSlot ds = cache->RegisterDataset({4, 4}, kBytes, 10).value();
+  const PatternLoader loader{4, kBytes, nullptr};
+  std::vector<std::byte> out(4 * kBytes, kFiller);
+  const std::vector<std::uint64_t> first = {2, 5};
+  const std::vector<RowPart> first_ranges = {{10, 20}, {0, 8}};
+  const std::vector<std::uint32_t> first_of = {0, 1, 2};
+  ASSERT_TRUE(
+      cache->ReadRows(ds, first, out.data(), loader, nullptr, nullptr, {first_ranges, first_of})
+          .ok());
+  EXPECT_EQ(FirstBadByte(4, first, out.data(), kBytes), -1);  // misses: whole rows
+
+  std::fill(out.begin(), out.end(), kFiller);
+  const std::vector<std::uint64_t> rows = {5, 2, 5, 7};
+  const std::vector<RowPart> ranges = {{100, 10},
+                                       {5000, 8},              // row 5, first position
+                                       {3 * 4096 + 5, 20000},  // row 2
+                                       {60000, 5000},          // row 5 again
+                                       {0, 1}};                // row 7 (a miss)
+  const std::vector<std::uint32_t> of = {0, 2, 3, 4, 5};
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st, {ranges, of}).ok());
+  EXPECT_EQ(st.hits, 2u);
+  EXPECT_EQ(st.loaded, 1u);
+  EXPECT_TRUE(PartsOnly(out, 0, kBytes, 4, 5, {{100, 10}, {5000, 8}, {60000, 5000}}));
+  EXPECT_TRUE(PartsOnly(out, 1, kBytes, 4, 2, {{3 * 4096 + 5, 20000}}));
+  EXPECT_TRUE(PartsOnly(out, 2, kBytes, 4, 5, {{60000, 5000}}));
+  EXPECT_TRUE(PartsOnly(out, 3, kBytes, 4, 7, {{0, kBytes}}));  // loaded: whole
+
+  std::fill(out.begin(), out.end(), kFiller);
+  const std::vector<std::uint64_t> one = {7};
+  const std::vector<RowPart> tail = {{kBytes - 300, 300}, {7, 3}};
+  const std::vector<std::uint32_t> one_of = {0, 2};
+  ReadRowsStats one_st;
+  ASSERT_TRUE(cache->ReadRows(ds, one, out.data(), loader, nullptr, &one_st, {tail, one_of}).ok());
+  EXPECT_EQ(one_st.hits, 1u);
+  EXPECT_TRUE(PartsOnly(out, 0, kBytes, 4, 7, {{7, 3}, {kBytes - 300, 300}}));
+
+  const std::vector<RowPart> past_end = {{kBytes - 300, 301}};
+  const std::vector<std::uint32_t> past_of = {0, 1};
+  EXPECT_EQ(
+      cache->ReadRows(ds, one, out.data(), loader, nullptr, nullptr, {past_end, past_of}).code(),
+      Status::Code::kInvalidArgument);
+  EXPECT_EQ(cache->ReadRows(ds, rows, out.data(), loader, nullptr, nullptr, {tail, one_of}).code(),
+            Status::Code::kInvalidArgument);
+  const std::vector<std::uint32_t> backwards = {1, 0};
+  EXPECT_EQ(
+      cache->ReadRows(ds, one, out.data(), loader, nullptr, nullptr, {tail, backwards}).code(),
+      Status::Code::kInvalidArgument);
 }
 
 // A read's misses are written into the segment together (SegmentTables::

@@ -28,34 +28,49 @@ using cache::testing::ScopedSegmentName;
 
 constexpr std::uint64_t kMiB = 1 << 20;
 constexpr std::uint64_t kRowBytes = 64 * 1024;
+constexpr cache::DatasetSlot kSlot = 3;  // the datasets of the hand-overs below
 
 TEST(AdmissionWorker, HoldsAtMostItsBudgetAndReusesItsBuffers) {
   ScopedSegmentName name;
   auto segment = OpenOrDie(name.options());
   ASSERT_NE(segment, nullptr);
   AdmissionWorker worker({.budget_bytes = 16 * kMiB, .only_on_spare_cpu = false});
-  EXPECT_TRUE(worker.Reserve(kMiB).empty());  // not attached: nothing to publish into
+  EXPECT_TRUE(worker.Reserve(kSlot, kMiB).empty());  // not attached: nothing to publish into
   worker.Attach(segment.get());
-  const std::span<std::byte> first = worker.Reserve(10 * kMiB);
+  const std::span<std::byte> first = worker.Reserve(kSlot, 10 * kMiB);
   ASSERT_EQ(first.size(), 10 * kMiB);
-  EXPECT_TRUE(worker.Reserve(10 * kMiB).empty());  // 20 MiB would wait
-  const std::span<std::byte> small = worker.Reserve(6 * kMiB);
+  EXPECT_TRUE(worker.Reserve(kSlot, 10 * kMiB).empty());  // 20 MiB would wait
+  const std::span<std::byte> small = worker.Reserve(kSlot, 6 * kMiB);
   EXPECT_EQ(small.size(), 6 * kMiB);
   worker.Unreserve(first);
   worker.Unreserve(small);
-  const std::span<std::byte> again = worker.Reserve(8 * kMiB);
+  const std::span<std::byte> again = worker.Reserve(kSlot, 8 * kMiB);
   EXPECT_EQ(again.data(), first.data());  // the smallest kept buffer that fits
   worker.Unreserve(again);
   EXPECT_EQ(worker.KeptBytes(), 16 * kMiB);
   // One read larger than the budget goes when nothing waits, and its buffer
   // is not kept afterwards.
-  const std::span<std::byte> large = worker.Reserve(40 * kMiB);
+  const std::span<std::byte> large = worker.Reserve(kSlot, 40 * kMiB);
   ASSERT_EQ(large.size(), 40 * kMiB);
-  EXPECT_TRUE(worker.Reserve(kMiB).empty());
+  EXPECT_TRUE(worker.Reserve(kSlot, kMiB).empty());
   worker.Unreserve(large);
   EXPECT_LE(worker.KeptBytes(), 16 * kMiB);
   worker.Drain();
-  EXPECT_TRUE(worker.Reserve(kMiB).empty());  // detached
+  EXPECT_TRUE(worker.Reserve(kSlot, kMiB).empty());  // detached
+}
+
+TEST(AdmissionWorker, TakesNoRowsOfADatasetLeftToItsReaders) {
+  ScopedSegmentName name;
+  auto segment = OpenOrDie(name.options());
+  ASSERT_NE(segment, nullptr);
+  AdmissionWorker worker({.budget_bytes = 16 * kMiB, .only_on_spare_cpu = false});
+  worker.Attach(segment.get());
+  worker.LeaveToReaders(kSlot + 1);
+  EXPECT_TRUE(worker.Reserve(kSlot + 1, kMiB).empty());
+  const std::span<std::byte> other = worker.Reserve(kSlot, kMiB);
+  EXPECT_EQ(other.size(), kMiB);
+  worker.Unreserve(other);
+  worker.Drain();
 }
 
 TEST(AdmissionWorker, KeepsAThousandSmallBuffersForReuseAndNoMore) {
@@ -66,7 +81,8 @@ TEST(AdmissionWorker, KeepsAThousandSmallBuffersForReuseAndNoMore) {
   worker.Attach(segment.get());
   constexpr std::uint64_t kRow = 16 * 1024;
   std::vector<std::span<std::byte>> held;
-  for (std::span<std::byte> b = worker.Reserve(kRow); !b.empty(); b = worker.Reserve(kRow)) {
+  for (std::span<std::byte> b = worker.Reserve(kSlot, kRow); !b.empty();
+       b = worker.Reserve(kSlot, kRow)) {
     held.push_back(b);
   }
   ASSERT_EQ(held.size(), 16 * kMiB / kRow);  // the budget, then no more
@@ -80,7 +96,7 @@ TEST(AdmissionWorker, KeepsAThousandSmallBuffersForReuseAndNoMore) {
   // Every buffer is reused, none allocated anew.
   std::sort(addresses.begin(), addresses.end());
   for (std::size_t i = 0; i < held.size(); ++i) {
-    const std::span<std::byte> again = worker.Reserve(kRow);
+    const std::span<std::byte> again = worker.Reserve(kSlot, kRow);
     ASSERT_FALSE(again.empty());
     EXPECT_TRUE(std::binary_search(addresses.begin(), addresses.end(), again.data()));
   }
@@ -89,11 +105,11 @@ TEST(AdmissionWorker, KeepsAThousandSmallBuffersForReuseAndNoMore) {
   worker.Drain();
   AdmissionWorker fresh({.budget_bytes = 16 * kMiB, .only_on_spare_cpu = false});
   fresh.Attach(segment.get());
-  for (int i = 0; i < 64; ++i) fresh.Unreserve(fresh.Reserve(kRow));
+  for (int i = 0; i < 64; ++i) fresh.Unreserve(fresh.Reserve(kSlot, kRow));
   std::vector<std::span<std::byte>> small;
-  for (int i = 0; i < 1000; ++i) small.push_back(fresh.Reserve(kRow));
+  for (int i = 0; i < 1000; ++i) small.push_back(fresh.Reserve(kSlot, kRow));
   for (std::span<std::byte> b : small) fresh.Unreserve(b);
-  const std::span<std::byte> big = fresh.Reserve(4 * kMiB);
+  const std::span<std::byte> big = fresh.Reserve(kSlot, 4 * kMiB);
   ASSERT_EQ(big.size(), 4 * kMiB);
   EXPECT_LE(fresh.KeptBytes(), 16 * kMiB);
   fresh.Unreserve(big);
@@ -123,20 +139,20 @@ TEST(AdmissionWorker, HandsRowsOverOnlyWhileACpuIsSpare) {
 
   std::atomic<std::uint32_t> busy{3};  // the reader and two others on two CPUs
   std::unique_ptr<AdmissionWorker> declining = WorkerSeeing(segment.get(), &busy);
-  EXPECT_TRUE(declining->Reserve(kMiB).empty());
+  EXPECT_TRUE(declining->Reserve(kSlot, kMiB).empty());
   EXPECT_EQ(stats.Get(Counter::kReadsAdmitNoSpareCpu), declined + 1);
   declining->Drain();
 
   std::atomic<std::uint32_t> runnable{1};  // the reader alone
   std::unique_ptr<AdmissionWorker> worker = WorkerSeeing(segment.get(), &runnable);
-  const std::span<std::byte> first = worker->Reserve(kMiB);
+  const std::span<std::byte> first = worker->Reserve(kSlot, kMiB);
   EXPECT_EQ(first.size(), kMiB);
   // The load is sampled at most every 10 ms: each later step waits longer.
   const auto next_sample = [] { std::this_thread::sleep_for(std::chrono::milliseconds(15)); };
   runnable = 2;  // the reader and the thread, busy with `first`: still one spare
   for (int i = 0; i < 8; ++i) {
     next_sample();
-    const std::span<std::byte> more = worker->Reserve(kMiB);
+    const std::span<std::byte> more = worker->Reserve(kSlot, kMiB);
     EXPECT_EQ(more.size(), kMiB) << i;
     worker->Unreserve(more);
   }
@@ -146,7 +162,7 @@ TEST(AdmissionWorker, HandsRowsOverOnlyWhileACpuIsSpare) {
   bool declines = false;
   for (int i = 0; i < 8 && !declines; ++i) {
     next_sample();
-    const std::span<std::byte> more = worker->Reserve(kMiB);
+    const std::span<std::byte> more = worker->Reserve(kSlot, kMiB);
     declines = more.empty();
     if (!declines) worker->Unreserve(more);
   }
