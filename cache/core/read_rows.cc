@@ -238,10 +238,8 @@ class NodeCache::ReadCall {
     }
   }
   // What a resident row's positions need, copied to its first position:
-  // under the lock, or (CopyPinned) a row this process pinned.
-  bool CopyHit(std::uint32_t e, const Wanted& w) const REQUIRES(t_) { return CopyRow(e, w); }
-  bool CopyPinnedHit(std::uint32_t e, const Wanted& w) const { return CopyRow(e, w); }
-  bool CopyRow(std::uint32_t e, const Wanted& w) const {
+  // under the lock (LookUp), or of a row this process pinned (CopyPinned).
+  bool CopyHit(std::uint32_t e, const Wanted& w) const {
     if (parts_.empty()) return t_.CopyOutPinned(e, FirstDest(w), 0, row_bytes_);
     for (std::uint32_t k = 0; k < w.count; ++k) {
       if (!CopyOutParts(t_, e, FirstDest(w), parts_.of(sc_.order[w.first + k]))) return false;
@@ -388,7 +386,7 @@ class NodeCache::ReadCall {
   void CopyPinned() {
     for (const Scratch::Pinned& p : sc_.pinned) {
       const Wanted& w = sc_.wanted[p.wanted];
-      const bool copied = CopyPinnedHit(p.entry, w);
+      const bool copied = CopyHit(p.entry, w);
       t_.PinDone(slot_, p.pin);
       if (copied) {
         FanOut(w);

@@ -210,14 +210,10 @@ class CAPABILITY("segment lock") SegmentTables {
   // Copies bytes [offset, offset + bytes) of a row (within the caller's own
   // record of the row size, never the segment's) from its block chain to
   // memory. False (and the tables marked corrupt) if the chain leaves the
-  // data area: the row's bytes are then not to be trusted.
-  bool CopyOut(std::uint32_t e, std::byte* dest, std::uint64_t offset, std::uint64_t bytes) const
-      REQUIRES(this) {
-    return CopyOutPinned(e, dest, offset, bytes);
-  }
-  // Without the lock: REQUIRES that this process pinned `e` (nobody evicts or
-  // rewrites it), respectively owns its claim with blocks attached (only the
-  // owner publishes or releases it).
+  // data area: the row's bytes are then not to be trusted. REQUIRES the lock,
+  // or that this process pinned `e` (nobody evicts or rewrites it),
+  // respectively owns its claim with blocks attached (only the owner
+  // publishes or releases it).
   bool CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_t offset,
                      std::uint64_t bytes) const;
   bool CopyInOwned(std::uint32_t e, const std::byte* source, std::uint64_t row_bytes) const;
