@@ -24,7 +24,7 @@ constexpr std::uint64_t kGroupDatasetShareOfCache = 16;
 // A grouped entry holds about this many bytes of rows (at least a block):
 // what native HDF5's sieve buffer reads around a small read anyway, so a
 // miss reads no more than native would, and a hit copies only the rows it
-// asks for (RowPart). Entries of one block made a sample stored as a
+// asks for (cache::RowParts). Entries of one block made a sample stored as a
 // dataset of its own 64 entries for 256 KiB, and the cache's work per entry
 // (lookup, eviction order, the loader's planning) 64 times a sample's.
 constexpr std::uint64_t kGroupEntryBytes = CachedDataset::kHdf5DefaultSieveBytes;
