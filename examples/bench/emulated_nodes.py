@@ -267,6 +267,10 @@ def storage_report(docs, epochs, field="images"):
             into[k] = into.get(k, 0) + field_counter([d], field, k)
         for k in ("fallback_peer_failed", "stall_wait_ns", "rows_not_awaited"):
             into[k] = into.get(k, 0) + d.get(k, 0)
+        # Node-wide counters (each process's last snapshot of its segment): who took the
+        # prefetching or rows from a leader or loader seen making no progress.
+        for k in ("leader_takeovers", "stall_takeovers"):
+            into["node." + k] = max(into.get("node." + k, 0), (d.get("node") or {}).get(k, 0))
     lines = [f"storage rows per epoch (all fields): {storage_rows_per_epoch(docs, epochs)}"]
     for (node, kind), c in sorted(nodes.items()):
         lines.append(f"{node} {kind}: " + ", ".join(f"{k} {v}" for k, v in c.items() if v))
