@@ -43,6 +43,7 @@ import plots  # noqa: E402  (examples/report/plots.py)
 import prediction  # noqa: E402
 import segment_geometry  # noqa: E402
 import stats_merge  # noqa: E402
+from storage import machine_state  # noqa: E402
 
 BATCH = 32
 WORKERS = 2
@@ -57,19 +58,6 @@ def log(msg):
     if _LOG_FILE:
         with open(_LOG_FILE, "a") as f:
             f.write(msg + "\n")
-
-
-def machine_state():
-    load = os.getloadavg()
-    mem = {}
-    with open("/proc/meminfo") as f:
-        for line in f:
-            key, value = line.split(":", 1)
-            mem[key] = int(value.split()[0]) * 1024
-    shm = shutil.disk_usage("/dev/shm")
-    return {"load_1m": load[0], "load_5m": load[1], "load_15m": load[2], "cpus": os.cpu_count(),
-            "mem_available_gib": mem.get("MemAvailable", 0) / 2**30, "shm_free_gib": shm.free / 2**30,
-            "utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
 
 
 class Bench:

@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+import storage  # beside this file
+
 SIDE = 128
 ROW_BYTES = SIDE * SIDE * 4
 CHUNK_ROWS = 32
@@ -75,19 +77,9 @@ def ensure(workdir, samples, log=print):
     return dict(files, sums=sums_path, generated_s=time.perf_counter() - start)
 
 
-def drop_from_page_cache(path):
-    """Makes the file cold: write back anything dirty, then drop its pages."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def sequential_scan(path, block=8 << 20):
     """Seconds to read the whole file cold, front to back, in `block`-byte reads."""
-    drop_from_page_cache(path)
+    storage.drop_from_page_cache([path])
     buf = bytearray(block)
     view = memoryview(buf)
     fd = os.open(path, os.O_RDONLY)
@@ -102,5 +94,5 @@ def sequential_scan(path, block=8 << 20):
         elapsed = time.perf_counter() - start
     finally:
         os.close(fd)
-    drop_from_page_cache(path)
+    storage.drop_from_page_cache([path])
     return elapsed, total

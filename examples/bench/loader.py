@@ -34,6 +34,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "report"))
 import stats_merge  # noqa: E402  (examples/report/stats_merge.py)
+from storage import device_of, device_reads, drop_from_page_cache  # noqa: E402  (beside this file)
 
 
 class Samples(Dataset):
@@ -61,46 +62,10 @@ class Samples(Dataset):
         return i, torch.from_numpy(x), elapsed, faults
 
 
-def drop_from_page_cache(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def read_whole_file(path, block=8 << 20):
     with open(path, "rb", buffering=0) as f:
         while f.read(block):
             pass
-
-
-def device_of(path):
-    """The /proc/diskstats name of the block device holding path, or None."""
-    dev = os.stat(path).st_dev
-    major, minor = os.major(dev), os.minor(dev)
-    try:
-        with open("/proc/diskstats") as f:
-            for line in f:
-                fields = line.split()
-                if int(fields[0]) == major and int(fields[1]) == minor:
-                    return fields[2]
-    except OSError:
-        pass
-    return None
-
-
-def device_reads(device):
-    """(read requests completed, bytes read) of the device, machine-wide."""
-    if device is None:
-        return (0, 0)
-    with open("/proc/diskstats") as f:
-        for line in f:
-            fields = line.split()
-            if fields[2] == device:
-                return (int(fields[3]), int(fields[5]) * 512)
-    return (0, 0)
 
 
 def main():
@@ -126,7 +91,7 @@ def main():
     for epoch in range(config["epochs"]):
         cold = not config.get("prewarm", False)
         if cold:
-            drop_from_page_cache(path)
+            drop_from_page_cache([path])
         else:
             read_whole_file(path)  # untimed: the epoch then reads from the page cache
         sampler.set_epoch(epoch)

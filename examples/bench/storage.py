@@ -7,6 +7,8 @@ the host may still cache the disk image (examples/bench/RESULTS.md, "The machine
 """
 
 import os
+import shutil
+import time
 
 
 def drop_from_page_cache(paths):
@@ -60,3 +62,17 @@ def cpu_steal_s():
         return int(fields[8]) / os.sysconf("SC_CLK_TCK") if fields[0] == "cpu" else 0.0
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def machine_state():
+    """The machine as a run starts: load averages, CPUs, available memory, free /dev/shm, UTC."""
+    load = os.getloadavg()
+    mem = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            key, value = line.split(":", 1)
+            mem[key] = int(value.split()[0]) * 1024
+    shm = shutil.disk_usage("/dev/shm")
+    return {"load_1m": load[0], "load_5m": load[1], "load_15m": load[2], "cpus": os.cpu_count(),
+            "mem_available_gib": mem.get("MemAvailable", 0) / 2**30, "shm_free_gib": shm.free / 2**30,
+            "utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}

@@ -17,7 +17,6 @@ WORKDIR/workloads (reused when the recipe is the same) and deleted at the end un
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ import clairvoyance  # noqa: E402
 import never_slower  # noqa: E402
 import runner  # noqa: E402
 import schedtool  # noqa: E402
+from storage import machine_state  # noqa: E402
 import tables  # noqa: E402
 import workloads  # noqa: E402
 
@@ -46,19 +46,6 @@ class Log:
         print(msg, flush=True)
         with open(self.path, "a") as f:
             f.write(msg + "\n")
-
-
-def machine_state():
-    load = os.getloadavg()
-    mem = {}
-    with open("/proc/meminfo") as f:
-        for line in f:
-            key, value = line.split(":", 1)
-            mem[key] = int(value.split()[0]) * 1024
-    shm = shutil.disk_usage("/dev/shm")
-    return {"load_1m": load[0], "load_5m": load[1], "load_15m": load[2], "cpus": os.cpu_count(),
-            "mem_available_gib": mem.get("MemAvailable", 0) / 2**30, "shm_free_gib": shm.free / 2**30,
-            "utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
 
 
 def _floats(text):
