@@ -1,5 +1,6 @@
-"""What the suites do to and read from storage around a loop: cold files and device counters,
-and the CPU time the hypervisor took from the machine (steal), which explains slow epochs on a VM.
+"""What the benchmarks do to and read from the machine around a loop: cold files, device
+counters, the machine's state as a run starts, and the CPU time the hypervisor took from the
+machine (steal), which explains slow epochs on a VM.
 
 "Cold" means: every file of the workload is written back (fdatasync) and dropped from the page
 cache (POSIX_FADV_DONTNEED) before an epoch; the node cache in /dev/shm is what survives. On a VM
