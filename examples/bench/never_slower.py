@@ -27,6 +27,9 @@ Cases:
   dlio           records_0, records_1 and labels per sample, 2 workers
   imglab-slices  (on request) imglab, d[i:i+B] for shuffled batch starts, without a schedule (a
                  schedule of samples cannot describe slice reads today)
+  pcam           (on request) PatchCamelyon's layout (images and labels in files of their own, as
+                 shape-pair) read like imglab-dl, with a schedule whose map keeps each field in its
+                 own file (format version 3)
   shape-list, shape-files, shape-batches, shape-blocks
                  (on request) issue 12's four public loader shapes, whose orders no seed-based schedule
                  describes (loop.PUBLIC_ORDERS), followed at run time only (PRESCIENT_FOLLOW=1, default
@@ -54,7 +57,7 @@ CASES = ("imglab-dl", "imglab-rows", "imglab-batch", "cosmo", "onefile", "dlio")
 SHAPES = {"shape-list": ("sample", "index-table"), "shape-files": ("sample", "file-then-row"),
           "shape-batches": ("batch", "random-batches"), "shape-blocks": ("slices", "shuffled-blocks"),
           "shape-concat": ("sample", "concat-unsorted"), "shape-pair": ("sample", "random")}
-EXTRA_CASES = ("imglab-slices",) + tuple(SHAPES)
+EXTRA_CASES = ("imglab-slices", "pcam") + tuple(SHAPES)
 # Stands for "no schedule file: the sampler is followed at run time" among the variants.
 FOLLOW = object()
 
@@ -82,7 +85,7 @@ class Suite:
 
     def workload(self, case):
         a = self.args
-        if case == "shape-pair":
+        if case in ("shape-pair", "pcam"):
             rec = workloads.recipe("pcam", samples=a.ns_samples)
         elif case in ("shape-files", "shape-concat"):
             rec = workloads.recipe("dlio", files=8, samples_per_file=max(1, a.ns_samples // 8))

@@ -22,10 +22,13 @@ import numpy as np
 
 
 def capabilities(tool):
-    """{'sample_maps': bool, 'block_bytes': bool} from the tool's help texts."""
+    """{'sample_maps': bool, 'field_files': bool, 'block_bytes': bool} from the tool's help texts
+    ('field_files': a field may be kept in files of its own, format version 3)."""
     gen = subprocess.run([tool, "generate", "--help"], capture_output=True, text=True).stdout
     sim = subprocess.run([tool, "simulate", "--help"], capture_output=True, text=True).stdout
-    return {"sample_maps": _repeatable_dataset(gen), "block_bytes": "--block-bytes" in sim}
+    return {"sample_maps": _repeatable_dataset(gen),
+            "field_files": bool(re.search(r"files\s+of\s+its\s+own", gen)),
+            "block_bytes": "--block-bytes" in sim}
 
 
 def _repeatable_dataset(help_text):
@@ -50,7 +53,15 @@ def map_args(workload, caps, fields=None):
     tool cannot describe the workload (the connector then gets no schedule)."""
     fields = [f for f in workload.fields if fields is None or f.name in fields]
     if workload.kind == "pcam":
-        return None, "no schedule for the connector: a sample map holds every field in every file"
+        if not caps.get("field_files"):
+            return None, "no schedule for the connector: this sample map holds every field in every file"
+        # One file per field: each --dataset names its own file, paired with the first's.
+        args = []
+        for f in fields:
+            args += ["--dataset", f"{workload.field_files[0][workload.fields.index(f)]}:{f.name}"]
+        for f in fields:
+            args += ["--row-bytes", str(f.row_bytes)]
+        return args, "sample map: " + ", ".join(f.name for f in fields) + ", each in a file of its own"
     if caps["sample_maps"]:
         args = []
         for f in fields:

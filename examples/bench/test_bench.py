@@ -288,6 +288,12 @@ def test_map_arguments_follow_the_capabilities():
     # Files of a fixed number of samples say so: the map then needs no file opened to be built.
     assert args == ["--dataset", "/d/univ_*.h5:full", "--dataset", "/d/univ_*.h5:unitPar", "--row-bytes", "65536",
                     "--row-bytes", "16", "--rows-per-file", "128"]
+    # PatchCamelyon's layout needs a tool that keeps a field in files of its own.
+    pcam = workloads.Workload("/d", workloads.recipe("pcam", samples=10))
+    assert schedtool.map_args(pcam, {"sample_maps": True})[0] is None
+    args, note = schedtool.map_args(pcam, {"sample_maps": True, "field_files": True})
+    assert args == ["--dataset", "/d/pcam_images.h5:images", "--dataset", "/d/pcam_labels.h5:labels",
+                    "--row-bytes", "16384", "--row-bytes", "8"] and "file of its own" in note
 
 
 def test_simulate_gives_the_cache_in_samples_or_in_bytes(tmp_path):

@@ -16,7 +16,10 @@ A sampler whose order depends on the global random state when the epoch starts
 scheduled ahead: ValueError says so (PRESCIENT_FOLLOW=1 follows any sampler).
 
 Sample ids are the dataset's indices, numbered over the map's files in sorted
-path order, then rows (scheduler/README.md, "The sample map").
+path order, then rows (scheduler/README.md, "The sample map"). A field may
+live in files of its own (images in one file, labels in another): its glob's
+k-th file is paired with the first field's k-th file, as
+`prescient-schedule generate --dataset` pairs them.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ._schedule_writer import WriterField, WriterFile, write_schedule
+from ._schedule_writer import WriterField, WriterFieldFile, WriterFile, write_schedule
 
 
 def _torch():
@@ -133,41 +136,72 @@ def loader_orders(loader, epochs: int) -> List[List[List[List[int]]]]:
     return orders
 
 
-def _map_files(datasets: Sequence[str], rows_per_file: Optional[int]):
-    """The map's files (sorted) and fields from FILE_OR_GLOB:NAME entries."""
-    files_of, fields = None, []
-    for entry in datasets:
-        pattern, sep, name = entry.rpartition(":")
-        if not sep or not pattern or not name:
-            raise ValueError(f"datasets: '{entry}' is not FILE_OR_GLOB:NAME")
-        paths = sorted(os.path.realpath(p) for p in glob.glob(pattern))
-        if not paths:
-            raise ValueError(f"datasets: '{pattern}' names no file")
-        if files_of is not None and paths != files_of:
-            raise ValueError(f"datasets: '{entry}' names other files than '{datasets[0]}'")
-        files_of = paths
-        fields.append(name)
-    files = []
-    for path in files_of:
-        if rows_per_file is not None:
-            rows = rows_per_file
-        else:
-            import h5py
+def _glob_files(entry: str):
+    """(sorted resolved paths, dataset name) of one FILE_OR_GLOB:NAME entry."""
+    pattern, sep, name = entry.rpartition(":")
+    if not sep or not pattern or not name:
+        raise ValueError(f"datasets: '{entry}' is not FILE_OR_GLOB:NAME")
+    # Byte-wise order of the absolute paths as matched (what sorted(glob(...))
+    # loaders see, and how prescient-schedule orders them), each then stored
+    # resolved; a str sort would differ for undecodable bytes kept as surrogates.
+    matched = sorted((os.path.abspath(p) for p in glob.glob(pattern)), key=os.fsencode)
+    paths = [os.path.realpath(p) for p in matched]
+    if not paths:
+        raise ValueError(f"datasets: '{pattern}' names no file")
+    return paths, name
 
-            with h5py.File(path, "r") as f:
-                rows = len(f[fields[0]])
-        st = os.stat(path)
-        files.append(WriterFile(path=path, rows=rows, size=st.st_size, mtime_ns=st.st_mtime_ns))
-    return files, [WriterField(dataset=name) for name in fields]
+
+def _stat(path: str):
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def _rows(path: str, dataset: str, rows_per_file: Optional[int]) -> int:
+    if rows_per_file is not None:
+        return rows_per_file
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return len(f[dataset])
+
+
+def _map_files(datasets: Sequence[str], rows_per_file: Optional[int]):
+    """The map's files (the first field's, sorted) and fields from
+    FILE_OR_GLOB:NAME entries. A later field whose glob names other files
+    lives in files of its own: its k-th file (sorted) goes with the first
+    field's k-th file, so both globs must name as many files; where the two
+    are the same file, nothing is recorded (the field is in the file itself)."""
+    if not datasets:
+        raise ValueError("datasets: at least one FILE_OR_GLOB:NAME is needed")
+    globbed = [_glob_files(entry) for entry in datasets]
+    first_paths = globbed[0][0]
+    for entry, (paths, _) in zip(datasets[1:], globbed[1:]):
+        if len(paths) != len(first_paths):
+            raise ValueError(f"datasets: '{entry}' names {len(paths)} files but '{datasets[0]}' "
+                             f"names {len(first_paths)}; a field in files of its own needs one "
+                             "file per file of the first field (paired in sorted order)")
+    files = []
+    for k, path in enumerate(first_paths):
+        field_files = []
+        for field, (paths, _) in enumerate(globbed[1:], start=1):
+            if paths[k] != path:
+                field_files.append(WriterFieldFile(field, paths[k], *_stat(paths[k])))
+        rows = _rows(path, globbed[0][1], rows_per_file)
+        files.append(WriterFile(path, rows, *_stat(path), field_files=tuple(field_files)))
+    return files, [WriterField(dataset=name) for _, name in globbed]
 
 
 def schedule_for(loader, epochs: int, output, *, datasets: Sequence[str],
                  rows_per_file: Optional[int] = None, ranks_per_node: Optional[int] = None) -> str:
     """Writes the schedule of `loader`'s next `epochs` epochs (every rank of a
     DistributedSampler) to `output` and returns its path. `datasets` are the
-    fields read per sample, as FILE_OR_GLOB:NAME (the same files for each);
-    `rows_per_file` saves opening the files for their lengths; `ranks_per_node`
-    (default: all ranks on one node) lays the ranks out on nodes."""
+    fields read per sample, as FILE_OR_GLOB:NAME; a field whose glob names
+    other files than the first's is kept in files of its own, the k-th of its
+    files (sorted) holding the rows of the first field's k-th file, so each
+    glob must name as many files as the first. `rows_per_file` saves opening
+    the files for their lengths (else the first field's length in each of
+    its files, with h5py); `ranks_per_node` (default: all ranks on one node)
+    lays the ranks out on nodes."""
     if epochs < 1:
         raise ValueError("epochs must be at least 1")
     files, fields = _map_files(datasets, rows_per_file)

@@ -1,4 +1,5 @@
-"""Writer for Prescient schedule files (format version 2, storage "lists"), in pure Python + NumPy.
+"""Writer for Prescient schedule files (format version 2, or 3 when a field is kept in a
+file of its own; storage "lists"), in pure Python + NumPy.
 
 The byte layout is specified in scheduler/README.md ("Schedule file format");
 this module mirrors scheduler/core/schedule_writer.cc and schedule_format.cc
@@ -32,7 +33,11 @@ from typing import List, Mapping, Sequence, Tuple
 import numpy as np
 
 MAGIC = b"\x89PSCH\r\n\x1a"
-FORMAT_VERSION = 2
+# Written: version 2 when no file of the map keeps a field in a file of its
+# own, else 3 (which adds each file's field files), as the C++ writer does, so
+# readers that predate version 3 still read ordinary schedules.
+FORMAT_VERSION = 3
+_VERSION_WITHOUT_FIELD_FILES = 2
 STORAGE_LISTS = 0
 PREAMBLE_SIZE = 80
 INDEX_ENTRY_SIZE = 40
@@ -53,12 +58,26 @@ assert _INDEX_ENTRY.itemsize == INDEX_ENTRY_SIZE
 
 
 @dataclasses.dataclass(frozen=True)
+class WriterFieldFile:
+    """A field of a WriterFile kept in a file of its own (same rows)."""
+    field: int      # index into the fields
+    path: str       # absolute, symbolic links resolved
+    size: int       # st_size
+    mtime_ns: int   # st_mtime_ns
+
+
+@dataclasses.dataclass(frozen=True)
 class WriterFile:
     """One file of the sample map, in sample order."""
     path: str       # absolute, symbolic links resolved
     rows: int       # rows of every field in this file
     size: int       # st_size
     mtime_ns: int   # st_mtime_ns
+    # Fields kept in files of their own; the others are in `path` (at least one).
+    field_files: Tuple[WriterFieldFile, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "field_files", tuple(self.field_files))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +122,36 @@ def _string_bytes(name: str, value, encode=lambda s: s.encode("utf-8")) -> bytes
     return data
 
 
+def _check_field_files(f: WriterFile, fields: int) -> None:
+    """The checks of SampleMap's constructor on one file's field files: each
+    of a field of the map, once, in a path other than the file's own, and not
+    every field elsewhere (the file's own path must hold one)."""
+    seen = set()
+    for ff in f.field_files:
+        where = f"sample map: a field file of {f.path!r}"
+        if not isinstance(ff, WriterFieldFile):
+            raise ValueError(f"{where} is a {type(ff).__name__}, not a WriterFieldFile")
+        field = _integer(f"{where}: field", ff.field, 0, _U32_MAX)
+        if field >= fields:
+            raise ValueError(f"{where} is of field {field}, but there are {fields} fields")
+        if not isinstance(ff.path, str) or not os.path.isabs(ff.path):
+            raise ValueError(f"{where}: path {ff.path!r} is not absolute")
+        if ff.path == f.path:
+            raise ValueError(f"{where} names the file itself: leave field {field} out")
+        if field in seen:
+            raise ValueError(f"{where} repeats field {field}")
+        seen.add(field)
+        _integer(f"size of {ff.path!r}", ff.size, 0, _U64_MAX)
+        _integer(f"mtime_ns of {ff.path!r}", ff.mtime_ns, _I64_MIN, _I64_MAX)
+    if fields and len(seen) == fields:
+        raise ValueError(f"sample map: every field of {f.path!r} is in another file (the "
+                         "file's own path must hold at least one)")
+
+
+def _format_version(files: Sequence[WriterFile]) -> int:
+    return FORMAT_VERSION if any(f.field_files for f in files) else _VERSION_WITHOUT_FIELD_FILES
+
+
 def _check_map(files: Sequence[WriterFile], fields: Sequence[WriterField],
                num_samples: int) -> None:
     """The checks of SampleMap's constructor and of the readers' map check."""
@@ -116,14 +165,19 @@ def _check_map(files: Sequence[WriterFile], fields: Sequence[WriterField],
         if bare in seen_datasets:
             raise ValueError(f"sample map: dataset {f.dataset!r} is listed twice")
         seen_datasets.add(bare)
-    seen_paths = set()
+    owner = {}  # every path of the map -> index of the file it belongs to
     total_rows = 0
-    for f in files:
+    for i, f in enumerate(files):
         if not isinstance(f.path, str) or not os.path.isabs(f.path):
             raise ValueError(f"sample map: file path {f.path!r} is not absolute")
-        if f.path in seen_paths:
+        if f.path in owner:
             raise ValueError(f"sample map: file {f.path!r} is listed twice")
-        seen_paths.add(f.path)
+        owner[f.path] = i
+        _check_field_files(f, len(fields))
+        for ff in f.field_files:
+            # Two fields of one file may share a path; two files may not.
+            if owner.setdefault(ff.path, i) != i:
+                raise ValueError(f"sample map: file {ff.path!r} is listed twice")
         rows = _integer(f"rows of {f.path!r}", f.rows, 0, _U64_MAX)
         if rows == 0:
             raise ValueError(f"sample map: file {f.path!r} has no rows")
@@ -227,11 +281,21 @@ class _Encoder:
         return b"".join(self.chunks)
 
 
-def _encode_header(*, source: str, parameters: str, generator: str, ranks: int,
+def _encode_field_files(out: _Encoder, f: WriterFile) -> None:
+    """Version 3's addition after each file: its field files."""
+    out.u32(len(f.field_files))
+    for ff in f.field_files:
+        out.u32(ff.field)
+        out.string(_string_bytes("field file path", ff.path, os.fsencode))
+        out.u64(ff.size)
+        out.i64(ff.mtime_ns)
+
+
+def _encode_header(*, version: int, source: str, parameters: str, generator: str, ranks: int,
                    ranks_per_node: int, workers: int, batch_size: int, epochs: int,
                    num_samples: int, seed: int, files: Sequence[WriterFile],
                    fields: Sequence[WriterField]) -> bytes:
-    """format::EncodeHeader, version 2."""
+    """format::EncodeHeader, version 2 or 3."""
     out = _Encoder()
     out.string(_string_bytes("source", source))
     out.string(_string_bytes("parameters", parameters))
@@ -253,6 +317,8 @@ def _encode_header(*, source: str, parameters: str, generator: str, ranks: int,
         out.u64(f.rows)
         out.u64(_integer(f"size of {f.path!r}", f.size, 0, _U64_MAX))
         out.i64(_integer(f"mtime_ns of {f.path!r}", f.mtime_ns, _I64_MIN, _I64_MAX))
+        if version >= 3:
+            _encode_field_files(out, f)
     return out.getvalue()
 
 
@@ -284,10 +350,10 @@ def _build_index(parts: Sequence[_Part], data_offset: int) -> Tuple[np.ndarray, 
     return index, int(part_offset[-1])
 
 
-def _encode_preamble(*, file_size: int, header_size: int, header_crc: int, index_offset: int,
-                     index_size: int, index_crc: int) -> bytes:
+def _encode_preamble(*, version: int, file_size: int, header_size: int, header_crc: int,
+                     index_offset: int, index_size: int, index_crc: int) -> bytes:
     """format::EncodePreamble: 76 bytes, then their CRC-32."""
-    body = _PREAMBLE_BODY.pack(MAGIC, FORMAT_VERSION, STORAGE_LISTS, file_size, PREAMBLE_SIZE,
+    body = _PREAMBLE_BODY.pack(MAGIC, version, STORAGE_LISTS, file_size, PREAMBLE_SIZE,
                                header_size, index_offset, index_size, index_offset + index_size,
                                header_crc, index_crc, 0)
     return body + struct.pack("<I", zlib.crc32(body))
@@ -330,7 +396,8 @@ def write_atomically(path: str, write) -> None:
 def write_schedule(path, *, parts, ranks, ranks_per_node, num_samples, files=(), fields=(),
                    workers=0, batch_size=1, seed=0, source="import", parameters="",
                    generator="prescient-follow 0.1.0") -> None:
-    """Writes a schedule file (format version 2, storage lists) at `path`.
+    """Writes a schedule file (storage lists) at `path`: format version 2, or 3
+    when a file of the map keeps fields in files of their own.
 
     parts: {(epoch, rank): (samples, boundaries)} for every rank in
     range(ranks) of every epoch in range(1 + max epoch); samples are sample
@@ -338,7 +405,9 @@ def write_schedule(path, *, parts, ranks, ranks_per_node, num_samples, files=(),
     (u64, b[0] = 0, non-decreasing, b[-1] = len(samples)); all ranks of an
     epoch have the same number of steps (len(boundaries) - 1).
     files, fields: the sample map (WriterFile in sample order, WriterField in
-    read order); no files = abstract samples.
+    read order); no files = abstract samples. A WriterFile's field_files
+    (WriterFieldFile) name fields kept in files of their own, with the same
+    rows; each path belongs to one file of the map only.
     Raises ValueError for any input the readers would refuse, before writing.
     """
     path = os.fspath(path)
@@ -353,14 +422,15 @@ def write_schedule(path, *, parts, ranks, ranks_per_node, num_samples, files=(),
     ordered = _check_parts(parts, ranks, num_samples)
     epochs = len(ordered) // ranks
 
-    header = _encode_header(source=source, parameters=parameters, generator=generator,
-                            ranks=ranks, ranks_per_node=ranks_per_node, workers=workers,
-                            batch_size=batch_size, epochs=epochs, num_samples=num_samples,
-                            seed=seed, files=files, fields=fields)
+    version = _format_version(files)
+    header = _encode_header(version=version, source=source, parameters=parameters,
+                            generator=generator, ranks=ranks, ranks_per_node=ranks_per_node,
+                            workers=workers, batch_size=batch_size, epochs=epochs,
+                            num_samples=num_samples, seed=seed, files=files, fields=fields)
     index_offset = _align_up(PREAMBLE_SIZE + len(header), 8)
     index_size = INDEX_ENTRY_SIZE * len(ordered)
     index, file_size = _build_index(ordered, index_offset + index_size)
-    preamble = _encode_preamble(file_size=file_size, header_size=len(header),
+    preamble = _encode_preamble(version=version, file_size=file_size, header_size=len(header),
                                 header_crc=zlib.crc32(header), index_offset=index_offset,
                                 index_size=index_size, index_crc=zlib.crc32(index.tobytes()))
     write_atomically(path, lambda out: _write_sections(out, preamble, header, index_offset,

@@ -12,6 +12,7 @@ struct SampleMap::Tables {
   std::vector<MapField> fields;
   std::vector<std::uint64_t> first_sample;  // files.size() + 1 entries
   std::uint64_t uniform_rows = 0;           // > 0: every file but the last has this many rows
+  bool has_field_files = false;
   std::unordered_map<std::string_view, std::uint32_t> by_path;  // views into `files`
 };
 
@@ -19,6 +20,35 @@ std::string_view BareDatasetName(std::string_view dataset) {
   const std::size_t first = dataset.find_first_not_of('/');
   return first == std::string_view::npos ? std::string_view() : dataset.substr(first);
 }
+
+namespace {
+
+// A file's field files: each of a field of the map, once, not in the file's
+// own path, and not all of them (the file's own path holds a field).
+void CheckFieldFiles(const MapFile& f, std::size_t fields) {
+  std::vector<bool> seen(fields, false);
+  for (const FieldFile& ff : f.field_files) {
+    const std::string where = "sample map: a field file of '" + f.path + "'";
+    if (ff.field >= fields) {
+      throw std::invalid_argument(where + " is of field " + std::to_string(ff.field) + " of " +
+                                  std::to_string(fields));
+    }
+    if (ff.path.empty()) throw std::invalid_argument(where + " has no path");
+    if (ff.path == f.path) {
+      throw std::invalid_argument(where + " names the file itself: leave the field out");
+    }
+    if (seen[ff.field]) {
+      throw std::invalid_argument(where + " repeats field " + std::to_string(ff.field));
+    }
+    seen[ff.field] = true;
+  }
+  if (fields > 0 && f.field_files.size() == fields) {
+    throw std::invalid_argument("sample map: every field of '" + f.path +
+                                "' is in another file (the file must hold one)");
+  }
+}
+
+}  // namespace
 
 SampleMap::SampleMap() : SampleMap({}, {}) {}
 
@@ -52,6 +82,14 @@ SampleMap::SampleMap(std::vector<MapFile> files, std::vector<MapField> fields) {
     if (!t->by_path.emplace(f.path, static_cast<std::uint32_t>(i)).second) {
       throw std::invalid_argument("sample map: file '" + f.path + "' is listed twice");
     }
+    CheckFieldFiles(f, t->fields.size());
+    for (const FieldFile& ff : f.field_files) {
+      t->has_field_files = true;
+      const auto [at, fresh] = t->by_path.emplace(ff.path, static_cast<std::uint32_t>(i));
+      if (!fresh && at->second != i) {
+        throw std::invalid_argument("sample map: file '" + ff.path + "' is listed twice");
+      }
+    }
     if (i + 1 < t->files.size() && f.rows != t->files[0].rows) uniform = false;
   }
   if (!t->files.empty() && uniform && t->files.back().rows <= t->files[0].rows) {
@@ -63,6 +101,7 @@ SampleMap::SampleMap(std::vector<MapFile> files, std::vector<MapField> fields) {
 const std::vector<MapFile>& SampleMap::files() const { return tables_->files; }
 const std::vector<MapField>& SampleMap::fields() const { return tables_->fields; }
 std::uint64_t SampleMap::num_samples() const { return tables_->first_sample.back(); }
+bool SampleMap::has_field_files() const { return tables_->has_field_files; }
 
 std::uint64_t SampleMap::bytes_per_sample() const {
   std::uint64_t total = 0;
@@ -97,6 +136,25 @@ std::optional<std::uint32_t> SampleMap::FileIndex(std::string_view absolute_path
   return it->second;
 }
 
+FieldPlace SampleMap::PlaceOf(std::uint32_t file, std::uint32_t field) const {
+  const MapFile& f = tables_->files.at(file);
+  for (const FieldFile& ff : f.field_files) {
+    if (ff.field == field) return {ff.path, ff.size, ff.mtime_ns};
+  }
+  return {f.path, f.size, f.mtime_ns};
+}
+
+std::vector<std::string_view> SampleMap::PathsOf(std::uint32_t file) const {
+  const MapFile& f = tables_->files.at(file);
+  std::vector<std::string_view> paths{f.path};
+  for (const FieldFile& ff : f.field_files) {
+    if (std::find(paths.begin(), paths.end(), std::string_view(ff.path)) == paths.end()) {
+      paths.emplace_back(ff.path);
+    }
+  }
+  return paths;
+}
+
 std::optional<std::uint32_t> SampleMap::FieldIndex(std::string_view dataset) const {
   const std::vector<MapField>& fields = tables_->fields;
   for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -114,10 +172,11 @@ std::string SampleMap::Mismatch(std::uint32_t file, std::uint32_t field, std::ui
   if (file >= t.files.size() || field >= t.fields.size()) return "not in the schedule's map";
   const MapFile& f = t.files[file];
   const MapField& d = t.fields[field];
-  const std::string where = "dataset '" + d.dataset + "' of '" + f.path + "'";
-  if (f.size != size || f.mtime_ns != mtime_ns) {
-    return "'" + f.path +
-           "' changed since the schedule was made (size or modification time differ)";
+  const FieldPlace place = PlaceOf(file, field);
+  const std::string path(place.path);
+  const std::string where = "dataset '" + d.dataset + "' of '" + path + "'";
+  if (place.size != size || place.mtime_ns != mtime_ns) {
+    return "'" + path + "' changed since the schedule was made (size or modification time differ)";
   }
   if (f.rows != rows) {
     return where + " has " + std::to_string(rows) + " rows, the schedule " + std::to_string(f.rows);

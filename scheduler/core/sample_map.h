@@ -7,7 +7,10 @@
 //   sample = FirstSample(file) + row
 //
 // so a sample is the same row of every field of its file, and all fields of
-// a sample share its next use. One file with one field is the classic
+// a sample share its next use. A "file" of the map may be a group of files: a
+// field kept in a file of its own (PatchCamelyon's images in one file and
+// its labels in another) is listed among the file's field_files, with the
+// same rows. One file with one field is the classic
 // single-dataset schedule; a map with no files describes abstract samples (a
 // schedule made without --dataset) and may still carry row sizes.
 //
@@ -16,6 +19,7 @@
 //   const SampleMap& map = reader.header().map;
 //   std::optional<std::uint32_t> file = map.FileIndex(realpath_of_opened_file);
 //   std::optional<std::uint32_t> field = map.FieldIndex(dataset_name);   // "/images" == "images"
+//   // the field must live in the opened file: map.PlaceOf(*file, *field).path
 //   std::string why = map.Mismatch(*file, *field, rows, row_bytes, st_size, mtime_ns);
 //   if (why.empty()) sample = map.FirstSample(*file) + row;
 //
@@ -34,6 +38,16 @@
 
 namespace prescient::scheduler {
 
+// A field of a MapFile kept in a file of its own (format version 3).
+struct FieldFile {
+  std::uint32_t field = 0;    // index into SampleMap::fields()
+  std::string path;           // absolute, symbolic links resolved
+  std::uint64_t size = 0;     // st_size
+  std::int64_t mtime_ns = 0;  // st_mtim, nanoseconds since the epoch
+
+  bool operator==(const FieldFile&) const = default;
+};
+
 // One file of the map, as it was when the schedule was made.
 struct MapFile {
   std::string path;           // absolute, symbolic links resolved (realpath); a
@@ -41,8 +55,18 @@ struct MapFile {
   std::uint64_t rows = 0;     // rows of every field in this file (samples it holds)
   std::uint64_t size = 0;     // st_size
   std::int64_t mtime_ns = 0;  // st_mtim, nanoseconds since the epoch
+  // The fields kept elsewhere, each with `rows` rows; every field not listed
+  // here is in `path`, and at least one is.
+  std::vector<FieldFile> field_files = {};
 
   bool operator==(const MapFile&) const = default;
+};
+
+// Where one field of one file of the map lives.
+struct FieldPlace {
+  std::string_view path;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
 };
 
 // One field: a dataset read for every sample, present in every file.
@@ -67,13 +91,17 @@ class SampleMap {
 
   SampleMap();  // no files, no fields
   // Throws std::invalid_argument: a file with no rows or no path, the same
-  // path twice, two fields of the same dataset, files without fields, or
-  // 2^32 samples or more (sample ids are 32-bit).
+  // path in two files of the map, two fields of the same dataset, files
+  // without fields, a field file of no field, of a field listed twice or in
+  // the file's own path, a file whose every field is elsewhere, or 2^32
+  // samples or more (sample ids are 32-bit).
   SampleMap(std::vector<MapFile> files, std::vector<MapField> fields);
 
   const std::vector<MapFile>& files() const;
   const std::vector<MapField>& fields() const;
   bool has_files() const { return !files().empty(); }
+  // Whether any field is kept in a file of its own (format version 3).
+  bool has_field_files() const;
 
   // Sum of the files' rows (0 without files).
   std::uint64_t num_samples() const;
@@ -87,16 +115,21 @@ class SampleMap {
   // The first sample of `file` (REQUIRES file <= files().size(); the value
   // for files().size() is num_samples()).
   std::uint64_t FirstSample(std::uint32_t file) const;
-  // The file with this absolute path (compared byte for byte: resolve the
-  // opened file's path with realpath() first). A hash lookup.
+  // The file with this absolute path, as its own path or one of its field
+  // files (compared byte for byte: resolve the opened file's path with
+  // realpath() first). A hash lookup.
   std::optional<std::uint32_t> FileIndex(std::string_view absolute_path) const;
+  // Where `field` of `file` lives (REQUIRES both in range).
+  FieldPlace PlaceOf(std::uint32_t file, std::uint32_t field) const;
+  // Every path of `file`: its own first, then its field files' (once each).
+  std::vector<std::string_view> PathsOf(std::uint32_t file) const;
   // The field of this dataset ("/images" and "images" are the same).
   std::optional<std::uint32_t> FieldIndex(std::string_view dataset) const;
 
   // "" when the dataset `field` of `file`, as the caller sees it now (rows
-  // along dimension 0, bytes per row, the file's st_size and st_mtim), is
-  // what the map describes; otherwise why not, naming the file. A row size
-  // of 0 in the map is not compared.
+  // along dimension 0, bytes per row, the st_size and st_mtim of the file
+  // the field lives in, PlaceOf), is what the map describes; otherwise why
+  // not, naming the file. A row size of 0 in the map is not compared.
   std::string Mismatch(std::uint32_t file, std::uint32_t field, std::uint64_t rows,
                        std::uint64_t row_bytes, std::uint64_t size, std::int64_t mtime_ns) const;
 

@@ -65,7 +65,10 @@ SampleMap MapOfFingerprint(const DatasetFingerprint& d) {
                    {{d.dataset_name, d.row_bytes}});
 }
 
+std::uint32_t HeaderVersion(const ScheduleHeader& h) { return h.map.has_field_files() ? 3 : 2; }
+
 std::vector<std::byte> EncodeHeader(const ScheduleHeader& h) {
+  const bool field_files = HeaderVersion(h) >= 3;
   Encoder out;
   out.Str(h.source);
   out.Str(h.parameters);
@@ -90,6 +93,14 @@ std::vector<std::byte> EncodeHeader(const ScheduleHeader& h) {
     out.U64(f.rows);
     out.U64(f.size);
     out.I64(f.mtime_ns);
+    if (!field_files) continue;
+    out.U32(static_cast<std::uint32_t>(f.field_files.size()));
+    for (const FieldFile& ff : f.field_files) {
+      out.U32(ff.field);
+      out.Str(ff.path);
+      out.U64(ff.size);
+      out.I64(ff.mtime_ns);
+    }
   }
   return std::move(out.bytes());
 }
@@ -128,7 +139,8 @@ bool DecodeVersion1(Decoder& in, ScheduleHeader* h) {
   return true;
 }
 
-bool DecodeVersion2(Decoder& in, ScheduleHeader* h, std::string* why) {
+// Versions 2 and 3 (which adds each file's field files).
+bool DecodeMapVersions(Decoder& in, std::uint32_t version, ScheduleHeader* h, std::string* why) {
   h->source = in.Str();
   h->parameters = in.Str();
   h->generator = in.Str();
@@ -159,6 +171,17 @@ bool DecodeVersion2(Decoder& in, ScheduleHeader* h, std::string* why) {
     f.rows = in.U64();
     f.size = in.U64();
     f.mtime_ns = in.I64();
+    if (version < 3) continue;
+    // Each field file takes at least 24 bytes.
+    const std::uint32_t field_file_count = in.U32();
+    if (!in.ok() || field_file_count > in.remaining() / 24) return false;
+    f.field_files.resize(field_file_count);
+    for (FieldFile& ff : f.field_files) {
+      ff.field = in.U32();
+      ff.path = in.Str();
+      ff.size = in.U64();
+      ff.mtime_ns = in.I64();
+    }
   }
   if (!in.ok() || !in.at_end()) return false;
   try {
@@ -175,7 +198,7 @@ bool DecodeVersion2(Decoder& in, ScheduleHeader* h, std::string* why) {
 bool DecodeHeader(std::span<const std::byte> bytes, std::uint32_t version, ScheduleHeader* h,
                   std::string* why) {
   Decoder in(bytes);
-  return version == 1 ? DecodeVersion1(in, h) : DecodeVersion2(in, h, why);
+  return version == 1 ? DecodeVersion1(in, h) : DecodeMapVersions(in, version, h, why);
 }
 
 void EncodeIndexEntry(const IndexEntry& e, Encoder* out) {

@@ -22,8 +22,11 @@ static_assert(std::endian::native == std::endian::little,
 // PNG-style: a non-ASCII first byte and CR LF / ^Z catch text-mode mangling.
 inline constexpr unsigned char kMagic[8] = {0x89, 'P', 'S', 'C', 'H', '\r', '\n', 0x1a};
 // 2: the header carries a sample map (files and fields) instead of version 1's
-// one-dataset fingerprint. Readers read both.
-inline constexpr std::uint32_t kFormatVersion = 2;
+// one-dataset fingerprint. 3: a file of the map may keep fields in files of
+// their own (MapFile::field_files). Readers read all three; writers write the
+// oldest version that holds the header (2 unless a field has a file of its
+// own), so a schedule stays readable by builds that predate what it does not use.
+inline constexpr std::uint32_t kFormatVersion = 3;
 inline constexpr std::uint32_t kOldestFormatVersion = 1;
 
 // Fixed-size preamble at offset 0 (all fields little-endian).
@@ -129,7 +132,9 @@ std::vector<std::byte> EncodePreamble(const Preamble& preamble);
 // Magic, version and CRC are checked by the caller; this only decodes.
 Preamble DecodePreamble(std::span<const std::byte, kPreambleSize> bytes);
 
-// Version kFormatVersion.
+// The version EncodeHeader writes `header` in (2 or 3, see kFormatVersion).
+std::uint32_t HeaderVersion(const ScheduleHeader& header);
+// In version HeaderVersion(header).
 std::vector<std::byte> EncodeHeader(const ScheduleHeader& header);
 // False when the bytes do not hold exactly one well-formed header of
 // `version`; *why says what is wrong.

@@ -357,6 +357,11 @@ void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
   }
   const MapFile& f = map.files()[file];
   const MapField& d = map.fields()[field];
+  const FieldPlace place = map.PlaceOf(file, field);
+  if (check.path && place.path != actual.file_path) {
+    mismatch("dataset '" + d.dataset + "' of '" + f.path + "' is in '" + std::string(place.path) +
+             "', not in '" + actual.file_path + "'");
+  }
   auto differs = [&](const std::string& what, const std::string& stored, const std::string& found) {
     mismatch(what + " is " + found + " but the schedule was made for " + stored);
   };
@@ -366,11 +371,12 @@ void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
   if (check.shape && d.row_bytes != 0 && d.row_bytes != actual.row_bytes) {
     differs("row size", std::to_string(d.row_bytes), std::to_string(actual.row_bytes));
   }
-  if (check.file_stat && f.size != actual.file_size) {
-    differs("file size", std::to_string(f.size), std::to_string(actual.file_size));
+  if (check.file_stat && place.size != actual.file_size) {
+    differs("file size", std::to_string(place.size), std::to_string(actual.file_size));
   }
-  if (check.file_stat && f.mtime_ns != actual.mtime_ns) {
-    differs("modification time (ns)", std::to_string(f.mtime_ns), std::to_string(actual.mtime_ns));
+  if (check.file_stat && place.mtime_ns != actual.mtime_ns) {
+    differs("modification time (ns)", std::to_string(place.mtime_ns),
+            std::to_string(actual.mtime_ns));
   }
 }
 

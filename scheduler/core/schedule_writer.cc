@@ -74,6 +74,7 @@ void WriteFile(const std::string& path, ScheduleHeader header, ScheduleStorage s
   const std::vector<std::byte> header_bytes = format::EncodeHeader(header);
 
   format::Preamble pre;
+  pre.version = format::HeaderVersion(header);
   pre.storage = static_cast<std::uint32_t>(storage);
   pre.header_offset = format::kPreambleSize;
   pre.header_size = header_bytes.size();

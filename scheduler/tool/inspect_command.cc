@@ -51,9 +51,20 @@ std::string Bytes(std::uint64_t n) {
   return buf;
 }
 
-std::string FileLine(const MapFile& f) {
-  return "'" + f.path + "': " + std::to_string(f.rows) + " rows, " + Bytes(f.size) + ", modified " +
-         (f.mtime_ns == 0 ? std::string("(unknown)") : FormatTime(f.mtime_ns));
+std::string Stamp(std::uint64_t size, std::int64_t mtime_ns) {
+  return Bytes(size) + ", modified " +
+         (mtime_ns == 0 ? std::string("(unknown)") : FormatTime(mtime_ns));
+}
+
+// The file, then each field kept in a file of its own.
+std::string FileLine(const SampleMap& map, const MapFile& f) {
+  std::string line =
+      "'" + f.path + "': " + std::to_string(f.rows) + " rows, " + Stamp(f.size, f.mtime_ns);
+  for (const FieldFile& ff : f.field_files) {
+    line += "; " + map.fields()[ff.field].dataset + " in '" + ff.path + "' (" +
+            Stamp(ff.size, ff.mtime_ns) + ")";
+  }
+  return line;
 }
 
 void PrintMap(const SampleMap& map) {
@@ -72,8 +83,8 @@ void PrintMap(const SampleMap& map) {
     std::printf("map:         %zu file%s, %s rows per file, %llu samples\n", files.size(),
                 files.size() == 1 ? "" : "s", rows.c_str(),
                 static_cast<unsigned long long>(map.num_samples()));
-    std::printf("  first:     %s\n", FileLine(files.front()).c_str());
-    if (files.size() > 1) std::printf("  last:      %s\n", FileLine(files.back()).c_str());
+    std::printf("  first:     %s\n", FileLine(map, files.front()).c_str());
+    if (files.size() > 1) std::printf("  last:      %s\n", FileLine(map, files.back()).c_str());
   }
   if (map.fields().empty()) return;
   std::string fields;
@@ -160,12 +171,22 @@ int RunInspectCommand(const std::vector<std::string>& args) {
       const std::string data_path = ::realpath(file->c_str(), resolved) ? resolved : *file;
       const std::optional<std::uint32_t> index =
           map.files().size() == 1 ? std::optional<std::uint32_t>(0) : map.FileIndex(data_path);
-      const MapFile& f = map.files()[index.value_or(0)];
+      const std::uint32_t in_map = index.value_or(0);
+      // The first field kept in this path (a file of the map may keep fields
+      // in files of their own).
+      std::uint32_t field = 0;
+      while (field + 1 < map.fields().size() && map.PlaceOf(in_map, field).path != data_path) {
+        ++field;
+      }
       // Rows and row size are what the map says: an HDF5-free tool cannot
       // look inside; the connector checks them when it opens the datasets.
       reader.CheckDataset(
-          FingerprintDataset(data_path, map.fields()[0].dataset, f.rows, map.fields()[0].row_bytes),
-          {.path = map.files().size() > 1, .dataset_name = true, .shape = true, .file_stat = true});
+          FingerprintDataset(data_path, map.fields()[field].dataset, map.files()[in_map].rows,
+                             map.fields()[field].row_bytes),
+          {.path = map.files().size() > 1 || map.has_field_files(),
+           .dataset_name = true,
+           .shape = true,
+           .file_stat = true});
       std::printf("dataset:     %s matches the map\n", file->c_str());
     } catch (const ScheduleFileError& e) {
       std::printf("dataset:     MISMATCH: %s\n", e.what());

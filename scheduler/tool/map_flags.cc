@@ -22,17 +22,20 @@ const char* const kMapFlagsUsage =
   --dataset FILE_OR_GLOB:NAME
                          a field: dataset NAME in FILE, or in every file the glob
                          matches (quote it); repeat for more fields (images, labels,
-                         records_0..k), in order; every --dataset must name the same
-                         files. A glob's files are taken in byte-wise order of their
-                         absolute paths (= Python's sorted(glob.glob(pattern))); for
-                         another order use --files-from
+                         records_0..k), in order. A glob's files are taken in
+                         byte-wise order of their absolute paths (= Python's
+                         sorted(glob.glob(pattern))); for another order use
+                         --files-from. A field kept in files of its own (labels in
+                         a file beside the images') names as many files as the first
+                         --dataset: its k-th file holds the same rows as the first
+                         field's k-th file
   --rows N               rows of the single file (default: --samples)
   --rows-per-file K      every file holds K rows, the last one possibly fewer
                          (--samples says how many in all; default: files x K)
   --files-from LIST      the files in sample order, one 'PATH ROWS' line each ('#'
                          comments and blank lines skipped; relative paths are
                          relative to the current directory); --dataset then gives
-                         only the dataset NAME
+                         only the dataset NAME, and every field is in the listed files
   --row-bytes B          bytes per row: once for all fields, or once per --dataset
                          in the same order (default 0 = unknown); without --dataset,
                          the size of an abstract sample (for simulate)
@@ -193,6 +196,9 @@ MapFromFlags SampleMapFromFlags(const Flags& flags, std::optional<std::uint64_t>
 
   // Files and their rows.
   std::vector<std::pair<std::string, std::uint64_t>> files;  // (resolved path, rows)
+  // Per field after the first, its file beside each of `files` (paired in
+  // sorted order); empty with --files-from, where every field is in the list's files.
+  std::vector<std::vector<std::string>> field_paths;
   if (files_from) {
     for (const char* flag : {"rows", "rows-per-file"}) {
       if (flags.Has(flag)) {
@@ -203,16 +209,15 @@ MapFromFlags SampleMapFromFlags(const Flags& flags, std::optional<std::uint64_t>
   } else {
     const std::vector<std::string> first = ExpandPattern(fields[0]);
     for (std::size_t i = 1; i < fields.size(); ++i) {
-      const std::vector<std::string> other = ExpandPattern(fields[i]);
-      if (other != first) {
-        std::size_t k = 0;
-        while (k < first.size() && k < other.size() && first[k] == other[k]) ++k;
-        const std::string a = k < first.size() ? "'" + first[k] + "'" : "(no more files)";
-        const std::string b = k < other.size() ? "'" + other[k] + "'" : "(no more files)";
-        throw UsageError("--dataset '" + fields[i].flag + "' names other files than --dataset '" +
-                         fields[0].flag + "' (file " + std::to_string(k + 1) + ": " + b +
-                         " against " + a + "); every field must be in the same files");
+      std::vector<std::string> other = ExpandPattern(fields[i]);
+      if (other.size() != first.size()) {
+        throw UsageError("--dataset '" + fields[i].flag + "' names " +
+                         std::to_string(other.size()) + " file" + (other.size() == 1 ? "" : "s") +
+                         " and --dataset '" + fields[0].flag + "' " + std::to_string(first.size()) +
+                         ": a field in files of its own needs one file beside each of the first "
+                         "field's, paired in sorted order");
       }
+      field_paths.push_back(std::move(other));
     }
     if (flags.Has("rows-per-file")) {
       if (flags.Has("rows")) throw UsageError("--rows is for one file; use --rows-per-file alone");
@@ -244,8 +249,17 @@ MapFromFlags SampleMapFromFlags(const Flags& flags, std::optional<std::uint64_t>
 
   std::vector<MapFile> map_files;
   map_files.reserve(files.size());
-  for (const auto& [path, rows] : files) {
-    map_files.push_back(Stat(path, rows, files_from ? "--files-from" : "--dataset"));
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    const auto& [path, rows] = files[k];
+    MapFile file = Stat(path, rows, files_from ? "--files-from" : "--dataset");
+    for (std::size_t i = 0; i < field_paths.size(); ++i) {
+      const std::string& own = field_paths[i][k];
+      if (own == path) continue;
+      const MapFile stamp = Stat(own, rows, "--dataset '" + fields[i + 1].flag + "'");
+      file.field_files.push_back(
+          {static_cast<std::uint32_t>(i + 1), stamp.path, stamp.size, stamp.mtime_ns});
+    }
+    map_files.push_back(std::move(file));
   }
   MapFromFlags out;
   try {

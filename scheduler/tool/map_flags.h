@@ -2,7 +2,8 @@
 // datasets the sample ids stand for.
 //
 //   --dataset FILE_OR_GLOB:NAME   a field (repeat for more fields, in order);
-//                                 every --dataset must name the same files
+//                                 a field in files of its own names as many
+//                                 files as the first, paired in sorted order
 //   --rows N                      rows of the single file (default: --samples)
 //   --rows-per-file K             every file K rows, the last possibly fewer
 //   --files-from LIST             lines 'PATH ROWS' in sample order (then

@@ -131,7 +131,7 @@ std::string NodeAgent::PrepareDatasets() {
   std::uint64_t prepared = 0;
   for (std::uint32_t f = 0; f < map.files().size(); ++f) {
     for (std::uint32_t j = 0; j < map.fields().size(); ++j) {
-      const std::string& path = map.files()[f].path;
+      const std::string path(map.PlaceOf(f, j).path);
       const std::string& name = map.fields()[j].dataset;
       auto resolved = DatasetResolver::Resolve(path, name, /*only_hdf5_thread=*/true);
       if (!resolved.ok()) {

@@ -28,8 +28,8 @@ constexpr std::chrono::milliseconds kIdlePollMax{16};
 constexpr std::uint64_t kWarmOnlyMaxRows = 16;
 constexpr std::uint64_t kWarmOnlyMaxBytes = 8u << 20;
 
-bool WarmOnly(const scheduler::MapFile& file) {
-  return file.rows <= kWarmOnlyMaxRows && file.size <= kWarmOnlyMaxBytes;
+bool WarmOnly(std::uint64_t rows, const scheduler::FieldPlace& place) {
+  return rows <= kWarmOnlyMaxRows && place.size <= kWarmOnlyMaxBytes;
 }
 
 // Asks the kernel to read `path` into the page cache (asynchronously).
@@ -126,7 +126,7 @@ bool Prefetcher::Round(io::Executor& executor) {
   std::vector<WantedRow> wanted;
   // The round's datasets, alive while it runs (and looked up once each).
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<CachedDataset>> datasets;
-  std::set<std::uint32_t> warmed;
+  std::set<std::string> warmed;  // paths
   std::uint32_t first_epoch = UINT32_MAX;
   std::uint64_t loaders_front = UINT64_MAX;  // the least advanced rank's next step
   std::uint64_t round_steps = 0;             // from the front to the round's end
@@ -196,13 +196,16 @@ bool Prefetcher::Round(io::Executor& executor) {
 }
 
 std::shared_ptr<CachedDataset> Prefetcher::DatasetToPrefetch(FieldRef ref,
-                                                             std::set<std::uint32_t>& warmed) {
+                                                             std::set<std::string>& warmed) {
   if (std::shared_ptr<CachedDataset> known = follower_.DatasetFor(ref, /*resolve=*/false)) {
     return known;
   }
-  const scheduler::MapFile& file = follower_.binding().map().files()[ref.file];
-  if (!WarmOnly(file)) return follower_.DatasetFor(ref, /*resolve=*/true);
-  if (!warmed.contains(ref.file) && WarmFile(file.path)) warmed.insert(ref.file);
+  const scheduler::SampleMap& map = follower_.binding().map();
+  // The file this field lives in (a field may be kept in a file of its own).
+  const scheduler::FieldPlace place = map.PlaceOf(ref.file, ref.field);
+  if (!WarmOnly(map.files()[ref.file].rows, place)) return follower_.DatasetFor(ref, true);
+  std::string path(place.path);
+  if (!warmed.contains(path) && WarmFile(path)) warmed.insert(std::move(path));
   return nullptr;
 }
 

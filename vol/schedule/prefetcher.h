@@ -33,6 +33,7 @@
 #include <chrono>
 #include <memory>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -96,7 +97,7 @@ class Prefetcher {
   void SizeWindowFromCapacity();
   // The dataset of `ref` to prefetch rows of, or null: unknown and not worth
   // preparing (then its small file is warmed, once per round: `warmed`).
-  std::shared_ptr<CachedDataset> DatasetToPrefetch(FieldRef ref, std::set<std::uint32_t>& warmed);
+  std::shared_ptr<CachedDataset> DatasetToPrefetch(FieldRef ref, std::set<std::string>& warmed);
 
   cache::NodeCache& cache_;
   ScheduleFollower& follower_;

@@ -23,6 +23,13 @@ std::string Canonical(const std::string& path) {
   return ::getcwd(cwd, sizeof cwd) != nullptr ? std::string(cwd) + "/" + path : path;
 }
 
+// Whether `path` is the file with this device and inode.
+bool SameFile(const std::string& path, std::uint64_t device, std::uint64_t inode) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_dev) == device &&
+         static_cast<std::uint64_t>(st.st_ino) == inode;
+}
+
 }  // namespace
 
 std::shared_ptr<ScheduleBinding> ScheduleBinding::Open(
@@ -112,6 +119,7 @@ std::string ScheduleBinding::DescribeMap() const {
   std::string text = std::to_string(files.size()) + (files.size() == 1 ? " file (" : " files (");
   text += files.front().path;
   if (files.size() > 1) text += " ... " + files.back().path;
+  if (map_.has_field_files()) text += ", some fields in files of their own";
   text += "), field";
   text += map_.fields().size() == 1 ? " " : "s ";
   for (std::size_t f = 0; f < map_.fields().size(); ++f)
@@ -124,13 +132,14 @@ std::optional<std::uint32_t> ScheduleBinding::FileByIdentity(std::uint64_t devic
   cache::MutexLock lock(&mutex_);
   if (!files_by_identity_) {
     files_by_identity_.emplace();
-    const auto& files = map_.files();
-    for (std::uint32_t f = 0; f < files.size(); ++f) {
-      struct stat st{};
-      if (::stat(files[f].path.c_str(), &st) == 0) {
-        files_by_identity_->emplace(std::make_pair(static_cast<std::uint64_t>(st.st_dev),
-                                                   static_cast<std::uint64_t>(st.st_ino)),
-                                    f);
+    for (std::uint32_t f = 0; f < map_.files().size(); ++f) {
+      for (const std::string_view path : map_.PathsOf(f)) {
+        struct stat st{};
+        if (::stat(std::string(path).c_str(), &st) == 0) {
+          files_by_identity_->emplace(std::make_pair(static_cast<std::uint64_t>(st.st_dev),
+                                                     static_cast<std::uint64_t>(st.st_ino)),
+                                      f);
+        }
       }
     }
   }
@@ -141,11 +150,24 @@ std::optional<std::uint32_t> ScheduleBinding::FileByIdentity(std::uint64_t devic
 
 std::variant<FieldRef, std::string> ScheduleBinding::BindField(const DatasetFacts& d) const {
   if (!map_.has_files()) return std::string("the schedule names no dataset");
-  std::optional<std::uint32_t> file = map_.FileIndex(Canonical(d.path));
+  const std::string canonical = Canonical(d.path);
+  std::optional<std::uint32_t> file = map_.FileIndex(canonical);
+  const bool by_path = file.has_value();
   if (!file) file = FileByIdentity(d.device, d.inode);
   if (!file) return d.path + " is not one of the schedule's files";
   const std::optional<std::uint32_t> field = map_.FieldIndex(d.name);
   if (!field) return "dataset " + d.name + " is not one of the schedule's fields";
+  // A file of the map may keep fields in files of their own: the field must
+  // be the one this very file holds (the labels in the labels' file).
+  if (map_.has_field_files()) {
+    const scheduler::FieldPlace place = map_.PlaceOf(*file, *field);
+    const bool here =
+        by_path ? place.path == canonical : SameFile(std::string(place.path), d.device, d.inode);
+    if (!here) {
+      return "dataset " + d.name + " of " + d.path + " is not where the schedule keeps it (" +
+             std::string(place.path) + ")";
+    }
+  }
   std::string mismatch = map_.Mismatch(*file, *field, d.rows, d.row_bytes, d.size, d.mtime_ns);
   if (!mismatch.empty()) return mismatch;
   return FieldRef{*file, *field};

@@ -186,7 +186,7 @@ std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool r
     if (!resolve || unresolvable_.count(key) > 0) return nullptr;
   }
   // Prepared here, on the prefetch thread, without any lock of ours held.
-  const std::string& path = binding_->map().files()[ref.file].path;
+  const std::string path(binding_->map().PlaceOf(ref.file, ref.field).path);
   const std::string& name = binding_->map().fields()[ref.field].dataset;
   cache::io::Result<std::shared_ptr<CachedDataset>> resolved = DatasetResolver::Resolve(path, name);
   std::shared_ptr<CachedDataset> dataset;
@@ -205,6 +205,10 @@ std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool r
     why = std::holds_alternative<std::string>(bound) ? std::get<std::string>(bound)
                                                      : "the file is another of the map's";
   }
+  // Once per dataset (it is not tried again): its rows are read on demand.
+  Runtime::Get().Log(LogLevel::kInfo, "prefetch: " + path + ":" + name +
+                                          " cannot be prepared ahead of the job (" + why +
+                                          "); its rows are read when they are read");
   cache::MutexLock lock(&mutex_);
   unresolvable_.emplace(key, why);
   return nullptr;

@@ -10,12 +10,14 @@ See scheduler/README.md ("Python sampler").
 
 from ._format import (DatasetFingerprint, DatasetMismatchError, Header, Layout, ScheduleFile,
                       ScheduleFileError, fingerprint_dataset, fingerprint_h5py)
-from ._sample_map import MapField, MapFile, SampleLocation, SampleMap
+from ._sample_map import FieldFile, FieldPlace, MapField, MapFile, SampleLocation, SampleMap
 from .samplers import ScheduleBatchSampler, ScheduleSampler
 
 __all__ = [
     "DatasetFingerprint",
     "DatasetMismatchError",
+    "FieldFile",
+    "FieldPlace",
     "Header",
     "Layout",
     "MapField",

@@ -1,4 +1,4 @@
-"""Reader for Prescient schedule files (format versions 1 and 2), in pure Python + NumPy.
+"""Reader for Prescient schedule files (format versions 1 to 3), in pure Python + NumPy.
 
 The byte layout is specified in scheduler/README.md ("Schedule file format");
 this module and scheduler/core/schedule_reader.cc implement the same checks.
@@ -19,10 +19,13 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from ._sample_map import MapField, MapFile, SampleMap
+from ._sample_map import FieldFile, MapField, MapFile, SampleMap
 
 MAGIC = b"\x89PSCH\r\n\x1a"
-FORMAT_VERSION = 2          # written by this version of prescient-schedule
+# The newest version read. 3: a file of the map may keep fields in files of
+# their own; writers still write 2 for a map without any, so older readers
+# read ordinary schedules.
+FORMAT_VERSION = 3
 OLDEST_FORMAT_VERSION = 1   # version 1: one dataset fingerprint instead of a map
 PREAMBLE_SIZE = 80
 INDEX_ENTRY_SIZE = 40
@@ -123,6 +126,20 @@ def _fingerprint_of_map(m: SampleMap, num_samples: int) -> DatasetFingerprint:
     return DatasetFingerprint("", "", num_samples, m.bytes_per_sample, 0, 0)
 
 
+def _decode_map_file(d: _Decoder, version: int) -> MapFile:
+    path, rows, size, mtime_ns = d.string(), d.take("<Q"), d.take("<Q"), d.take("<q")
+    if version < 3:
+        return MapFile(path, rows, size, mtime_ns)
+    count = d.take("<I")
+    # Each field file takes at least 24 bytes: refuse a count the header
+    # cannot hold before looping over it.
+    if count > (len(d.data) - d.pos) // 24:
+        raise ValueError("impossible field file count")
+    field_files = [FieldFile(d.take("<I"), d.string(), d.take("<Q"), d.take("<q"))
+                   for _ in range(count)]
+    return MapFile(path, rows, size, mtime_ns, tuple(field_files))
+
+
 def _decode_header(data: bytes, version: int) -> Header:
     d = _Decoder(data)
     if version == 1:
@@ -141,8 +158,7 @@ def _decode_header(data: bytes, version: int) -> Header:
         file_count = d.take("<I")
         if file_count > (len(data) - d.pos) // 28:
             raise ValueError("impossible file count")
-        files = [MapFile(d.string(), d.take("<Q"), d.take("<Q"), d.take("<q"))
-                 for _ in range(file_count)]
+        files = [_decode_map_file(d, version) for _ in range(file_count)]
         sample_map = SampleMap(files, fields)
     if d.pos != len(data) or storage not in (STORAGE_LISTS, STORAGE_RECIPE):
         raise ValueError("trailing bytes or unknown storage")
@@ -296,6 +312,11 @@ class ScheduleFile:
             self._entries.append((so, count, bo, steps, crc))
 
     @property
+    def format_version(self) -> int:
+        """The format version the file was written in (1 to FORMAT_VERSION)."""
+        return self._version
+
+    @property
     def is_recipe(self) -> bool:
         return self.header.storage == STORAGE_RECIPE
 
@@ -347,10 +368,12 @@ class ScheduleFile:
                       file_stat: bool = True) -> None:
         """Raises DatasetMismatchError unless `actual` is a dataset of the
         schedule's sample map: the map's only file (or, with several files or
-        path=True, the file whose path equals actual.file_path, resolved with
-        os.path.realpath), the field named actual.dataset_name, with the
-        file's rows, the field's row size (unless 0 in the map), and the
-        file's size and mtime."""
+        path=True, the file with actual.file_path, resolved with
+        os.path.realpath, as its own path or one of its field files), the
+        field named actual.dataset_name, with the file's rows, the field's
+        row size (unless 0 in the map), and the size and mtime of the file
+        the field lives in (place_of: a field kept in a file of its own is
+        compared with that file)."""
         m = self.header.map
 
         def mismatch(what):
@@ -359,17 +382,9 @@ class ScheduleFile:
 
         if not m.has_files:
             mismatch("the schedule names no dataset (it was made without --dataset)")
-        file = 0
+        file, opened = 0, None
         if path or len(m.files) > 1:
-            found = m.file_index(actual.file_path)
-            if found is None and actual.file_path:
-                found = m.file_index(os.path.realpath(actual.file_path))
-            if found is None:
-                mismatch(f"file path is {actual.file_path!r} but the schedule's files are "
-                         f"{m.files[0].path!r}" + (f" ... {m.files[-1].path!r} "
-                                                   f"({len(m.files)} files)"
-                                                   if len(m.files) > 1 else ""))
-            file = found
+            file, opened = self._find_file(actual.file_path, mismatch)
         field = 0
         if dataset_name or len(m.fields) > 1:
             found = m.field_index(actual.dataset_name)
@@ -378,6 +393,12 @@ class ScheduleFile:
                          f"for {', '.join(repr(f.dataset) for f in m.fields)}")
             field = found
         f, d = m.files[file], m.fields[field]
+        place = m.place_of(file, field)
+        # The path named one of the file's paths, but perhaps not the one
+        # this field is in (the labels file given with the images' dataset).
+        if opened is not None and opened != place.path:
+            mismatch(f"dataset {d.dataset!r} of {f.path!r} is in {place.path!r}, not in "
+                     f"{opened!r}")
 
         def differs(what, stored, found):
             mismatch(f"{what} is {found} but the schedule was made for {stored}")
@@ -386,10 +407,23 @@ class ScheduleFile:
             differs("row count", f.rows, actual.rows)
         if shape and d.row_bytes and d.row_bytes != actual.row_bytes:
             differs("row size", d.row_bytes, actual.row_bytes)
-        if file_stat and f.size != actual.file_size:
-            differs("file size", f.size, actual.file_size)
-        if file_stat and f.mtime_ns != actual.mtime_ns:
-            differs("modification time (ns)", f.mtime_ns, actual.mtime_ns)
+        if file_stat and place.size != actual.file_size:
+            differs(f"file size of {place.path!r}", place.size, actual.file_size)
+        if file_stat and place.mtime_ns != actual.mtime_ns:
+            differs(f"modification time (ns) of {place.path!r}", place.mtime_ns,
+                    actual.mtime_ns)
+
+    def _find_file(self, file_path: str, mismatch) -> Tuple[int, str]:
+        """(file index, the map's path that matched) of `file_path`, as given
+        or resolved; calls mismatch() when the map has no such path."""
+        m = self.header.map
+        for candidate in (file_path, os.path.realpath(file_path) if file_path else None):
+            found = m.file_index(candidate) if candidate else None
+            if found is not None:
+                return found, candidate
+        mismatch(f"file path is {file_path!r} but the schedule's files are "
+                 f"{m.files[0].path!r}" + (f" ... {m.files[-1].path!r} ({len(m.files)} files)"
+                                           if len(m.files) > 1 else ""))
 
 
 def fingerprint_dataset(file_path: str, dataset_name: str, rows: int,

@@ -3,12 +3,15 @@ list of files, with one or more fields (HDF5 datasets) read per sample.
 
 Samples are numbered over the files in order, then rows:
 ``sample = first_sample(file) + row``; a sample is the same row of every field
-of its file. Mirrors scheduler/core/sample_map.h.
+of its file. A file of the map may keep some fields in files of their own
+(format version 3: PatchCamelyon's images in one file, its labels in another,
+with the same rows), listed in its ``field_files``; ``place_of(file, field)``
+says where a field lives. Mirrors scheduler/core/sample_map.h.
 
     m = ScheduleFile("train.sched").header.map
     file, row = m.locate(12345)              # one sample
     files, rows = m.locate_many(batch)       # a batch, vectorised
-    with h5py.File(m.files[file].path) as f:
+    with h5py.File(m.place_of(file, 0).path) as f:
         x = f[m.fields[0].dataset][row]
 """
 
@@ -22,11 +25,28 @@ import numpy as np
 
 
 @dataclasses.dataclass(frozen=True)
+class FieldFile:
+    """A field of a MapFile kept in a file of its own (format version 3)."""
+    field: int         # index into SampleMap.fields
+    path: str          # absolute, symbolic links resolved when the schedule was made
+    size: int = 0      # st_size
+    mtime_ns: int = 0  # st_mtime_ns
+
+
+@dataclasses.dataclass(frozen=True)
 class MapFile:
     path: str          # absolute, symbolic links resolved when the schedule was made
     rows: int          # rows of every field in this file
     size: int = 0      # st_size
     mtime_ns: int = 0  # st_mtime_ns
+    # The fields kept elsewhere, each with `rows` rows; every field not listed
+    # here is in `path`, and at least one is.
+    field_files: Tuple[FieldFile, ...] = ()
+
+    def __post_init__(self):
+        # A tuple whatever the caller passed, so the file stays hashable and
+        # compares equal to the one the reader makes.
+        object.__setattr__(self, "field_files", tuple(self.field_files))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +60,35 @@ class SampleLocation(NamedTuple):
     row: int
 
 
+class FieldPlace(NamedTuple):
+    """Where one field of one file of the map lives."""
+    path: str
+    size: int
+    mtime_ns: int
+
+
 def bare_dataset_name(name: str) -> str:
     return name.lstrip("/")
+
+
+def _check_field_files(f: MapFile, fields: int) -> None:
+    """Each field file of `f` is of a field of the map, once, not in the
+    file's own path, and not all of them (the file's own path holds a field)."""
+    seen = set()
+    for ff in f.field_files:
+        where = f"sample map: a field file of {f.path!r}"
+        if not 0 <= ff.field < fields:
+            raise ValueError(f"{where} is of field {ff.field} of {fields}")
+        if not ff.path:
+            raise ValueError(f"{where} has no path")
+        if ff.path == f.path:
+            raise ValueError(f"{where} names the file itself: leave the field out")
+        if ff.field in seen:
+            raise ValueError(f"{where} repeats field {ff.field}")
+        seen.add(ff.field)
+    if fields and len(f.field_files) == fields:
+        raise ValueError(f"sample map: every field of {f.path!r} is in another file "
+                         "(the file must hold one)")
 
 
 class SampleMap:
@@ -56,6 +103,8 @@ class SampleMap:
         if len(set(names)) != len(names):
             raise ValueError("sample map: a dataset is listed twice")
         first = [0]
+        # Every path of the map (own and field files) -> its file; a path
+        # belongs to one file only, though two fields of a file may share one.
         self._by_path: Dict[str, int] = {}
         for i, f in enumerate(self.files):
             if f.rows <= 0 or not f.path:
@@ -63,6 +112,10 @@ class SampleMap:
             if f.path in self._by_path:
                 raise ValueError(f"sample map: file {f.path!r} is listed twice")
             self._by_path[f.path] = i
+            _check_field_files(f, len(self.fields))
+            for ff in f.field_files:
+                if self._by_path.setdefault(ff.path, i) != i:
+                    raise ValueError(f"sample map: file {ff.path!r} is listed twice")
             first.append(first[-1] + f.rows)
         if first[-1] > 0xFFFFFFFF:
             raise ValueError("sample map: 2^32 or more samples")
@@ -72,6 +125,11 @@ class SampleMap:
     @property
     def has_files(self) -> bool:
         return bool(self.files)
+
+    @property
+    def has_field_files(self) -> bool:
+        """Whether any field is kept in a file of its own (format version 3)."""
+        return any(f.field_files for f in self.files)
 
     @property
     def num_samples(self) -> int:
@@ -99,8 +157,30 @@ class SampleMap:
         return files, s - self._first_array[files]
 
     def file_index(self, path: str) -> Optional[int]:
-        """The file with this path (compared as stored: absolute and resolved)."""
+        """The file with this path, as its own path or one of its field files
+        (compared as stored: absolute and resolved)."""
         return self._by_path.get(path)
+
+    def place_of(self, file: int, field: int) -> FieldPlace:
+        """Where `field` of `file` lives: a field file of it, else its own path."""
+        # Checked, not indexed: a negative index would name another file or field.
+        if not 0 <= file < len(self.files):
+            raise IndexError(f"file {file} outside the map's {len(self.files)} files")
+        if not 0 <= field < len(self.fields):
+            raise IndexError(f"field {field} outside the map's {len(self.fields)} fields")
+        f = self.files[file]
+        for ff in f.field_files:
+            if ff.field == field:
+                return FieldPlace(ff.path, ff.size, ff.mtime_ns)
+        return FieldPlace(f.path, f.size, f.mtime_ns)
+
+    def paths_of(self, file: int) -> Tuple[str, ...]:
+        """Every path of `file`: its own first, then its field files' (once each)."""
+        paths = [self.files[file].path]
+        for ff in self.files[file].field_files:
+            if ff.path not in paths:
+                paths.append(ff.path)
+        return tuple(paths)
 
     def field_index(self, dataset: str) -> Optional[int]:
         want = bare_dataset_name(dataset)

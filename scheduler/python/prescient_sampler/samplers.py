@@ -72,8 +72,9 @@ class _ScheduleView:
         return self.schedule.header.map
 
     def locate(self, sample: int):
-        """(file index, row) of a yielded sample id; the file's path is
-        sample_map.files[file].path."""
+        """(file index, row) of a yielded sample id; field k of it is in
+        sample_map.place_of(file, k).path (sample_map.files[file].path unless
+        that field is kept in a file of its own)."""
         return self.schedule.header.map.locate(sample)
 
 

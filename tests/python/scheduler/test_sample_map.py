@@ -107,9 +107,41 @@ def test_glob_order_is_bytewise_and_paths_are_resolved(tool, tmp_path):
     assert all(f.path.startswith(str(d) + "/") for f in m.files)  # the link is resolved
 
 
+def test_labels_in_files_of_their_own_pair_in_sorted_order(tool, tmp_path):
+    """PatchCamelyon's layout: each field in a file of its own. A later
+    --dataset's k-th file keeps that field of the first --dataset's k-th file
+    (format version 3); inspect lists it and --check-dataset finds the field
+    a file holds."""
+    x = make_files(tmp_path / "x", ["camelyon_x_0.h5", "camelyon_x_1.h5"], size=300)
+    y = make_files(tmp_path / "y", ["camelyon_y_0.h5", "camelyon_y_1.h5"], size=20)
+    out = tmp_path / "p.sched"
+    gen(tool, out, "--dataset", f"{x}/*_x_*.h5:x", "--dataset", f"{y}/*_y_*.h5:y",
+        "--dataset", f"{x}/*_x_*.h5:meta", "--rows-per-file", 4)
+    assert open(out, "rb").read()[8] == 3  # the format version
+    text = run_tool(tool, "inspect", out).stdout
+    assert (f"first:     '{x}/camelyon_x_0.h5': 4 rows, 300 B, modified" in text and
+            f"; y in '{y}/camelyon_y_0.h5' (20 B, modified" in text), text
+    assert f"last:      '{x}/camelyon_x_1.h5'" in text and f"'{y}/camelyon_y_1.h5'" in text
+    for path in (f"{x}/camelyon_x_1.h5", f"{y}/camelyon_y_1.h5"):
+        assert "matches the map" in run_tool(tool, "inspect", out, "--check-dataset", path).stdout
+    # A labels file rewritten since is named.
+    (y / "camelyon_y_1.h5").write_bytes(b"\1" * 21)
+    result = run_tool(tool, "inspect", out, "--check-dataset", f"{y}/camelyon_y_1.h5", check=False)
+    assert result.returncode != 0 and "file size is 21" in result.stdout, result.stdout
+    # The same files for every field: version 2, readable by older builds.
+    gen(tool, out, "--dataset", f"{x}/*_x_*.h5:x", "--dataset", f"{x}/*_x_*.h5:y",
+        "--rows-per-file", 4)
+    assert open(out, "rb").read()[8] == 2
+    # Pairs that would put one file in two places of the map are refused.
+    result = run_tool(tool, "generate", "--source", "sequential", "--epochs", 1, "--quiet",
+                      "--output", tmp_path / "bad.sched", "--dataset", f"{x}/*_x_*.h5:x",
+                      "--dataset", f"{tmp_path}/[xy]/camelyon_[xy]_1.h5:y", "--rows-per-file", 4, check=False)
+    assert result.returncode == 2 and "listed twice" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("args,message", [
     (["--dataset", "{d}/*.h5:x", "--dataset", "{d}/a*.h5:y", "--rows-per-file", "2"],
-     "names other files than --dataset"),
+     "names 1 file and --dataset"),
     (["--dataset", "{d}/*.h5:x"], "matches 3 files: say how many rows"),
     (["--dataset", "{d}/*.h5:x", "--dataset", "{d}/*.h5:y", "--rows-per-file", "2",
       "--row-bytes", "1", "--row-bytes", "2", "--row-bytes", "3"],

@@ -7,7 +7,8 @@ cares about: every sample of every field equals what was written (the loop check
 against the sums saved at generation), the schedule matched every read (no mismatches), the
 prefetcher read ahead (rows_prefetched), and each field's rows counted on their own.
 
-Cases: labels beside images (one file, two fields, a cache of a tenth of the data); a schedule
+Cases: labels beside images (one file, two fields, a cache of a tenth of the data); labels in a
+file of their own (PatchCamelyon's layout, format version 3); a schedule
 made for `records_1` among same-shaped `records_0`/`records_1` (binds to records_1 only); batch
 reads (`d[sorted(batch)]`); many gzip files of 128 samples with two fields (CosmoFlow-like, files
 the main process never opens are prepared by the prefetch leader); one sample per file (read
@@ -16,11 +17,12 @@ that do not move in lockstep. Timing is not checked here (examples/bench measure
 """
 
 import os
+import subprocess
 import sys
 
 import pytest
 
-from voltest_support import schedule_tool
+from voltest_support import read_stats, schedule_tool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.join(HERE, "..", "..", "..", "examples", "bench")
@@ -48,10 +50,10 @@ def bench(runner, tmp_path_factory):
 
 
 def run_case(bench, name, recipe, *, fields=None, share=None, ranks=1, mode="sample", epochs=2,
-             slowdown=(1.0,), compute_s=0.0):
+             slowdown=(1.0,), compute_s=0.0, map_flags=None):
     w = bench["workloads"].ensure(str(bench["out"] / "workloads"), recipe, log=lambda *_: None)
     st = bench["schedtool"]
-    flags, _ = st.map_args(w, bench["caps"], fields)
+    flags = map_flags(w) if map_flags else st.map_args(w, bench["caps"], fields)[0]
     layout = st.layout_args(samples=w.samples, epochs=epochs, ranks=ranks, workers=2, batch=16,
                             seed=42)
     schedule = st.generate(bench["tool"], str(bench["out"] / f"{name}.sched"), layout, flags, None)
@@ -122,6 +124,76 @@ def test_one_sample_per_file(bench):
     # A file of one sample is not prepared through HDF5 ahead of the loader (its own open would
     # cost as much again): the leader reads it into the page cache instead, with no HDF5 call.
     assert totals["files_warmed"] > 0, totals
+
+
+def test_labels_in_a_file_of_their_own(bench):
+    """PatchCamelyon's layout: images in one file, labels in another (a schedule of format
+    version 3). Each field binds to its own file, every read matches, and both are prefetched."""
+    assert bench["caps"]["field_files"], "prescient-schedule cannot keep a field in a file of its own"
+    w = bench["workloads"].recipe("pcam", samples=1024)
+
+    def labels_first(workload):
+        # The map's files are then the labels' and the images are the field kept elsewhere: the
+        # prefetcher must open each field in its own file to read the images ahead.
+        return ["--dataset", f"{workload.dir}/pcam_labels.h5:labels",
+                "--dataset", f"{workload.dir}/pcam_images.h5:images", "--row-bytes", "8",
+                "--row-bytes", "16384"]
+
+    for name, flags in (("pcam", None), ("pcam-labels-first", labels_first)):
+        record, totals = run_case(bench, name, w, share=0.25, map_flags=flags)
+        assert totals["schedule_mismatches"] == 0, (name, totals)
+        assert totals["schedule_matches"] > 0, (name, totals)
+        fields = fields_of(record)
+        assert set(fields) == {"images", "labels"}, (name, fields)
+        assert fields["images"]["rows_prefetched"] > 0, (name, fields)
+        # The labels (8 KB in all) are cached whole on their first read, or prefetched: every
+        # read of them is counted as the bound field's.
+        labels = fields["labels"]
+        assert labels["rows_hit"] + labels["rows_loaded"] + labels["rows_waited"] >= 2 * 1024 - 1, \
+            (name, fields)
+
+
+# Reads every image of 4 files in order, a few milliseconds each, opening each file only when
+# its first sample comes; the labels' files are never opened by the job.
+_IMAGES_ONLY = """
+import sys, time, h5py, numpy as np
+directory, files, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for k in range(files):
+    with h5py.File(f"{directory}/x_{k}.h5", "r") as f:
+        for r in range(rows):
+            assert int(f["x"][r][0]) == k * rows + r
+            time.sleep(0.004)
+"""
+
+
+def test_the_prefetcher_opens_a_field_in_its_own_file(bench, runner, tmp_path):
+    """The prefetch leader prepares the datasets of files the job has not opened yet. A field kept
+    in a file of its own is opened there: the labels, in files the job never opens, are read
+    ahead all the same (and from the right file: the images' files have no `y`)."""
+    h5py = pytest.importorskip("h5py")
+    np = pytest.importorskip("numpy")
+    files, rows = 4, 48
+    for k in range(files):
+        with h5py.File(tmp_path / f"x_{k}.h5", "w") as f:
+            f["x"] = np.arange(k * rows, (k + 1) * rows, dtype=np.int64)[:, None] * np.ones(512, np.int64)
+        with h5py.File(tmp_path / f"y_{k}.h5", "w") as f:
+            f["y"] = np.full((rows, 512), k, dtype=np.int64)
+    schedule = tmp_path / "pair.sched"
+    subprocess.run([schedule_tool(), "generate", "--source", "sequential", "--epochs", "1",
+                    "--dataset", f"{tmp_path}/x_*.h5:x", "--dataset", f"{tmp_path}/y_*.h5:y",
+                    "--rows-per-file", str(rows), "--output", str(schedule), "--quiet"],
+                   check=True, capture_output=True)
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    runner.python(_IMAGES_ONLY, [tmp_path, files, rows], "connector", tmp_path,
+                  stats=stats / "stats.json",
+                  extra={"PRESCIENT_NODE_ID": f"own-file-{os.getpid()}", "PRESCIENT_CACHE_SIZE": "64MiB",
+                         "PRESCIENT_SCHEDULE": str(schedule)})
+    (doc,) = read_stats(stats).values()
+    fields = {f["field"]: f for f in doc["fields"]}
+    assert doc["schedule_mismatches"] == 0 and doc["schedule_matches"] == files * rows, doc
+    # The labels of the files after the first, at least, came in ahead of their (absent) reads.
+    assert fields["y"]["rows_prefetched"] >= (files - 1) * rows, fields
 
 
 def test_ranks_not_in_lockstep(bench):

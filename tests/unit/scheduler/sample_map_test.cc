@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace prescient::scheduler {
@@ -93,6 +94,63 @@ TEST(SampleMapTest, RejectsImpossibleMaps) {
   nameless[0].path.clear();
   EXPECT_THROW(SampleMap(nameless, {{"x", 1}}), std::invalid_argument);
   EXPECT_THROW(SampleMap(Files({0xffffffffull, 1}), {{"x", 1}}), std::invalid_argument);
+}
+
+// PatchCamelyon's layout: images in one file, their labels in another, the
+// same rows; a third field beside the images.
+std::vector<MapFile> PairedFiles() {
+  std::vector<MapFile> files = Files({4, 3});
+  for (std::uint32_t i = 0; i < files.size(); ++i) {
+    files[i].field_files = {
+        {1, "/labels/y" + std::to_string(i) + ".h5", 50 + i, static_cast<std::int64_t>(70 + i)}};
+  }
+  return files;
+}
+
+TEST(SampleMapTest, FieldsInFilesOfTheirOwn) {
+  const SampleMap map(PairedFiles(), {{"x", 64}, {"y", 8}, {"meta", 4}});
+  EXPECT_TRUE(map.has_field_files());
+  EXPECT_FALSE(SampleMap(Files({4}), {{"x", 64}}).has_field_files());
+  EXPECT_EQ(map.num_samples(), 7u);
+  // A field file finds its file of the map; the field's place is its own file.
+  EXPECT_EQ(map.FileIndex("/labels/y1.h5"), 1u);
+  EXPECT_EQ(map.FileIndex("/data/f1001.h5"), 1u);
+  EXPECT_EQ(map.PlaceOf(1, 1).path, "/labels/y1.h5");
+  EXPECT_EQ(map.PlaceOf(1, 1).size, 51u);
+  EXPECT_EQ(map.PlaceOf(1, 0).path, "/data/f1001.h5");
+  EXPECT_EQ(map.PlaceOf(1, 2).path, "/data/f1001.h5");
+  EXPECT_EQ(map.PathsOf(0), (std::vector<std::string_view>{"/data/f1000.h5", "/labels/y0.h5"}));
+  // Each field is compared with the size and time of the file it lives in.
+  EXPECT_EQ(map.Mismatch(1, 1, 3, 8, 51, 71), "");
+  EXPECT_EQ(map.Mismatch(1, 0, 3, 64, 101, 8), "");
+  EXPECT_NE(map.Mismatch(1, 1, 3, 8, 101, 8).find("'/labels/y1.h5' changed"), std::string::npos);
+  EXPECT_NE(map.Mismatch(1, 1, 4, 8, 51, 71).find("dataset 'y' of '/labels/y1.h5' has 4 rows"),
+            std::string::npos);
+  EXPECT_EQ(map, SampleMap(PairedFiles(), {{"x", 64}, {"y", 8}, {"meta", 4}}));
+  EXPECT_NE(map, SampleMap(Files({4, 3}), {{"x", 64}, {"y", 8}, {"meta", 4}}));
+}
+
+TEST(SampleMapTest, RejectsImpossibleFieldFiles) {
+  const std::vector<MapField> fields = {{"x", 64}, {"y", 8}};
+  auto with = [&](auto change) {
+    std::vector<MapFile> files = PairedFiles();
+    change(files);
+    return SampleMap(files, fields);
+  };
+  EXPECT_NO_THROW(with([](auto&) {}));
+  // A field beyond the map's, or listed twice.
+  EXPECT_THROW(with([](auto& f) { f[0].field_files[0].field = 2; }), std::invalid_argument);
+  EXPECT_THROW(with([](auto& f) { f[0].field_files.push_back({1, "/labels/z.h5", 1, 1}); }),
+               std::invalid_argument);
+  // No path, the file's own path, or every field elsewhere.
+  EXPECT_THROW(with([](auto& f) { f[0].field_files[0].path.clear(); }), std::invalid_argument);
+  EXPECT_THROW(with([](auto& f) { f[0].field_files[0].path = f[0].path; }), std::invalid_argument);
+  EXPECT_THROW(with([](auto& f) { f[0].field_files.push_back({0, "/labels/z.h5", 1, 1}); }),
+               std::invalid_argument);
+  // One path in two files of the map (as a field file or a file's own path).
+  EXPECT_THROW(with([](auto& f) { f[1].field_files[0].path = f[0].field_files[0].path; }),
+               std::invalid_argument);
+  EXPECT_THROW(with([](auto& f) { f[1].field_files[0].path = f[0].path; }), std::invalid_argument);
 }
 
 TEST(SampleMapTest, CopiesShareTablesAndCompareByValue) {

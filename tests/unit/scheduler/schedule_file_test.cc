@@ -175,7 +175,7 @@ TEST_F(ScheduleFileTest, BadMagic) {
 TEST_F(ScheduleFileTest, BadVersionEvenWithAValidChecksum) {
   WriteScheduleFile(Path("a.sched"), header_, schedule_);
   Bytes bytes = Read(Path("a.sched"));
-  const std::uint32_t version = 3;
+  const std::uint32_t version = format::kFormatVersion + 1;
   std::memcpy(bytes.data() + 8, &version, 4);
   const auto crc =
       static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), 76));
@@ -183,10 +183,11 @@ TEST_F(ScheduleFileTest, BadVersionEvenWithAValidChecksum) {
   Write(Path("v.sched"), bytes);
   try {
     ScheduleReader::Open(Path("v.sched"));
-    FAIL() << "opened a version-3 file";
+    FAIL() << "opened a file of a later version";
   } catch (const ScheduleFileError& e) {
     EXPECT_EQ(e.code(), ScheduleFileErrorCode::kBadVersion);
-    EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("version " + std::to_string(version)), std::string::npos)
+        << e.what();
   }
 }
 
@@ -351,6 +352,48 @@ TEST_F(ScheduleFileTest, SampleMapRoundTripsAndChecksDatasets) {
   // A map that does not cover the samples is refused by the writer.
   h.map = SampleMap({files[0]}, {{"full", 0}});
   EXPECT_THROW(WriteScheduleFile(Path("x.sched"), h, schedule_), std::invalid_argument);
+}
+
+// Format version 3: fields in files of their own. Written only when a map
+// has them, so other schedules stay readable by builds that read version 2.
+TEST_F(ScheduleFileTest, FieldFilesRoundTripInVersionThree) {
+  auto version_of = [](const std::string& path) {
+    const Bytes bytes = Read(path);
+    std::uint32_t version = 0;
+    std::memcpy(&version, bytes.data() + 8, sizeof version);
+    return version;
+  };
+  WriteScheduleFile(Path("plain.sched"), header_, schedule_);
+  EXPECT_EQ(version_of(Path("plain.sched")), 2u);
+
+  std::vector<MapFile> files;
+  for (int i = 0; i < 2; ++i) {
+    files.push_back({"/pcam/x" + std::to_string(i) + ".h5", i == 0 ? 50u : 47u, 1000u, 5 + i});
+    files.back().field_files = {{1, "/pcam/y" + std::to_string(i) + ".h5", 400u, 9 + i}};
+  }
+  ScheduleHeader h = header_;
+  h.map = SampleMap(files, {{"x", 3 * 96 * 96}, {"y", 8}});
+  WriteScheduleFile(Path("pair.sched"), h, schedule_);
+  WriteRecipeFile(Path("pair.recipe"), h);
+  for (const char* name : {"pair.sched", "pair.recipe"}) {
+    EXPECT_EQ(version_of(Path(name)), 3u);
+    const ScheduleReader reader = ScheduleReader::Open(Path(name));
+    EXPECT_EQ(reader.header().map, h.map);
+    ASSERT_EQ(reader.header().map.files()[1].field_files.size(), 1u);
+    EXPECT_EQ(reader.header().map.files()[1].field_files[0].path, "/pcam/y1.h5");
+    // The labels are checked against the labels' file, not the images'.
+    EXPECT_NO_THROW(reader.CheckDataset({"/pcam/y1.h5", "y", 47, 8, 400, 10}));
+    EXPECT_THROW(reader.CheckDataset({"/pcam/x1.h5", "y", 47, 8, 1000, 6}), ScheduleFileError);
+    EXPECT_THROW(reader.CheckDataset({"/pcam/y1.h5", "y", 47, 8, 400, 11}), ScheduleFileError);
+  }
+  // Every byte of the version-3 header is checked (the CRC) or harmless.
+  Bytes bytes = Read(Path("pair.sched"));
+  for (std::size_t i = format::kPreambleSize; i < format::kPreambleSize + 64; ++i) {
+    Bytes flipped = bytes;
+    flipped[i] ^= 0x40;
+    Write(Path("flip.sched"), flipped);
+    EXPECT_NE(ErrorOf(Path("flip.sched")), -1) << i;
+  }
 }
 
 TEST_F(ScheduleFileTest, AHundredThousandFiles) {
