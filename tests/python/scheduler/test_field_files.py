@@ -83,12 +83,15 @@ def as_read(files):
                                for ff in f.field_files)) for f in files)
 
 
-def with_crcs(data: bytearray) -> bytes:
-    """The header and preamble CRCs recomputed after an edit of the header."""
+def edit(path, change):
+    """Applies change(bytearray) to the file at `path`, then recomputes the header
+    and preamble CRCs, so only the edit itself can make a reader refuse it."""
+    data = bytearray(path.read_bytes())
+    change(data)
     header_size = struct.unpack_from("<Q", data, HEADER_SIZE_AT)[0]
     struct.pack_into("<I", data, HEADER_CRC_AT, zlib.crc32(bytes(data[80:80 + header_size])))
     struct.pack_into("<I", data, PREAMBLE_CRC_AT, zlib.crc32(bytes(data[:PREAMBLE_CRC_AT])))
-    return bytes(data)
+    path.write_bytes(bytes(data))
 
 
 # -- the Python writer and reader ---------------------------------------------
@@ -227,13 +230,15 @@ def test_sample_map_refuses_what_the_cpp_map_refuses(files, message):
 def test_reader_refuses_an_impossible_field_file_count(tmp_path):
     files, fields = patchcamelyon(tmp_path, rows=(4,))
     out = write(tmp_path / "c.sched", files, fields)
-    data = bytearray(out.read_bytes())
-    # The count follows the file's path, rows, size and mtime.
-    path = os.fsencode(files[0].path)
-    at = data.index(path) + len(path) + 24
-    assert struct.unpack_from("<I", data, at)[0] == 1
-    struct.pack_into("<I", data, at, 0xFFFFFFF0)
-    out.write_bytes(with_crcs(data))
+
+    def impossible_count(data):
+        # The count follows the file's path, rows, size and mtime.
+        path = os.fsencode(files[0].path)
+        at = data.index(path) + len(path) + 24
+        assert struct.unpack_from("<I", data, at)[0] == 1
+        struct.pack_into("<I", data, at, 0xFFFFFFF0)
+
+    edit(out, impossible_count)
     with pytest.raises(ScheduleFileError, match="field file count") as e:
         ScheduleFile(out)
     assert e.value.code == "corrupt"
@@ -242,9 +247,7 @@ def test_reader_refuses_an_impossible_field_file_count(tmp_path):
 def test_reader_refuses_version_4_and_names_the_versions_it_reads(tmp_path):
     files, fields = patchcamelyon(tmp_path)
     out = write(tmp_path / "v4.sched", files, fields)
-    data = bytearray(out.read_bytes())
-    struct.pack_into("<I", data, VERSION_AT, 4)
-    out.write_bytes(with_crcs(data))
+    edit(out, lambda data: struct.pack_into("<I", data, VERSION_AT, 4))
     with pytest.raises(ScheduleFileError, match="versions 1 to 3") as e:
         ScheduleFile(out)
     assert e.value.code == "bad-version"
