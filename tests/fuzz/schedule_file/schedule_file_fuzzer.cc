@@ -1,7 +1,8 @@
-// libFuzzer target: ScheduleReader on arbitrary bytes (format versions 1 and
-// 2) must either throw ScheduleFileError or give a schedule whose every
+// libFuzzer target: ScheduleReader on arbitrary bytes (format versions 1 to
+// 3) must either throw ScheduleFileError or give a schedule whose every
 // lookup stays in bounds: parts, the sample map (Locate, FileIndex,
-// FieldIndex, Mismatch) and the node's next-use index with per-rank progress.
+// FieldIndex, PlaceOf, Mismatch) and the node's next-use index with per-rank
+// progress.
 //
 // Random bytes rarely get past the CRC-32s, so each input is tried twice: as
 // is, and with every checksum recomputed (preamble, header, index, and each
@@ -88,6 +89,15 @@ void Exercise(const std::vector<std::uint8_t>& bytes) {
       if (map.FileIndex(last.path) != map.files().size() - 1) std::abort();
       sink += map.Mismatch(0, 0, last.rows, 0, last.size, last.mtime_ns).size();
       if (!map.FieldIndex(map.fields().front().dataset)) std::abort();
+      // Version 3: every field of the last file lives somewhere that leads
+      // back to that file.
+      const auto last_file = static_cast<std::uint32_t>(map.files().size() - 1);
+      for (std::uint32_t field = 0; field < map.fields().size(); ++field) {
+        const prescient::scheduler::FieldPlace place = map.PlaceOf(last_file, field);
+        if (map.FileIndex(place.path) != last_file) std::abort();
+        sink += map.Mismatch(last_file, field, last.rows, 0, place.size, place.mtime_ns).size();
+      }
+      sink += map.PathsOf(last_file).size();
     }
     sink += map.bytes_per_sample();
     // Recipes regenerate num_samples-sized orders: keep them small here.
