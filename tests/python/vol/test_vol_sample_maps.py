@@ -196,6 +196,80 @@ def test_the_prefetcher_opens_a_field_in_its_own_file(bench, runner, tmp_path):
     assert fields["y"]["rows_prefetched"] >= (files - 1) * rows, fields
 
 
+# PatchCamelyon as loaders commonly read it (torchvision's PCAM among them): the images in
+# `..._x.h5` (N, 96, 96, 3) and the labels in `..._y.h5` (N, 1, 1, 1), both files opened in
+# every __getitem__, the label read as y[i, 0, 0, 0]. Prints a digest of every batch.
+_PCAM_LOADER = """
+import hashlib, sys, h5py, torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+root, epochs = sys.argv[1], int(sys.argv[2])
+class PatchCamelyon(Dataset):
+    def __len__(self):
+        with h5py.File(f"{root}/camelyonpatch_level_2_split_train_y.h5", "r") as f:
+            return len(f["y"])
+    def __getitem__(self, i):
+        with h5py.File(f"{root}/camelyonpatch_level_2_split_train_x.h5", "r") as f:
+            image = torch.from_numpy(f["x"][i])
+        with h5py.File(f"{root}/camelyonpatch_level_2_split_train_y.h5", "r") as f:
+            label = int(f["y"][i, 0, 0, 0])
+        return image, label
+ds = PatchCamelyon()
+sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=True, seed=7)
+loader = DataLoader(ds, batch_size=16, sampler=sampler, num_workers=2)
+for epoch in range(epochs):
+    sampler.set_epoch(epoch)
+    digest = hashlib.sha256()
+    for images, labels in loader:
+        digest.update(images.numpy().tobytes()); digest.update(labels.numpy().tobytes())
+    print(epoch, digest.hexdigest())
+"""
+
+
+def test_patchcamelyon_as_its_loaders_read_it(bench, runner, tmp_path):
+    """PatchCamelyon's own layout and file names, read the way its public loaders read it (both
+    files opened per sample, the label as y[i, 0, 0, 0]), with a schedule made by
+    prescient-schedule for the loader's DistributedSampler: the same batches as native, every
+    read where the schedule says, both fields read ahead."""
+    h5py = pytest.importorskip("h5py")
+    np = pytest.importorskip("numpy")
+    n, epochs = 512, 2
+    rng = np.random.default_rng(3)
+    with h5py.File(tmp_path / "camelyonpatch_level_2_split_train_x.h5", "w") as f:
+        f.create_dataset("x", data=rng.integers(0, 256, (n, 96, 96, 3), dtype=np.uint8),
+                         chunks=(1, 96, 96, 3))
+    with h5py.File(tmp_path / "camelyonpatch_level_2_split_train_y.h5", "w") as f:
+        f.create_dataset("y", data=rng.integers(0, 2, (n, 1, 1, 1), dtype=np.uint8))
+    schedule = tmp_path / "pcam.sched"
+    subprocess.run([schedule_tool(), "generate", "--source", "torch-distributed", "--epochs", str(epochs),
+                    "--ranks", "1", "--workers", "2", "--batch-size", "16", "--seed", "7",
+                    "--dataset", f"{tmp_path}/*_train_x.h5:x", "--dataset", f"{tmp_path}/*_train_y.h5:y",
+                    "--rows", str(n), "--output", str(schedule), "--quiet"],
+                   check=True, capture_output=True)
+    native = runner.python(_PCAM_LOADER, [tmp_path, epochs], "native", tmp_path).stdout
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    served = runner.python(_PCAM_LOADER, [tmp_path, epochs], "connector", tmp_path,
+                           stats=stats / "stats.json",
+                           extra={"PRESCIENT_NODE_ID": f"pcam-{os.getpid()}",
+                                  "PRESCIENT_CACHE_SIZE": "8MiB",  # a quarter of the images
+                                  "PRESCIENT_SCHEDULE": str(schedule)}).stdout
+    assert served == native and len(native.splitlines()) == epochs
+    totals, fields = {}, {}
+    for doc in read_stats(stats).values():
+        for key, value in doc.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+        for f in doc["fields"]:
+            fields.setdefault(f["field"], {})
+            for key, value in f.items():
+                if key != "field":
+                    fields[f["field"]][key] = fields[f["field"]].get(key, 0) + value
+    assert totals["schedule_mismatches"] == 0, totals
+    assert totals["schedule_matches"] == 2 * n * epochs, totals  # an image and a label per sample
+    assert fields["x"]["rows_prefetched"] > 0, fields
+    assert totals["reads_forwarded"] == 0, totals
+
+
 def test_ranks_not_in_lockstep(bench):
     w = bench["workloads"].recipe("imglab", samples=1024)
     record, totals = run_case(bench, "ranks", w, share=0.25, ranks=2, slowdown=(1.0, 1.5))
