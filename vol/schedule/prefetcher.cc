@@ -203,7 +203,9 @@ std::shared_ptr<CachedDataset> Prefetcher::DatasetToPrefetch(FieldRef ref,
   const scheduler::SampleMap& map = follower_.binding().map();
   // The file this field lives in (a field may be kept in a file of its own).
   const scheduler::FieldPlace place = map.PlaceOf(ref.file, ref.field);
-  if (!WarmOnly(map.files()[ref.file].rows, place)) return follower_.DatasetFor(ref, true);
+  if (!WarmOnly(map.files()[ref.file].rows, place)) {
+    return follower_.DatasetFor(ref, /*resolve=*/true);
+  }
   std::string path(place.path);
   if (!warmed.contains(path) && WarmFile(path)) warmed.insert(std::move(path));
   return nullptr;
