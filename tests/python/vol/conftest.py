@@ -107,6 +107,19 @@ def _libhdf5_of(path):
     return None
 
 
+@pytest.fixture(scope="session")
+def hdf5_threadsafe(runner):
+    """Whether the libhdf5 the plugin links is a thread-safe build: only then does the prefetch
+    leader prepare files the job has not opened (vol/schedule/dataset_resolver.h). Debian's
+    parallel HDF5 (PRESCIENT_ENV_FLAVOR=parallel) is not."""
+    import ctypes
+    lib = _libhdf5_of(os.path.join(runner.plugin_dir, PLUGIN_NAME))
+    if lib is None:
+        return False
+    answer = ctypes.c_bool(False)
+    return ctypes.CDLL(lib).H5is_library_threadsafe(ctypes.byref(answer)) >= 0 and answer.value
+
+
 @pytest.fixture
 def hdf5_tools(runner):
     """For tests running h5dump/h5ls with the connector: the tools must load the libhdf5 the

@@ -166,10 +166,12 @@ for k in range(files):
 """
 
 
-def test_the_prefetcher_opens_a_field_in_its_own_file(bench, runner, tmp_path):
+def test_the_prefetcher_opens_a_field_in_its_own_file(bench, runner, hdf5_threadsafe, tmp_path):
     """The prefetch leader prepares the datasets of files the job has not opened yet. A field kept
     in a file of its own is opened there: the labels, in files the job never opens, are read
-    ahead all the same (and from the right file: the images' files have no `y`)."""
+    ahead all the same (and from the right file: the images' files have no `y`). With an HDF5
+    that is not thread-safe the leader opens nothing itself: those labels are then not read
+    ahead, and every read is still right."""
     h5py = pytest.importorskip("h5py")
     np = pytest.importorskip("numpy")
     files, rows = 4, 48
@@ -192,8 +194,11 @@ def test_the_prefetcher_opens_a_field_in_its_own_file(bench, runner, tmp_path):
     (doc,) = read_stats(stats).values()
     fields = {f["field"]: f for f in doc["fields"]}
     assert doc["schedule_mismatches"] == 0 and doc["schedule_matches"] == files * rows, doc
-    # The labels of the files after the first, at least, came in ahead of their (absent) reads.
-    assert fields["y"]["rows_prefetched"] >= (files - 1) * rows, fields
+    if hdf5_threadsafe:
+        # The labels of the files after the first, at least, came in ahead of their (absent) reads.
+        assert fields["y"]["rows_prefetched"] >= (files - 1) * rows, fields
+    else:
+        assert fields["y"]["rows_prefetched"] == 0, fields
 
 
 # PatchCamelyon as loaders commonly read it (torchvision's PCAM among them): the images in
