@@ -203,30 +203,36 @@ def test_the_prefetcher_opens_a_field_in_its_own_file(bench, runner, hdf5_thread
 
 # PatchCamelyon as loaders commonly read it (torchvision's PCAM among them): the images in
 # `..._x.h5` (N, 96, 96, 3) and the labels in `..._y.h5` (N, 1, 1, 1), both files opened in
-# every __getitem__, the label read as y[i, 0, 0, 0]. Prints a digest of every batch.
+# every __getitem__, the label read as y[i, 0, 0, 0]. Prints a digest of every batch. A script
+# file with a main guard: spawned and forkserver workers (Python 3.14's default) import it.
 _PCAM_LOADER = """
 import hashlib, sys, h5py, torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
-root, epochs = sys.argv[1], int(sys.argv[2])
+
 class PatchCamelyon(Dataset):
+    def __init__(self, root):
+        self.root = root
     def __len__(self):
-        with h5py.File(f"{root}/camelyonpatch_level_2_split_train_y.h5", "r") as f:
+        with h5py.File(f"{self.root}/camelyonpatch_level_2_split_train_y.h5", "r") as f:
             return len(f["y"])
     def __getitem__(self, i):
-        with h5py.File(f"{root}/camelyonpatch_level_2_split_train_x.h5", "r") as f:
+        with h5py.File(f"{self.root}/camelyonpatch_level_2_split_train_x.h5", "r") as f:
             image = torch.from_numpy(f["x"][i])
-        with h5py.File(f"{root}/camelyonpatch_level_2_split_train_y.h5", "r") as f:
+        with h5py.File(f"{self.root}/camelyonpatch_level_2_split_train_y.h5", "r") as f:
             label = int(f["y"][i, 0, 0, 0])
         return image, label
-ds = PatchCamelyon()
-sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=True, seed=7)
-loader = DataLoader(ds, batch_size=16, sampler=sampler, num_workers=2)
-for epoch in range(epochs):
-    sampler.set_epoch(epoch)
-    digest = hashlib.sha256()
-    for images, labels in loader:
-        digest.update(images.numpy().tobytes()); digest.update(labels.numpy().tobytes())
-    print(epoch, digest.hexdigest())
+
+if __name__ == "__main__":
+    root, epochs = sys.argv[1], int(sys.argv[2])
+    ds = PatchCamelyon(root)
+    sampler = DistributedSampler(ds, num_replicas=1, rank=0, shuffle=True, seed=7)
+    loader = DataLoader(ds, batch_size=16, sampler=sampler, num_workers=2)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        digest = hashlib.sha256()
+        for images, labels in loader:
+            digest.update(images.numpy().tobytes()); digest.update(labels.numpy().tobytes())
+        print(epoch, digest.hexdigest())
 """
 
 
@@ -250,14 +256,16 @@ def test_patchcamelyon_as_its_loaders_read_it(bench, runner, tmp_path):
                     "--dataset", f"{tmp_path}/*_train_x.h5:x", "--dataset", f"{tmp_path}/*_train_y.h5:y",
                     "--rows", str(n), "--output", str(schedule), "--quiet"],
                    check=True, capture_output=True)
-    native = runner.python(_PCAM_LOADER, [tmp_path, epochs], "native", tmp_path).stdout
+    script = tmp_path / "pcam_loader.py"
+    script.write_text(_PCAM_LOADER)
+    native = runner.run([script, tmp_path, epochs], "native", tmp_path).stdout
     stats = tmp_path / "stats"
     stats.mkdir()
-    served = runner.python(_PCAM_LOADER, [tmp_path, epochs], "connector", tmp_path,
-                           stats=stats / "stats.json",
-                           extra={"PRESCIENT_NODE_ID": f"pcam-{os.getpid()}",
-                                  "PRESCIENT_CACHE_SIZE": "8MiB",  # a quarter of the images
-                                  "PRESCIENT_SCHEDULE": str(schedule)}).stdout
+    served = runner.run([script, tmp_path, epochs], "connector", tmp_path,
+                        stats=stats / "stats.json",
+                        extra={"PRESCIENT_NODE_ID": f"pcam-{os.getpid()}",
+                               "PRESCIENT_CACHE_SIZE": "8MiB",  # a quarter of the images
+                               "PRESCIENT_SCHEDULE": str(schedule)}).stdout
     assert served == native and len(native.splitlines()) == epochs
     totals, fields = {}, {}
     for doc in read_stats(stats).values():
