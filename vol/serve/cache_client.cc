@@ -379,15 +379,15 @@ std::shared_ptr<CachedDataset> CacheClient::Adopt(std::shared_ptr<CachedDataset>
   if (!cache_) return nullptr;
   const Identity key{prepared->key().hi, prepared->key().lo};
   auto [it, fresh] = datasets_.try_emplace(key, prepared);
-  if (!fresh && it->second == nullptr) return nullptr;  // known as not cacheable
-  if (!it->second->registered()) {
-    Runtime& runtime = Runtime::Get();
-    const cache::Status status = it->second->Register(*cache_, runtime.options().cache.block_bytes,
-                                                      runtime.options().coalesce_gap);
-    if (!status.ok()) return nullptr;
-    if (admission_) ShareWithAdmission(*admission_, it->second, runtime.options().admit_read_again);
-  }
-  return it->second;
+  if (it->second == nullptr) return nullptr;  // known as not cacheable
+  // Registered the way a dataset the job opens is, the current follower
+  // binding it before the lock is let go. A dataset registered here but bound
+  // only by the caller, later, was for that moment visible to the job's reads
+  // unbound (read without the schedule: a followed epoch came up one match
+  // short), and one adopted by a follower just retired was never bound to
+  // the one that replaced it.
+  std::shared_ptr<CachedDataset> cached = it->second;
+  return RegisterLocked(cached) ? cached : nullptr;
 }
 
 void CacheClient::DatasetOpened(const VolObject& dataset) noexcept {
