@@ -2,6 +2,7 @@
 
     python3 examples/bench/public_loader.py deepcam --src DIR [--files 160] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py fourcastnet --src DIR [--years 4] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py pdebench --src DIR [--seeds 300] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -25,6 +26,16 @@ opened once per worker. Its configuration's defaults (AFNO: dt 1, no history, no
 z-score normalisation), DistributedSampler(shuffle=True) over one rank (a one-process gloo group),
 batch 2, 2 workers. Its `img_utils` imports matplotlib and torchvision for plotting helpers the
 loader never calls; where they are not installed, empty modules stand in for them.
+
+`pdebench`: PDEBench's FNO loader for data of many initial conditions (github.com/pdebench/PDEBench,
+pdebench/models/fno/utils.py, class FNODatasetMult), --src the repository's root (`git clone
+--depth 1 https://github.com/pdebench/PDEBench build/public/PDEBench`). A file of its 2D
+diffusion-reaction layout (`2D_diff-react_NA_NA.h5`): one group per seed, `data` (steps, side,
+side, 2) float32 and `grid/x`, `grid/y`, `grid/t`; each sample opens the file, reads its seed's
+`data` whole and its grid, and closes the file again. Its configuration for that data
+(`config_diff-react.yaml`: batch 5, 2 workers, initial_step 10), `DataLoader(shuffle=True)` as its
+`train.py` makes it. The published data is 1,000 seeds of 101 x 128 x 128 x 2 (13 MB a seed);
+the default here is 300 seeds of 101 x 64 x 64 x 2 (3.3 MB, 1 GB in all).
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
@@ -209,6 +220,58 @@ def fourcastnet_loader(src, directory, workers):
     return loader, sampler, train
 
 
+PDE_NAME = "2D_diff-react_NA_NA"
+
+
+def make_pdebench_files(directory, seeds, steps, side, log=print):
+    """PDEBench's layout for data of many seeds: DIR/train/2D_diff-react_NA_NA.h5."""
+    import h5py
+    import numpy as np
+
+    layout = {"seeds": seeds, "steps": steps, "side": side}
+    train = fresh_train_dir(directory, layout)
+    if train is None:
+        return os.path.join(directory, "train")
+    rng = np.random.default_rng(0)
+    t = time.monotonic()
+    with h5py.File(os.path.join(train, PDE_NAME + ".h5"), "w") as f:
+        axis = np.linspace(-1, 1, side, dtype=np.float32)
+        for seed in range(seeds):
+            group = f.create_group(f"{seed:04d}")
+            group["data"] = rng.standard_normal((steps, side, side, 2), dtype=np.float32)
+            grid = group.create_group("grid")
+            grid["x"], grid["y"] = axis, axis
+            grid["t"] = np.linspace(0, 5, steps, dtype=np.float32)
+    with open(os.path.join(directory, "layout.json"), "w") as f:
+        json.dump(layout, f)
+    log(f"public-loader: {seeds} seeds of {steps} x {side} x {side} x 2 float32 in "
+        f"{time.monotonic() - t:.0f} s")
+    return train
+
+
+class _NoEpochs:
+    """The sampler handle of a loader whose DataLoader shuffles by itself (RandomSampler)."""
+
+    def set_epoch(self, epoch):
+        pass
+
+
+def pdebench_loader(src, directory, workers):
+    from torch.utils.data import DataLoader
+
+    if not os.path.isfile(os.path.join(src, "pdebench", "models", "fno", "utils.py")):
+        raise SystemExit(f"public-loader: no pdebench/models/fno/utils.py in {src} (--src: the "
+                         "root of github.com/pdebench/PDEBench)")
+    sys.path.insert(0, src)
+    from pdebench.models.fno.utils import FNODatasetMult
+
+    train = os.path.join(directory, "train")
+    # As its train.py builds the training loader (FNODatasetMult's own 90% of the seeds).
+    dataset = FNODatasetMult(PDE_NAME, initial_step=10, saved_folder=train + os.sep)
+    loader = DataLoader(dataset, batch_size=5, num_workers=workers, shuffle=True)
+    return loader, _NoEpochs(), train
+
+
 def deepcam_loader(src, directory, workers):
     from torch.utils.data import DataLoader, DistributedSampler
 
@@ -222,7 +285,8 @@ def deepcam_loader(src, directory, workers):
     return loader, sampler, train
 
 
-LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader}
+LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
+           "pdebench": pdebench_loader}
 
 
 def make_cold(directory):
@@ -326,6 +390,8 @@ def compare(args):
     data_dir = os.path.join(args.out, "data")
     if args.loader == "deepcam":
         make_files(data_dir, args.files, args.height, args.width)
+    elif args.loader == "pdebench":
+        make_pdebench_files(data_dir, args.seeds, args.steps, args.side)
     else:
         make_fourcastnet_files(data_dir, args.years, args.steps, args.height, args.width)
     plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
@@ -361,7 +427,8 @@ def compare(args):
     wrong = [(r["variant"], r["round"], e) for r in runs for e in range(args.epochs)
              if r["epochs"][e]["digest"] != native[r["round"]]["epochs"][e]["digest"]]
     report = {"loader": args.loader, "src": args.src, "layout": {
-        k: getattr(args, k) for k in ("files", "years", "steps", "height", "width") if hasattr(args, k)},
+        k: getattr(args, k) for k in ("files", "years", "seeds", "steps", "side", "height", "width")
+        if hasattr(args, k)},
         "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
         json.dump(report, f, indent=1)
@@ -408,6 +475,12 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=64, help="time steps per year (64)")
     p.add_argument("--height", type=int, default=181, help="latitudes (181)")
     p.add_argument("--width", type=int, default=360, help="longitudes (360)")
+    common(p)
+    p = sub.add_parser("pdebench", help="PDEBench's FNO loader of many seeds (FNODatasetMult)")
+    p.add_argument("--src", required=True, help="the root of a PDEBench checkout")
+    p.add_argument("--seeds", type=int, default=300, help="groups, one per seed (300)")
+    p.add_argument("--steps", type=int, default=101, help="time steps per seed (101)")
+    p.add_argument("--side", type=int, default=64, help="grid points per side (64; PDEBench's 128)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

@@ -23,6 +23,9 @@ Shapes:
             does), shuffle=True
   pairs     the same over 8 pairs of files (img_k.h5 and lbl_k.h5), shuffle=True: the connector
             reads ahead into pairs of files no worker has opened yet
+  seeds     one group per sample in one file, `data` (128 KiB) and `grid/x`, `grid/y` in it, the
+            file opened for every sample and the group's data read whole (PDEBench's
+            FNODatasetMult), shuffle=True: no learned map describes a dataset per sample
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
 
@@ -46,6 +49,7 @@ from torch.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset,
 
 FILES, ROWS_PER_FILE, ROW_BYTES, BATCH = 8, 500, 4096, 25
 SAMPLES = FILES * ROWS_PER_FILE
+SEEDS, SEED_SHAPE = 96, (16, 32, 32, 2)  # "seeds": 128 KiB of float32 a sample, 12 MiB in all
 COMPUTE_S = 0.02
 # How workers start (test_follow.py runs both): forked, as on Linux before Python 3.14, or
 # from a forkserver, Python 3.14's default.
@@ -74,6 +78,12 @@ def make(directory):
         f["x"] = rng.integers(0, 255, (SAMPLES, ROW_BYTES), dtype=np.uint8)
     with h5file(os.path.join(directory, "pair_y.h5"), "w") as f:
         f["y"] = np.arange(SAMPLES, dtype=np.int64).reshape(SAMPLES, 1, 1)
+    with h5file(os.path.join(directory, "seeds.h5"), "w") as f:
+        axis = np.linspace(-1, 1, SEED_SHAPE[1], dtype=np.float32)
+        for seed in range(SEEDS):
+            group = f.create_group(f"{seed:04d}")
+            group["data"] = rng.standard_normal(SEED_SHAPE, dtype=np.float32)
+            group["grid/x"], group["grid/y"] = axis, axis + seed
     for k in range(FILES):
         with h5file(os.path.join(directory, f"img_{k:02d}.h5"), "w") as f:
             f["x"] = rng.integers(0, 255, (ROWS_PER_FILE, ROW_BYTES), dtype=np.uint8)
@@ -174,6 +184,26 @@ class Pairs(Dataset):
 UNSORTED = (3, 0, 5, 1, 7, 2, 6, 4)
 
 
+class Seeds(Dataset):
+    """A group per sample, the file opened for each (PDEBench's FNODatasetMult)."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "seeds.h5")
+        with h5file(self.path) as f:
+            self.keys = sorted(f.keys())
+
+    def __len__(self):
+        return len(self.keys)
+
+    def __getitem__(self, index):
+        with h5file(self.path) as f:
+            group = f[self.keys[index]]
+            data = torch.tensor(np.array(group["data"], dtype="f"))
+            grid = np.stack([np.array(group["grid"]["x"], dtype="f"),
+                             np.array(group["grid"]["y"], dtype="f")])
+        return data.permute(1, 2, 0, 3), torch.from_numpy(grid)
+
+
 class FileThenRow(Sampler):
     """Files in a new order every epoch, rows in a new order in each file (unseeded)."""
 
@@ -239,6 +269,8 @@ def loader_for(shape, directory):
         return fresh_loader(Pair(directory))
     if shape == "pairs":
         return fresh_loader(Pairs(directory))
+    if shape == "seeds":
+        return fresh_loader(Seeds(directory))
     if shape == "batches":
         ds = OneFile(directory)
         g = torch.Generator()

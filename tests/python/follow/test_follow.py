@@ -287,3 +287,34 @@ def test_a_dataset_that_remaps_its_indices_every_epoch_is_not_followed(data, tmp
         followed.stderr[-3000:]
     totals = epoch_totals(tmp_path)
     assert sum(t.get("schedule_matches", 0) for e, t in totals.items() if e >= 2) == 0, totals
+
+
+def test_one_group_per_sample_followed_reads_exactly_from_the_cache(data, tmp_path):
+    """PDEBench's loader shape (follow_loaders.py "seeds"): one group per sample, its 128 KiB
+    `data` read whole, the file opened for every sample. No learned map describes a dataset per
+    sample, so nothing is followed; what following must not do is get in the way. The training
+    sees what it sees natively, nothing is said on stderr, every `data` read is served by the
+    cache (none forwarded), and only the first epoch reads it from storage. Measured with
+    PDEBench's own FNODatasetMult: examples/bench/public_loader.py pdebench."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    native, _ = run_loader(data, "seeds", tmp_path / "native.json",
+                           dict(clean_env(), LOADER_SLOWDOWN="0"))
+    # A cache of the whole 12 MiB: later epochs are all hits.
+    env = dict(follow_env(tmp_path, shm), PRESCIENT_CACHE_SIZE="32MiB")
+    followed, stderr = run_loader(data, "seeds", tmp_path / "followed.json", env)
+    assert "prescient:" not in stderr and "HDF5-DIAG" not in stderr, stderr[-4000:]
+    assert followed == native
+    totals = {}
+    for path in glob.glob(str(tmp_path / "stats*.json")):
+        with open(path) as f:
+            for key, value in json.load(f).items():
+                if isinstance(value, int) and not isinstance(value, bool) and "pid" not in key:
+                    totals[key] = totals.get(key, 0) + value
+    seed_bytes = 96 * 128 * 1024  # follow_loaders.SEEDS x 128 KiB of data
+    assert totals.get("reads_served", 0) >= EPOCHS * 96, totals  # every sample's data
+    # The data is read from storage once, in the first epoch (later ones read only a few small
+    # grid datasets, each worker's first of them kept by the connector).
+    assert seed_bytes <= totals.get("storage_bytes", 0) < 1.25 * seed_bytes, totals
+    assert totals.get("rows_hit", 0) >= (EPOCHS - 1) * 96 * 16, totals
+    assert totals.get("schedule_mismatches", 0) == 0, totals
