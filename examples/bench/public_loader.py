@@ -82,30 +82,41 @@ def fresh_train_dir(directory, layout):
     return train
 
 
+def files_of_layout(directory, layout, write, log=print):
+    """DIR/train holding the files of `layout`, written by `write(train, rng)` (which returns
+    what it wrote, for the log), unless DIR/layout.json says they are there already."""
+    import numpy as np
+
+    train = fresh_train_dir(directory, layout)
+    if train is None:
+        return os.path.join(directory, "train")
+    t = time.monotonic()
+    what = write(train, np.random.default_rng(0))
+    with open(os.path.join(directory, "layout.json"), "w") as f:
+        json.dump(layout, f)
+    log(f"public-loader: {what} in {time.monotonic() - t:.0f} s")
+    return train
+
+
 def make_files(directory, files, height, width, log=print):
     """DeepCAM's layout: DIR/train/*.h5 and DIR/stats.h5 (reused when present)."""
     import h5py
     import numpy as np
 
-    layout = {"files": files, "height": height, "width": width}
-    train = fresh_train_dir(directory, layout)
-    if train is None:
-        return os.path.join(directory, "train")
-    rng = np.random.default_rng(0)
-    t = time.monotonic()
-    for i in range(files):
-        with h5py.File(os.path.join(train, f"data-{i:05d}.h5"), "w") as f:
+    def write(train, rng):
+        for i in range(files):
+            with h5py.File(os.path.join(train, f"data-{i:05d}.h5"), "w") as f:
+                group = f.create_group("climate")
+                group["data"] = rng.standard_normal((height, width, len(CHANNELS)), dtype=np.float32)
+                group["labels_0"] = rng.integers(0, 3, (height, width), dtype=np.int32)
+        with h5py.File(os.path.join(directory, "stats.h5"), "w") as f:
             group = f.create_group("climate")
-            group["data"] = rng.standard_normal((height, width, len(CHANNELS)), dtype=np.float32)
-            group["labels_0"] = rng.integers(0, 3, (height, width), dtype=np.int32)
-    with h5py.File(os.path.join(directory, "stats.h5"), "w") as f:
-        group = f.create_group("climate")
-        group["minval"] = np.full(len(CHANNELS), -5, np.float32)
-        group["maxval"] = np.full(len(CHANNELS), 5, np.float32)
-    with open(os.path.join(directory, "layout.json"), "w") as f:
-        json.dump(layout, f)
-    log(f"public-loader: {files} files of {height}x{width}x16 float32 in {time.monotonic() - t:.0f} s")
-    return train
+            group["minval"] = np.full(len(CHANNELS), -5, np.float32)
+            group["maxval"] = np.full(len(CHANNELS), 5, np.float32)
+        return f"{files} files of {height}x{width}x16 float32"
+
+    return files_of_layout(directory, {"files": files, "height": height, "width": width}, write,
+                           log)
 
 
 class StandInDataset:
@@ -163,23 +174,18 @@ def make_fourcastnet_files(directory, years, steps, height, width, log=print):
     import h5py
     import numpy as np
 
+    def write(train, rng):
+        for year in range(years):
+            with h5py.File(os.path.join(train, f"{2000 + year}.h5"), "w") as f:
+                f["fields"] = rng.standard_normal((steps, FCN_CHANNELS, height, width),
+                                                  dtype=np.float32)
+        shape = (1, FCN_CHANNELS, 1, 1)
+        np.save(os.path.join(directory, "global_means.npy"), np.full(shape, 0.1, np.float32))
+        np.save(os.path.join(directory, "global_stds.npy"), np.full(shape, 1.5, np.float32))
+        return f"{years} files of {steps} x {FCN_CHANNELS} x {height} x {width} float32"
+
     layout = {"years": years, "steps": steps, "height": height, "width": width}
-    train = fresh_train_dir(directory, layout)
-    if train is None:
-        return os.path.join(directory, "train")
-    rng = np.random.default_rng(0)
-    t = time.monotonic()
-    for year in range(years):
-        with h5py.File(os.path.join(train, f"{2000 + year}.h5"), "w") as f:
-            f["fields"] = rng.standard_normal((steps, FCN_CHANNELS, height, width), dtype=np.float32)
-    shape = (1, FCN_CHANNELS, 1, 1)
-    np.save(os.path.join(directory, "global_means.npy"), np.full(shape, 0.1, np.float32))
-    np.save(os.path.join(directory, "global_stds.npy"), np.full(shape, 1.5, np.float32))
-    with open(os.path.join(directory, "layout.json"), "w") as f:
-        json.dump(layout, f)
-    log(f"public-loader: {years} files of {steps} x {FCN_CHANNELS} x {height} x {width} float32 in "
-        f"{time.monotonic() - t:.0f} s")
-    return train
+    return files_of_layout(directory, layout, write, log)
 
 
 class _Params(dict):
@@ -228,25 +234,18 @@ def make_pdebench_files(directory, seeds, steps, side, log=print):
     import h5py
     import numpy as np
 
-    layout = {"seeds": seeds, "steps": steps, "side": side}
-    train = fresh_train_dir(directory, layout)
-    if train is None:
-        return os.path.join(directory, "train")
-    rng = np.random.default_rng(0)
-    t = time.monotonic()
-    with h5py.File(os.path.join(train, PDE_NAME + ".h5"), "w") as f:
-        axis = np.linspace(-1, 1, side, dtype=np.float32)
-        for seed in range(seeds):
-            group = f.create_group(f"{seed:04d}")
-            group["data"] = rng.standard_normal((steps, side, side, 2), dtype=np.float32)
-            grid = group.create_group("grid")
-            grid["x"], grid["y"] = axis, axis
-            grid["t"] = np.linspace(0, 5, steps, dtype=np.float32)
-    with open(os.path.join(directory, "layout.json"), "w") as f:
-        json.dump(layout, f)
-    log(f"public-loader: {seeds} seeds of {steps} x {side} x {side} x 2 float32 in "
-        f"{time.monotonic() - t:.0f} s")
-    return train
+    def write(train, rng):
+        with h5py.File(os.path.join(train, PDE_NAME + ".h5"), "w") as f:
+            axis = np.linspace(-1, 1, side, dtype=np.float32)
+            for seed in range(seeds):
+                group = f.create_group(f"{seed:04d}")
+                group["data"] = rng.standard_normal((steps, side, side, 2), dtype=np.float32)
+                grid = group.create_group("grid")
+                grid["x"], grid["y"] = axis, axis
+                grid["t"] = np.linspace(0, 5, steps, dtype=np.float32)
+        return f"{seeds} seeds of {steps} x {side} x {side} x 2 float32"
+
+    return files_of_layout(directory, {"seeds": seeds, "steps": steps, "side": side}, write, log)
 
 
 class _NoEpochs:
