@@ -378,7 +378,7 @@ std::shared_ptr<CachedDataset> CacheClient::Adopt(std::shared_ptr<CachedDataset>
   cache::MutexLock lock(&mutex_);
   if (!cache_) return nullptr;
   const Identity key{prepared->key().hi, prepared->key().lo};
-  auto [it, fresh] = datasets_.try_emplace(key, prepared);
+  const auto it = datasets_.try_emplace(key, prepared).first;
   if (it->second == nullptr) return nullptr;  // known as not cacheable
   // Registered the way a dataset the job opens is, the current follower
   // binding it before the lock is let go. A dataset registered here but bound
