@@ -17,7 +17,9 @@ scheduler/core/sample_map.h), and an index stands for the samples its primary
 reads touched, in the order read. A batch index list that read as many
 primary rows as it has indices is taken apart in sorted order (the usual
 `d[sorted(batch)]`); anything else is not learned from, and its reads are
-served unscheduled. Where the learned indices show a pattern (Pattern: index
+served unscheduled. Indices that each read datasets of their own (a group per
+sample) make no map: their reads are cached without a schedule. Where the
+learned indices show a pattern (Pattern: index
 i stands for samples i * per + offset ..., with one offset per file for files
 concatenated in another order than sorted), it predicts the indices not read
 yet.
@@ -67,6 +69,14 @@ _MIN_PIECE_EVIDENCE = 4
 # rows; a boundary index not learned yet is predicted wrongly, which costs a
 # prefetch, never a byte.
 _EXCEPTION_SHARE = 16
+# A map needs a primary dataset that indices share: once this many indices are
+# learned, a most-read dataset read by no more than _OWN_DATASET_READERS of
+# them means every index reads datasets of its own (a group per sample,
+# `f[key]["data"]`, as PDEBench keeps its seeds), which a map of rows cannot
+# describe. Without this, such records gave a "map" of the first sample's
+# dataset alone, its rows standing for samples no index reads.
+_OWN_DATASET_EVIDENCE = 32
+_OWN_DATASET_READERS = 2
 
 # The rows of a read, in the order read: a range when they are one run of
 # ascending rows (nearly every read: a sample's row, a contiguous block), else
@@ -270,6 +280,23 @@ def _stride(firsts: Dict[int, int]) -> Optional[int]:
     return stride if rest == 0 and stride > 0 else None
 
 
+def _other_rows(before, after) -> bool:
+    """Whether two records of one index read other rows: a dataset both read, read at other
+    rows, or no dataset in common. A read in one record only is no change: the connector
+    records the reads it looks at, and a process may leave a file's small datasets to HDF5
+    unlooked at (vol/serve/small_dataset_census.h: past the first 32 it sees, so which ones
+    depends on its order of reading) where the process that read the index before did not."""
+    rows_before = {(path, dataset): rows for path, dataset, rows in before}
+    common = False
+    for path, dataset, rows in after:
+        known = rows_before.get((path, dataset))
+        if known is not None:
+            common = True
+            if known != rows:
+                return True
+    return not common
+
+
 class LearnedMap:
     """Everything learned so far, from every worker file of the job."""
 
@@ -280,6 +307,8 @@ class LearnedMap:
         self._offsets: Dict[str, int] = {}
         self._realpaths: Dict[str, str] = {}
         self.unlearnable = 0  # records nothing could be learned from
+        # The last map built found that every index reads datasets of its own.
+        self.datasets_of_their_own = False
         self.rechecked = 0    # indices read again while learning
         self.changed = 0      # ... that read other rows than before
         self._map: Optional[LearnedSampleMap] = None
@@ -337,9 +366,12 @@ class LearnedMap:
         known = self._reads.get(index)
         if known is not None:  # read again (workers re-check a few known indices)
             self.rechecked += 1
-            self.changed += known != reads
             if known == reads:
                 return
+            changed = _other_rows(known, reads)
+            self.changed += changed
+            if not changed and len(reads) <= len(known):
+                return  # the same rows, fewer of its reads looked at: keep the fuller record
         self._reads[index] = reads
         if not self._still_fits(index, reads, new=known is None):
             self._map = None
@@ -582,6 +614,10 @@ class LearnedMap:
             return None
         # The most read; among equals the first by name (set order is arbitrary).
         primary = min(counts, key=lambda d: (-counts[d], d))
+        self.datasets_of_their_own = (len(self._reads) >= _OWN_DATASET_EVIDENCE
+                                      and counts[primary] <= _OWN_DATASET_READERS)
+        if self.datasets_of_their_own:
+            return None
         # Other fields: read at the primary's file and rows by (almost) every index;
         # companions: read at the primary's rows in another file (see _companions).
         same = collections.Counter()

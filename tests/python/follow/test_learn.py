@@ -141,6 +141,26 @@ def test_the_same_rows_in_other_runs_are_the_same_read():
     assert learned.samples_of(4) == (3, 4) and learned.samples_of(5) == (9, 7)
 
 
+def test_a_read_again_record_with_fewer_reads_looked_at_is_no_change():
+    """A process leaves a file's small datasets unlooked at past the first 32 it sees (the
+    connector's census), so a re-checked index may come back without its small reads: not a
+    change (it once made a group-per-sample loader "unstable" and unfollowed), and the fuller
+    record is kept. Other rows of a dataset both read, or no dataset in common, are changes."""
+    learned = LearnedMap()
+    full = ["/d/s.h5\t/0007/data\t16\t0+16\n", "/d/s.h5\t/0007/grid/x\t32\t0+32\n"]
+    record(learned, [7], full)
+    record(learned, [7], full[:1])  # its grid left to HDF5 this time
+    assert (learned.rechecked, learned.changed) == (1, 0)
+    assert len(learned._reads[7]) == 2
+    record(learned, [7], full)
+    assert (learned.rechecked, learned.changed) == (2, 0)
+    record(learned, [7], ["/d/s.h5\t/0007/data\t16\t0+8\n"])  # other rows of its data
+    record(learned, [8], ["/d/s.h5\t/0008/data\t16\t0+16\n"])
+    record(learned, [8], ["/d/s.h5\t/0009/data\t16\t0+16\n"])  # another dataset entirely
+    assert (learned.rechecked, learned.changed) == (4, 2)
+    assert learned._reads[8][0][1] == "0009/data"
+
+
 def test_an_overflowed_bracket_teaches_nothing():
     learned = LearnedMap()
     record(learned, [1], ["overflow\n"])
@@ -166,6 +186,30 @@ def test_one_sample_per_file_is_predicted_from_the_sibling_files(tmp_path):
     assert m.num_samples == 500 and len(m.files) == 500 and m.fields == ("x", "y")
     assert m.files[3].path == f"{d}/s0003.h5"
     assert learned.samples_of(3) == (3,)  # never read: predicted
+
+
+def test_datasets_of_their_own_per_index_are_no_map():
+    """A group per sample (PDEBench's seeds: `f[key]["data"]`, `f[key]["grid"]["x"]`): every
+    index reads datasets no other index reads. Such records once gave a map of the first
+    sample's dataset alone (its 16 rows standing for 16 samples of index 0); they are no map.
+    The same records over datasets that the indices share are one."""
+    learned = LearnedMap()
+    for i in (7, 3, 90, 41) + tuple(range(10, 40)):  # 34 indices, in no order
+        record(learned, [i], [f"/d/seeds.h5\t/{i:04d}/data\t16\t0+16\n",
+                              f"/d/seeds.h5\t/{i:04d}/grid/x\t32\t0+32\n"])
+        if len(learned) == 20:
+            assert learned.sample_map() is not None  # too few indices to tell yet
+    assert learned.sample_map() is None and learned.datasets_of_their_own
+    assert learned.samples_of(7) == () and not learned.predicts()
+    # An index read again (workers re-check) does not make its dataset shared.
+    record(learned, [7], ["/d/seeds.h5\t/0007/data\t16\t0+16\n",
+                          "/d/seeds.h5\t/0007/grid/x\t32\t0+32\n"])
+    assert learned.sample_map() is None
+
+    shared = LearnedMap()
+    for i in range(34):  # the same count of indices, one row each of shared datasets
+        record(shared, [i], [f"/d/all.h5\t/data\t96\t{i}+1\n", f"/d/all.h5\t/y\t96\t{i}+1\n"])
+    assert shared.sample_map().fields == ("data", "y") and not shared.datasets_of_their_own
 
 
 def test_siblings_that_break_the_numbering_are_not_believed(tmp_path):
