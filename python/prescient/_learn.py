@@ -19,10 +19,9 @@ primary rows as it has indices is taken apart in sorted order (the usual
 `d[sorted(batch)]`); anything else is not learned from, and its reads are
 served unscheduled. Indices that each read datasets of their own (a group per
 sample) make no map: their reads are cached without a schedule. Where the
-learned indices show a pattern (Pattern: index
-i stands for samples i * per + offset ..., with one offset per file for files
-concatenated in another order than sorted), it predicts the indices not read
-yet.
+learned indices show a pattern (Pattern: index i stands for samples
+i * per + offset ..., with one offset per file for files concatenated in
+another order than sorted), it predicts the indices not read yet.
 """
 
 from __future__ import annotations
