@@ -45,6 +45,9 @@ class FollowContext:
     directory: str         # the job's private directory on this node
     rank: int              # this process's rank in the node's followed schedule
     local_ranks: int       # ranks of the job on this node (at least rank + 1)
+    # PRESCIENT_LOG at info or debug: the follower says what it could not follow
+    # and why (the connector warns about an unknown value, once).
+    verbose: bool = False
 
     @property
     def schedule_path(self) -> str:
@@ -258,7 +261,9 @@ def resolve(env: Optional[Mapping[str, str]] = None) -> FollowContext:
         rank = _first_int(env, ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")) or 0
         size = _first_int(env, ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
                                 "SLURM_NTASKS")) or 1
-    return FollowContext(directory=directory, rank=rank, local_ranks=max(size, rank + 1))
+    verbose = env.get("PRESCIENT_LOG", "").strip().lower() in ("info", "debug")
+    return FollowContext(directory=directory, rank=rank, local_ranks=max(size, rank + 1),
+                         verbose=verbose)
 
 
 def export(context: FollowContext, env=None) -> None:

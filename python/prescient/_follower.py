@@ -73,6 +73,10 @@ def _warn(message: str) -> None:
     print(f"prescient: {message}", file=sys.stderr, flush=True)
 
 
+def _info(message: str) -> None:
+    print(f"prescient: info: {message}", file=sys.stderr, flush=True)
+
+
 def _as_indices(item) -> Optional[List[int]]:
     """A sampler item as the indices it stands for (an int, or a batch)."""
     try:
@@ -434,6 +438,12 @@ class Follower:
                 self.publisher.publish()
                 self._known = self.publisher.learned.known()
                 unstable = self.publisher.learned.unstable()
+                own_datasets = self.publisher.learned.datasets_of_their_own
+            if own_datasets and self.context.verbose and "own" not in self._warned:
+                self._warned.add("own")
+                _info("the sampler's indices each read datasets of their own (a group per "
+                      "sample); a followed schedule describes rows of datasets the indices "
+                      "share, so nothing is prefetched: reads are cached without it")
             if unstable:
                 learned = self.publisher.learned
                 self._warn_once("unstable", f"the rows an index reads change between epochs "

@@ -318,3 +318,7 @@ def test_one_group_per_sample_followed_reads_exactly_from_the_cache(data, tmp_pa
     assert seed_bytes <= totals.get("storage_bytes", 0) < 1.25 * seed_bytes, totals
     assert totals.get("rows_hit", 0) >= (EPOCHS - 1) * 96 * 16, totals
     assert totals.get("schedule_mismatches", 0) == 0, totals
+    # Asked (PRESCIENT_LOG=info), the follower says once why it follows nothing.
+    env = dict(env, PRESCIENT_LOG="info", PRESCIENT_NODE_ID=env["PRESCIENT_NODE_ID"] + "-info")
+    _, stderr = run_loader(data, "seeds", tmp_path / "info.json", env)
+    assert stderr.count("indices each read datasets of their own") == 1, stderr[-4000:]
