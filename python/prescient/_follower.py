@@ -439,11 +439,11 @@ class Follower:
                 self._known = self.publisher.learned.known()
                 unstable = self.publisher.learned.unstable()
                 own_datasets = self.publisher.learned.datasets_of_their_own
-            if own_datasets and self.context.verbose and "own" not in self._warned:
-                self._warned.add("own")
-                _info("the sampler's indices each read datasets of their own (a group per "
-                      "sample); a followed schedule describes rows of datasets the indices "
-                      "share, so nothing is prefetched: reads are cached without it")
+            if own_datasets and self.context.verbose:
+                self._warn_once("own", "the sampler's indices each read datasets of their own "
+                                "(a group per sample); a followed schedule describes rows of "
+                                "datasets the indices share, so nothing is prefetched: reads "
+                                "are cached without it", say=_info)
             if unstable:
                 learned = self.publisher.learned
                 self._warn_once("unstable", f"the rows an index reads change between epochs "
@@ -458,10 +458,10 @@ class Follower:
         self._warn_once("publish", f"following the sampler failed ({error!r}); the job runs "
                         "without the followed schedule")
 
-    def _warn_once(self, key: str, message: str) -> None:
+    def _warn_once(self, key: str, message: str, say=_warn) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            _warn(message)
+            say(message)
 
     # --------------------------------------------------------- the workers --
     def _recorder_here(self):

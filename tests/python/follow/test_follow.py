@@ -91,6 +91,17 @@ def epoch_totals(stats_dir):
     return totals
 
 
+def process_totals(stats_dir):
+    """Every counter of the run's statistics files, summed over its processes."""
+    totals = {}
+    for path in glob.glob(os.path.join(str(stats_dir), "stats*.json")):
+        with open(path) as f:
+            for key, value in json.load(f).items():
+                if isinstance(value, int) and not isinstance(value, bool) and "pid" not in key:
+                    totals[key] = totals.get(key, 0) + value
+    return totals
+
+
 @pytest.mark.parametrize("shape,start,imports", [
     ("list", "fork", "eager"), ("files", "fork", "eager"), ("batches", "fork", "eager"),
     ("blocks", "fork", "eager"), ("concat", "fork", "eager"), ("fresh", "fork", "eager"),
@@ -305,12 +316,7 @@ def test_one_group_per_sample_followed_reads_exactly_from_the_cache(data, tmp_pa
     followed, stderr = run_loader(data, "seeds", tmp_path / "followed.json", env)
     assert "prescient:" not in stderr and "HDF5-DIAG" not in stderr, stderr[-4000:]
     assert followed == native
-    totals = {}
-    for path in glob.glob(str(tmp_path / "stats*.json")):
-        with open(path) as f:
-            for key, value in json.load(f).items():
-                if isinstance(value, int) and not isinstance(value, bool) and "pid" not in key:
-                    totals[key] = totals.get(key, 0) + value
+    totals = process_totals(tmp_path)
     seed_bytes = 96 * 128 * 1024  # follow_loaders.SEEDS x 128 KiB of data
     assert totals.get("reads_served", 0) >= EPOCHS * 96, totals  # every sample's data
     # The data is read from storage once, in the first epoch (later ones read only a few small
