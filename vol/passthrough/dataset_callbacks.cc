@@ -137,6 +137,7 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
         record.decoded = request.decoded;
         record.selection = request.selection;
         record.simple = request.simple;
+        record.narrow_row_part = request.narrow_row_part;
         record.transfer_forwarded = request.transfer != TransferVerdict::kServable;
         record.bytes = request.bytes;
         if (request.written) {

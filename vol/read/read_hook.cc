@@ -12,15 +12,28 @@
 namespace prescient::vol {
 namespace {
 
-// A read of the same part of every row it touches (`d[i, channels]`) is
-// served from whole cached rows when the part is at least half a row: a miss
-// then reads the whole row, at most twice the bytes a native read of the part
-// takes. A few channels of many would cost a cold epoch more than they save.
-bool ServableRowPart(const DecodedSelection& s) {
-  if (s.whole_rows || s.row_part.empty() || s.rows.rows() == 0) return false;
+// Elements of the part of every row a read takes (`d[i, channels]`, a 3-D
+// patch `d[z:z+k, y:y+k, x:x+k]`), or 0 when it reads whole rows or no such
+// part.
+std::uint64_t RowPartElements(const DecodedSelection& s) {
+  if (s.whole_rows || s.row_part.empty() || s.rows.rows() == 0) return 0;
   std::uint64_t part = 0;
   for (const ElementRun& run : s.row_part) part += run.count;
-  return part * s.rows.rows() == s.elements && 2 * part >= s.row_elements;
+  return part * s.rows.rows() == s.elements ? part : 0;
+}
+
+// A row part is served from whole cached rows when it is at least half a row:
+// a miss then reads the whole row, at most twice the bytes a native read of
+// the part takes. A few channels of many would cost a cold epoch more than
+// they save.
+bool ServableRowPart(const DecodedSelection& s) {
+  const std::uint64_t part = RowPartElements(s);
+  return part != 0 && 2 * part >= s.row_elements;
+}
+
+bool NarrowRowPart(const DecodedSelection& s) {
+  const std::uint64_t part = RowPartElements(s);
+  return part != 0 && 2 * part < s.row_elements;
 }
 
 std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
@@ -51,6 +64,7 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
       stored_type && MemoryIsContiguous(mem_space, file_space, request.selection.elements);
   request.simple = servable && !state->changed();
   request.written = servable && state->changed();
+  request.narrow_row_part = NarrowRowPart(request.selection);
   return request;
 }
 
@@ -62,6 +76,18 @@ void NoteTransferForwarded(TransferVerdict verdict) {
   Runtime::Get().Log(LogLevel::kInfo, std::string("reads with ") +
                                           std::string(TransferVerdictName(verdict)) +
                                           " are forwarded to HDF5, never served from the cache");
+}
+
+// Says once per process, at info level, that reads of small row parts are
+// forwarded: otherwise a loader of 3-D patches sees nothing served and no
+// reason.
+void NoteNarrowRowPartForwarded() {
+  static std::atomic<bool> noted{false};
+  if (noted.exchange(true)) return;
+  Runtime::Get().Log(LogLevel::kInfo,
+                     "reads of less than half of every row they touch (a few channels, a 3-D "
+                     "patch) are forwarded to HDF5: caching whole rows for them would read more "
+                     "than they ask for (statistics: reads_row_parts_narrow)");
 }
 
 }  // namespace
@@ -77,6 +103,7 @@ ReadRequest InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_spac
     if (decoded) {
       request = std::move(*decoded);
       request.decoded = true;
+      if (request.narrow_row_part) NoteNarrowRowPartForwarded();
     }
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("read not decoded: ") + e.what());

@@ -29,6 +29,8 @@ struct ReadRequest {
   // Would be simple, but the dataset was written or resized through this
   // process (a fallback the caller reports).
   bool written = false;
+  // The same part of every row, under half a row: never served (read_hook.cc).
+  bool narrow_row_part = false;
   TransferVerdict transfer = TransferVerdict::kServable;
   std::uint64_t bytes = 0;  // elements x memory type size
 };

@@ -91,8 +91,26 @@ void Runtime::Log(LogLevel level, std::string_view message) {
   const LogLevel threshold = options_.log_level;
   if (level > threshold) return;
   static constexpr const char* kNames[] = {"error", "warning", "info", "debug"};
-  std::fprintf(stderr, "prescient: %s: %.*s\n", kNames[static_cast<int>(level)],
-               static_cast<int>(message.size()), message.data());
+  // One write(2) of the whole line: the ranks and DataLoader workers of a
+  // node share the job's stderr, and stdio may split a line into several
+  // writes that another process's line then lands between.
+  std::string line;
+  try {
+    line = std::string("prescient: ") + kNames[static_cast<int>(level)] + ": ";
+    line += message;
+    line += '\n';
+  } catch (...) {  // no memory for the line: stdio's way, which needs none
+    std::fprintf(stderr, "prescient: %s: %.*s\n", kNames[static_cast<int>(level)],
+                 static_cast<int>(message.size()), message.data());
+    return;
+  }
+  std::string_view rest = line;
+  while (!rest.empty()) {
+    const ssize_t written = ::write(STDERR_FILENO, rest.data(), rest.size());
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return;
+    rest.remove_prefix(static_cast<std::size_t>(written));
+  }
 }
 
 namespace {

@@ -32,6 +32,7 @@ enum class Counter : std::size_t {
   kReadsSimple,             // could be served row by row from a cache (read_hook.h)
   kReadsWholeRows,          // selection covers whole rows
   kReadsRowParts,           // selection takes the same part of every row it touches
+  kReadsRowPartsNarrow,     // of those: under half a row, forwarded (read_hook.cc)
   kReadsScalar,             //
   kReadsUndecoded,          // selection Prescient could not interpret (still forwarded)
   kReadsForwarded,          // passed to the connector underneath
@@ -128,6 +129,7 @@ struct ReadRecord {
   bool decoded = false;
   DecodedSelection selection;
   bool simple = false;
+  bool narrow_row_part = false;
   bool transfer_forwarded = false;
   std::uint64_t bytes = 0;
   // Outcome.

@@ -64,6 +64,8 @@ def test_row_parts_are_cut_from_cached_rows_exactly(runner, tmp_path):
     # every one takes the same part of each row it reads.
     assert totals["reads"] == 2 * (2 * (24 * 8 + 3) + 4), totals
     assert totals["reads_row_parts"] == totals["reads"], totals
+    # The two reads of under half a row per 24 rows, each pass and dataset: counted as such.
+    assert totals["reads_row_parts_narrow"] == 2 * 2 * 24 * 2, totals
     # Served: 6 of the 8 single reads (not 2 of 5 channels, nor 2 of 5 channels of every third
     # column: less than half a row) and both batches. Forwarded besides: read_direct into a
     # selection of the buffer (as for whole rows), and `pairs`, whose small rows share entries.
