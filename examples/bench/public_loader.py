@@ -3,6 +3,7 @@
     python3 examples/bench/public_loader.py deepcam --src DIR [--files 160] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py fourcastnet --src DIR [--years 4] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py pdebench --src DIR [--seeds 300] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py unet3d --src DIR [--volumes 8] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -36,6 +37,18 @@ side, 2) float32 and `grid/x`, `grid/y`, `grid/t`; each sample opens the file, r
 (`config_diff-react.yaml`: batch 5, 2 workers, initial_step 10), `DataLoader(shuffle=True)` as its
 `train.py` makes it. The published data is 1,000 seeds of 101 x 128 x 128 x 2 (13 MB a seed);
 the default here is 300 seeds of 101 x 64 x 64 x 2 (3.3 MB, 1 GB in all).
+
+`unet3d`: pytorch-3dunet's lazy patch loader (github.com/wolny/pytorch-3dunet,
+pytorch3dunet/datasets/hdf5.py, class LazyHDF5Dataset), --src the repository's root (`git clone
+--depth 1 https://github.com/wolny/pytorch-3dunet build/public/pytorch-3dunet`), built by its own
+`get_train_loaders` (a ConcatDataset of a dataset per file, `DataLoader(shuffle=True)`, batch 1,
+2 workers). Files of its layout: a volume each, `raw` (Z, Y, X) float32 and `label` (Z, Y, X)
+uint16 (default 8 volumes of 96 x 384 x 384, 680 MB), plus one in DIR/val. Each sample opens its
+file twice and reads a 3-D patch `raw[z:z+32, y:y+128, x:x+128]` and the same of `label`; patches
+start every 16 / 64 / 64 voxels (the configuration of its tests, with half-patch strides as its
+published ones), so every voxel is read about eight times an epoch. Its transforms import
+scikit-image and imageio for steps this configuration (Standardize, ToTensor) does not take;
+where they are not installed, stand-ins take their place.
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
@@ -194,17 +207,36 @@ class _Params(dict):
     __getattr__ = dict.__getitem__
 
 
-def fourcastnet_loader(src, directory, workers):
+def _stand_in_modules(names):
+    """Empty modules for imports a loader's package makes and its data path never calls;
+    `names` maps a module to the functions it must seem to have (which raise if called)."""
     import types
 
-    import torch.distributed as dist
+    def absent(*_, **__):
+        raise RuntimeError("public-loader: a stand-in for a module that is not installed")
 
-    for name in ("matplotlib", "matplotlib.pyplot", "torchvision", "torchvision.transforms",
-                 "torchvision.transforms.functional"):
+    for name, functions in names.items():
         try:
             importlib.import_module(name)
+            continue
         except ImportError:
-            sys.modules[name] = types.ModuleType(name)
+            pass
+        module = sys.modules.setdefault(name, types.ModuleType(name))
+        for function in functions:
+            setattr(module, function, absent)
+        parent, _, child = name.rpartition(".")
+        if parent:
+            if parent not in sys.modules:
+                _stand_in_modules({parent: []})
+            setattr(sys.modules[parent], child, module)
+
+
+def fourcastnet_loader(src, directory, workers):
+    import torch.distributed as dist
+
+    _stand_in_modules({name: [] for name in (
+        "matplotlib", "matplotlib.pyplot", "torchvision", "torchvision.transforms",
+        "torchvision.transforms.functional")})
     if not os.path.isfile(os.path.join(src, "utils", "data_loader_multifiles.py")):
         raise SystemExit(f"public-loader: no utils/data_loader_multifiles.py in {src} (--src: "
                          "the root of github.com/NVlabs/FourCastNet)")
@@ -284,8 +316,53 @@ def deepcam_loader(src, directory, workers):
     return loader, sampler, train
 
 
+def make_unet3d_files(directory, volumes, depth, side, log=print):
+    """pytorch-3dunet's layout: DIR/train/volume-*.h5 of `raw` (Z, Y, X) float32 and `label`
+    (Z, Y, X) uint16, and one more volume in DIR/val (its loaders insist on validation files)."""
+    import h5py
+    import numpy as np
+
+    def write(train, rng):
+        val = os.path.join(directory, "val")
+        os.makedirs(val, exist_ok=True)
+        for i in range(volumes + 1):
+            where = train if i < volumes else val
+            with h5py.File(os.path.join(where, f"volume-{i:03d}.h5"), "w") as f:
+                f["raw"] = rng.standard_normal((depth, side, side), dtype=np.float32)
+                f["label"] = rng.integers(0, 8, (depth, side, side), dtype=np.uint16)
+        return f"{volumes} volumes of {depth} x {side} x {side} float32 and uint16"
+
+    return files_of_layout(directory, {"volumes": volumes, "depth": depth, "side": side}, write,
+                           log)
+
+
+def unet3d_loader(src, directory, workers):
+    if not os.path.isfile(os.path.join(src, "pytorch3dunet", "datasets", "hdf5.py")):
+        raise SystemExit(f"public-loader: no pytorch3dunet/datasets/hdf5.py in {src} (--src: "
+                         "the root of github.com/wolny/pytorch-3dunet)")
+    # Imported by its transforms and utilities for augmentations and plots this configuration
+    # does not use.
+    _stand_in_modules({"skimage": [], "skimage.color": ["label2rgb"], "skimage.exposure": [],
+                       "skimage.measure": [], "skimage.filters": ["gaussian"],
+                       "skimage.segmentation": ["find_boundaries"], "imageio": ["imread"]})
+    sys.path.insert(0, src)
+    from pytorch3dunet.datasets.utils import get_train_loaders
+
+    train = os.path.join(directory, "train")
+    slices = {"name": "SliceBuilder", "patch_shape": [32, 128, 128], "stride_shape": [16, 64, 64]}
+    transformer = {"raw": [{"name": "Standardize"}, {"name": "ToTensor", "expand_dims": True}],
+                   "label": [{"name": "ToTensor", "expand_dims": False, "dtype": "int64"}]}
+    config = {"device": "cpu", "loaders": {
+        "dataset": "LazyHDF5Dataset", "batch_size": 1, "num_workers": workers,
+        "raw_internal_path": "raw", "label_internal_path": "label",
+        "train": {"file_paths": [train], "slice_builder": slices, "transformer": transformer},
+        "val": {"file_paths": [os.path.join(directory, "val")], "slice_builder": slices,
+                "transformer": transformer}}}
+    return get_train_loaders(config)["train"], _NoEpochs(), train
+
+
 LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
-           "pdebench": pdebench_loader}
+           "pdebench": pdebench_loader, "unet3d": unet3d_loader}
 
 
 def make_cold(directory):
@@ -391,6 +468,8 @@ def compare(args):
         make_files(data_dir, args.files, args.height, args.width)
     elif args.loader == "pdebench":
         make_pdebench_files(data_dir, args.seeds, args.steps, args.side)
+    elif args.loader == "unet3d":
+        make_unet3d_files(data_dir, args.volumes, args.depth, args.side)
     else:
         make_fourcastnet_files(data_dir, args.years, args.steps, args.height, args.width)
     plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
@@ -426,7 +505,8 @@ def compare(args):
     wrong = [(r["variant"], r["round"], e) for r in runs for e in range(args.epochs)
              if r["epochs"][e]["digest"] != native[r["round"]]["epochs"][e]["digest"]]
     report = {"loader": args.loader, "src": args.src, "layout": {
-        k: getattr(args, k) for k in ("files", "years", "seeds", "steps", "side", "height", "width")
+        k: getattr(args, k)
+        for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth")
         if hasattr(args, k)},
         "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
@@ -480,6 +560,12 @@ def main(argv=None):
     p.add_argument("--seeds", type=int, default=300, help="groups, one per seed (300)")
     p.add_argument("--steps", type=int, default=101, help="time steps per seed (101)")
     p.add_argument("--side", type=int, default=64, help="grid points per side (64; PDEBench's 128)")
+    common(p)
+    p = sub.add_parser("unet3d", help="pytorch-3dunet's lazy patch loader (LazyHDF5Dataset)")
+    p.add_argument("--src", required=True, help="the root of a pytorch-3dunet checkout")
+    p.add_argument("--volumes", type=int, default=8, help="training files, a volume each (8)")
+    p.add_argument("--depth", type=int, default=96, help="z-slices per volume (96)")
+    p.add_argument("--side", type=int, default=384, help="y and x extent of a volume (384)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

@@ -532,6 +532,17 @@ def test_public_loader_ratio_table_pairs_each_round_with_its_native_run():
     assert table[3] == "| native | 2.00, 4.00 s | 2.00, 2.00 s |", table
 
 
+def test_public_loader_stands_in_for_modules_a_loader_imports_and_never_calls():
+    import public_loader
+    public_loader._stand_in_modules({"prescient_absent.colour": ["label2rgb"],
+                                     "json": ["not_there"]})
+    from prescient_absent.colour import label2rgb  # the parent was made too
+    with pytest.raises(RuntimeError, match="stand-in"):
+        label2rgb()
+    assert not hasattr(json, "not_there")  # an installed module is left alone
+    del sys.modules["prescient_absent.colour"], sys.modules["prescient_absent"]
+
+
 @built
 def test_public_loader_harness_runs_a_deepcam_shaped_loader_exactly(tmp_path):
     """The harness end to end with its stand-in of DeepCAM's shape (the public source is not
