@@ -42,6 +42,7 @@
 #include "cache/core/dataset_key.h"
 #include "cache/core/next_use_oracle.h"
 #include "cache/core/process_identity.h"
+#include "cache/core/row_parts.h"
 #include "cache/core/segment_file.h"
 #include "cache/core/segment_registry.h"
 #include "cache/core/segment_tables.h"
@@ -54,26 +55,6 @@ namespace prescient::cache {
 // with no cache lock held. Exceptions are caught and reported as errors.
 using LoaderFn =
     std::function<Status(std::span<const std::uint64_t> rows, std::span<std::byte* const> dest)>;
-
-// Bytes [offset, offset + bytes) of a row.
-struct RowPart {
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;
-};
-
-// The bytes of each row a read needs, when not all of them: rows[i] needs
-// ranges[first[i]], ..., ranges[first[i + 1] - 1] (`first` has one element
-// more than the read has rows). A read of a few small rows out of entries
-// that hold many (labels out of 64 KiB of labels) copies only those from a
-// hit, not the whole entry. Empty: whole rows.
-struct RowParts {
-  std::span<const RowPart> ranges;
-  std::span<const std::uint32_t> first;
-  bool empty() const { return first.empty(); }
-  std::span<const RowPart> of(std::size_t i) const {
-    return ranges.subspan(first[i], first[i + 1] - first[i]);
-  }
-};
 
 // What one ReadRows call did (per process bookkeeping is the caller's).
 struct ReadRowsStats {

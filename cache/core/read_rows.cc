@@ -102,16 +102,6 @@ Status CallLoader(const LoaderFn& loader, std::span<const std::uint64_t> rows,
   }
 }
 
-// Copies `parts` of resident entry e to the same places of `dest` (its row's
-// place); false on a broken chain. Under the lock, or of a pinned entry.
-bool CopyOutParts(const SegmentTables& tables, std::uint32_t e, std::byte* dest,
-                  std::span<const RowPart> parts) {
-  for (const RowPart& part : parts) {
-    if (!tables.CopyOutPinned(e, dest + part.offset, part.offset, part.bytes)) return false;
-  }
-  return true;
-}
-
 // One distinct requested row and where it goes.
 struct Wanted {
   std::uint64_t row;
@@ -242,7 +232,7 @@ class NodeCache::ReadCall {
   bool CopyHit(std::uint32_t e, const Wanted& w) const {
     if (parts_.empty()) return t_.CopyOutPinned(e, FirstDest(w), 0, row_bytes_);
     for (std::uint32_t k = 0; k < w.count; ++k) {
-      if (!CopyOutParts(t_, e, FirstDest(w), parts_.of(sc_.order[w.first + k]))) return false;
+      if (!t_.CopyOutPinnedParts(e, FirstDest(w), parts_.of(sc_.order[w.first + k]))) return false;
     }
     return true;
   }
@@ -793,10 +783,11 @@ bool NodeCache::ReadOneHit(DatasetSlot ds, std::uint16_t slot, std::uint64_t row
     std::uint64_t bytes = 0;
     for (const RowPart& part : parts) bytes += part.bytes;
     if (bytes > kCopyUnderLockBytes) pin = tables_.Pin(slot, e);
-    if (pin < 0 && !CopyOutParts(tables_, e, dest, parts)) return false;  // corrupt: general path
+    if (pin < 0 && !tables_.CopyOutPinnedParts(e, dest, parts))
+      return false;  // corrupt: general path
   }
   if (pin >= 0) {
-    const bool copied = CopyOutParts(tables_, e, dest, parts);
+    const bool copied = tables_.CopyOutPinnedParts(e, dest, parts);
     tables_.PinDone(slot, pin);  // dropped by a later lock holder
     if (!copied) return false;
   }

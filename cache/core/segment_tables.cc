@@ -352,6 +352,40 @@ bool SegmentTables::CopyOutPinned(std::uint32_t e, std::byte* dest, std::uint64_
   return true;
 }
 
+bool SegmentTables::CopyOutPinnedParts(std::uint32_t e, std::byte* dest,
+                                       std::span<const RowPart> parts) const {
+  const std::uint64_t block = geo_.block_bytes;
+  const std::uint32_t head = entry_unlocked(e).first_block;
+  std::uint32_t b = head;
+  std::uint64_t b_start = 0;  // the row offset of block b's first byte
+  for (const RowPart& part : parts) {
+    if (part.offset < b_start) {  // not ascending: from the head again
+      b = head;
+      b_start = 0;
+    }
+    std::uint64_t at = part.offset;
+    std::byte* out = dest + part.offset;
+    for (std::uint64_t left = part.bytes; left > 0;) {
+      if (b >= geo_.num_blocks) {
+        MarkCorrupt();
+        return false;
+      }
+      if (at >= b_start + block) {
+        b = next_block_unlocked(b);
+        b_start += block;
+        continue;
+      }
+      const std::uint64_t in = at - b_start;
+      const std::uint64_t n = std::min(left, block - in);
+      std::memcpy(out, block_data(b) + in, n);
+      out += n;
+      at += n;
+      left -= n;
+    }
+  }
+  return true;
+}
+
 bool SegmentTables::CopyInOwned(std::uint32_t e, const std::byte* source,
                                 std::uint64_t row_bytes) const {
   bool copied = false;

@@ -22,15 +22,11 @@ std::uint64_t RowPartElements(const DecodedSelection& s) {
   return part * s.rows.rows() == s.elements ? part : 0;
 }
 
-// A row part is served from whole cached rows when it is at least half a row:
-// a miss then reads the whole row, at most twice the bytes a native read of
-// the part takes. A few channels of many would cost a cold epoch more than
-// they save.
-bool ServableRowPart(const DecodedSelection& s) {
-  const std::uint64_t part = RowPartElements(s);
-  return part != 0 && 2 * part >= s.row_elements;
-}
-
+// A row part of at least half a row is served from whole cached rows: a miss
+// then reads the whole row, at most twice the bytes a native read of the part
+// takes. A narrower one (a few channels of many, a 3-D patch) is served only
+// where whole rows pay (CacheClient::TryServe, row_part_evidence.h), else
+// forwarded: a miss would read more than twice what it asks for.
 bool NarrowRowPart(const DecodedSelection& s) {
   const std::uint64_t part = RowPartElements(s);
   return part != 0 && 2 * part < s.row_elements;
@@ -50,7 +46,7 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   const bool servable_shape =
       transfer == TransferVerdict::kServable && state != nullptr && state->fixed_size() &&
       dataset.file != nullptr && !dataset.file->writable && dataset.file->identity.valid &&
-      (request.selection.whole_rows || ServableRowPart(request.selection)) &&
+      (request.selection.whole_rows || RowPartElements(request.selection) != 0) &&
       !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
       // Point selections (boolean masks) keep their own order and
       // repeats; rare in loaders, they are always forwarded.
@@ -78,16 +74,18 @@ void NoteTransferForwarded(TransferVerdict verdict) {
                                           " are forwarded to HDF5, never served from the cache");
 }
 
-// Says once per process, at info level, that reads of small row parts are
-// forwarded: otherwise a loader of 3-D patches sees nothing served and no
+// Says once per process, at info level, how reads of narrow row parts are
+// treated: otherwise a loader of few channels sees nothing served and no
 // reason.
-void NoteNarrowRowPartForwarded() {
+void NoteNarrowRowPart() {
   static std::atomic<bool> noted{false};
   if (noted.exchange(true)) return;
   Runtime::Get().Log(LogLevel::kInfo,
                      "reads of less than half of every row they touch (a few channels, a 3-D "
-                     "patch) are forwarded to HDF5: caching whole rows for them would read more "
-                     "than they ask for (statistics: reads_row_parts_narrow)");
+                     "patch) are forwarded to HDF5 unless their rows are cached, or the reads of "
+                     "their dataset have asked for as many bytes as the rows they touch hold "
+                     "(overlapping patches) and the cache keeps whole rows "
+                     "(statistics: reads_row_parts_narrow, reads_row_parts_narrow_served)");
 }
 
 }  // namespace
@@ -103,7 +101,7 @@ ReadRequest InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_spac
     if (decoded) {
       request = std::move(*decoded);
       request.decoded = true;
-      if (request.narrow_row_part) NoteNarrowRowPartForwarded();
+      if (request.narrow_row_part) NoteNarrowRowPart();
     }
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("read not decoded: ") + e.what());

@@ -5,7 +5,9 @@
 // file selection becomes whole rows along dimension 0 (selection.h), and the
 // read is "simple" when it could be served row by row from a cache: the
 // memory type equals the stored type, the memory side is one contiguous run in
-// selection order, the selection covers whole rows, the dataset holds
+// selection order, the selection covers whole rows or the same part of every
+// row it touches (a narrow part is then served only where whole rows pay:
+// CacheClient::TryServe), the dataset holds
 // fixed-size data, was not changed through this process and sits in a file
 // opened read-only, and the transfer property list asks for nothing but the
 // stored bytes (transfer_properties.h). The caller counts the read once it is
@@ -29,7 +31,8 @@ struct ReadRequest {
   // Would be simple, but the dataset was written or resized through this
   // process (a fallback the caller reports).
   bool written = false;
-  // The same part of every row, under half a row: never served (read_hook.cc).
+  // The same part of every row, under half a row: served only where whole
+  // rows pay (read_hook.cc).
   bool narrow_row_part = false;
   TransferVerdict transfer = TransferVerdict::kServable;
   std::uint64_t bytes = 0;  // elements x memory type size

@@ -18,6 +18,7 @@ constexpr const char* kTopLevelNames[] = {
     "reads_whole_rows",
     "reads_row_parts",
     "reads_row_parts_narrow",
+    "reads_row_parts_narrow_served",
     "reads_scalar",
     "reads_undecoded",
     "reads_forwarded",
@@ -141,6 +142,7 @@ void Stats::Commit(const ReadRecord& read) {
     add(Counter::kReadsWholeRows, read.selection.whole_rows ? 1 : 0);
     add(Counter::kReadsRowParts, read.selection.row_part.empty() ? 0 : 1);
     add(Counter::kReadsRowPartsNarrow, read.narrow_row_part ? 1 : 0);
+    add(Counter::kReadsRowPartsNarrowServed, read.narrow_row_part && read.served ? 1 : 0);
     add(Counter::kReadsScalar, read.selection.scalar ? 1 : 0);
     add(Counter::kRows, read.selection.rows.rows());
     add(Counter::kBytes, read.bytes);

@@ -32,7 +32,8 @@ enum class Counter : std::size_t {
   kReadsSimple,             // could be served row by row from a cache (read_hook.h)
   kReadsWholeRows,          // selection covers whole rows
   kReadsRowParts,           // selection takes the same part of every row it touches
-  kReadsRowPartsNarrow,     // of those: under half a row, forwarded (read_hook.cc)
+  kReadsRowPartsNarrow,     // of those: under half a row (read_hook.cc)
+  kReadsRowPartsNarrowServed,  // of those: served from the cache
   kReadsScalar,             //
   kReadsUndecoded,          // selection Prescient could not interpret (still forwarded)
   kReadsForwarded,          // passed to the connector underneath

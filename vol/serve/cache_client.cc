@@ -55,6 +55,31 @@ bool WholeEntriesInOrder(std::span<const std::uint64_t> rows, const CachedDatase
   return true;
 }
 
+// Bytes grown on demand and never value-initialised: a read of row parts
+// copies its rows' parts (or whole loaded rows) into row-sized places here and
+// cuts the parts out; zeroing 20 MB for a 3-D patch that takes 2 MB of it
+// cost more than the copies.
+class UninitializedBytes {
+ public:
+  std::byte* Get(std::size_t bytes) {
+    if (bytes > capacity_) {
+      data_.reset();
+      data_.reset(new std::byte[bytes]);  // default-initialised: not zeroed
+      capacity_ = bytes;
+    }
+    return data_.get();
+  }
+  std::size_t capacity() const { return capacity_; }
+  void Release() {
+    data_.reset();
+    capacity_ = 0;
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::size_t capacity_ = 0;
+};
+
 // Working storage of TryServe, reused from read to read so that the hit path
 // does not allocate (read callbacks are serialised by HDF5's lock, and a
 // thread never serves two reads at once).
@@ -65,13 +90,17 @@ struct ServeScratch {
   std::vector<cache::RowPart> ranges;
   std::vector<std::uint32_t> first_range, next_range, entry_of_row;
   std::vector<std::byte> entry_bytes;
-  std::vector<std::byte> whole_rows;  // the rows a read of row parts takes its parts from
+  UninitializedBytes whole_rows;  // the rows a read of row parts takes its parts from
 };
 
 // A row-part buffer larger than this is given back after the read: rows of
 // tens of megabytes (a weather model's time step) would stay allocated in
 // every worker thread otherwise.
 constexpr std::size_t kKeptPartBufferBytes = 64ull << 20;
+
+// A read of row parts copies only the parts of its hits when they are at
+// most this many ranges (16 bytes each); a larger one copies whole rows.
+constexpr std::size_t kMaxPartRanges = std::size_t{1} << 20;
 
 // Copies the selected part of each row (`part`, in elements of
 // `element_bytes`) from consecutive whole rows to `out`, in transfer order.
@@ -85,6 +114,32 @@ void ScatterRowParts(std::span<const std::byte> rows, std::uint64_t row_bytes,
       out += n;
     }
   }
+}
+
+// The same part (`part`, in elements of `element_bytes`) of each of `rows`
+// rows, as cache::RowParts in scratch.ranges and first_range.
+void PartOfEveryRow(std::span<const ElementRun> part, std::uint64_t element_bytes, std::size_t rows,
+                    ServeScratch& scratch) {
+  scratch.ranges.clear();
+  scratch.first_range.clear();
+  for (std::size_t i = 0; i < rows; ++i) {
+    scratch.first_range.push_back(static_cast<std::uint32_t>(scratch.ranges.size()));
+    for (const ElementRun& run : part) {
+      scratch.ranges.push_back(
+          {.offset = run.offset * element_bytes, .bytes = run.count * element_bytes});
+    }
+  }
+  scratch.first_range.push_back(static_cast<std::uint32_t>(scratch.ranges.size()));
+}
+
+// True when every one of `rows` is in the cache now (a read of them then
+// loads nothing, barring an eviction in between).
+bool AllResident(cache::NodeCache& cache, cache::DatasetSlot slot,
+                 std::span<const std::uint64_t> rows) {
+  for (const std::uint64_t row : rows) {
+    if (!cache.Contains(slot, row)) return false;
+  }
+  return true;
 }
 
 // The entries holding `rows` into scratch.entries (ascending, distinct), each
@@ -547,9 +602,8 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     cache::NodeCache* cache = found.cache;
     if (request.selection.rows.rows() * cached->row_bytes() > found.capacity / kMaxShareOfCache)
       return false;
-    // A part of each row (read_hook.cc: ServableRowPart) is cut from whole
-    // rows; its elements must be the stored type's. Not for rows small enough
-    // to share an entry.
+    // A part of each row (read_hook.cc) is cut from whole rows; its elements
+    // must be the stored type's. Not for rows small enough to share an entry.
     const bool row_parts = !request.selection.whole_rows;
     std::uint64_t element_bytes = 0;
     if (row_parts) {
@@ -589,6 +643,12 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       GroupedParts(rows, *cached, scratch_space);
     }
     const std::vector<std::uint64_t>& wanted = cached->grouped() ? entries : rows;
+    // Under half a row: only where whole rows pay, or nothing need be loaded.
+    if (request.narrow_row_part &&
+        !cached->NarrowPartsPay(rows, request.bytes / rows.size(), cache->Stats()) &&
+        !AllResident(*cache, cached->slot(), rows)) {
+      return false;
+    }
 
     // Phase 3, with a schedule: place the read in its rank's order first, so
     // its rows are keyed by their use after this read (ReadOracle).
@@ -612,12 +672,16 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       scratch.resize(entries.size() * cached->entry_bytes());
       target = scratch.data();
     } else if (row_parts) {
-      scratch_space.whole_rows.resize(rows.size() * cached->row_bytes());
-      target = scratch_space.whole_rows.data();
+      target = scratch_space.whole_rows.Get(rows.size() * cached->row_bytes());
     }
     cache::ReadRowsStats read;
     cache::RowParts parts;
     if (cached->grouped() && !whole_entries) {
+      parts = {.ranges = scratch_space.ranges, .first = scratch_space.first_range};
+    } else if (row_parts && rows.size() * request.selection.row_part.size() <= kMaxPartRanges) {
+      // A hit copies only the part of each row (a 3-D patch is a ninth of
+      // its z-planes); Phase 5 takes it from the same places.
+      PartOfEveryRow(request.selection.row_part, element_bytes, rows.size(), scratch_space);
       parts = {.ranges = scratch_space.ranges, .first = scratch_space.first_range};
     }
     const cache::Status status =
@@ -636,10 +700,10 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     // Phase 5: row parts are cut from their rows, and small rows copied out
     // of their entries, in transfer order.
     if (row_parts) {
-      std::vector<std::byte>& whole = scratch_space.whole_rows;
-      ScatterRowParts(whole, cached->row_bytes(), request.selection.row_part, element_bytes,
-                      static_cast<std::byte*>(buf));
-      if (whole.capacity() > kKeptPartBufferBytes) std::vector<std::byte>().swap(whole);
+      UninitializedBytes& whole = scratch_space.whole_rows;
+      ScatterRowParts({whole.Get(0), rows.size() * cached->row_bytes()}, cached->row_bytes(),
+                      request.selection.row_part, element_bytes, static_cast<std::byte*>(buf));
+      if (whole.capacity() > kKeptPartBufferBytes) whole.Release();
     } else if (cached->grouped() && !whole_entries) {
       const std::uint64_t g = cached->rows_per_entry();
       const std::uint64_t row_bytes = cached->row_bytes();

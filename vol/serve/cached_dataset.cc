@@ -249,6 +249,18 @@ void CachedDataset::FileUnchangedAt(std::int64_t checked_ns) const noexcept {
   }
 }
 
+bool CachedDataset::NarrowPartsPay(std::span<const std::uint64_t> rows, std::uint64_t part_bytes,
+                                   const cache::CacheStats& stats) const {
+  bool asked_enough = false;
+  {
+    cache::MutexLock lock(&evidence_mutex_);
+    if (!evidence_) evidence_.emplace(num_rows_, row_bytes_);
+    asked_enough = evidence_->NoteAndCheck(rows, part_bytes);
+  }
+  const bool fits = num_rows_ * row_bytes_ <= stats.capacity_bytes;
+  return asked_enough && fits && stats.evictions == 0;
+}
+
 bool CachedDataset::FileChanged(const VolObject* dataset) const noexcept {
   if (changed_.load(std::memory_order_relaxed)) return true;
   const std::int64_t now = NowNs();

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/base/mutex.h"
 #include "cache/core/node_cache.h"
 #include "cache/io/coalescing_options.h"
 #include "cache/io/random_access_file.h"
@@ -38,6 +39,7 @@
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
+#include "vol/serve/row_part_evidence.h"
 
 namespace prescient::vol {
 
@@ -118,6 +120,14 @@ class CachedDataset {
     if (chunk_rows_ > 0) return scheduled || fits;
     return fits && stats.evictions == 0;
   }
+  // Whether a read of `part_bytes` of each of `rows`, under half a row, may
+  // load whole rows on a miss: this process's narrow reads of the dataset
+  // have asked for as many bytes as the rows they touched hold
+  // (row_part_evidence.h, which notes this read), and, as for reading
+  // around contiguous data, the dataset fits the cache, which has never
+  // evicted, so the rows stay until the other parts are read. Thread-safe.
+  bool NarrowPartsPay(std::span<const std::uint64_t> rows, std::uint64_t part_bytes,
+                      const cache::CacheStats& stats) const;
   // How misses of this dataset are merged into reads.
   const cache::io::CoalescingOptions& coalescing() const { return coalescing_; }
 
@@ -194,6 +204,8 @@ class CachedDataset {
   mutable std::atomic<std::int64_t> next_check_ns_{0};
   mutable std::atomic<bool> changed_{false};
   mutable std::atomic<bool> dropped_{false};
+  mutable cache::Mutex evidence_mutex_;
+  mutable std::optional<RowPartEvidence> evidence_ GUARDED_BY(evidence_mutex_);
 };
 
 }  // namespace prescient::vol

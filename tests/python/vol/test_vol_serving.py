@@ -53,8 +53,8 @@ def test_labels_beside_images_are_exact_and_grouped(runner, tmp_path):
 
 def test_row_parts_are_cut_from_cached_rows_exactly(runner, tmp_path):
     """`fields[i, channels]` and the like: the same part of every row, at least half of it, is
-    served from whole cached rows; smaller parts and rows that share cache entries are
-    forwarded. Every read's bytes equal native's."""
+    served from whole cached rows, and so is a smaller part of rows already cached; rows that
+    share cache entries are forwarded. Every read's bytes equal native's."""
     results, stats_dir = run_both(runner, tmp_path, ["row-parts"], "parts", writer="write-fields")
     assert results["connector"] == results["native"]
     if runner.stand_in:
@@ -66,11 +66,52 @@ def test_row_parts_are_cut_from_cached_rows_exactly(runner, tmp_path):
     assert totals["reads_row_parts"] == totals["reads"], totals
     # The two reads of under half a row per 24 rows, each pass and dataset: counted as such.
     assert totals["reads_row_parts_narrow"] == 2 * 2 * 24 * 2, totals
-    # Served: 6 of the 8 single reads (not 2 of 5 channels, nor 2 of 5 channels of every third
-    # column: less than half a row) and both batches. Forwarded besides: read_direct into a
-    # selection of the buffer (as for whole rows), and `pairs`, whose small rows share entries.
-    assert totals["reads_served"] == 2 * 2 * (24 * 6 + 2), totals
+    # Served: the 8 single reads, of which 2 take under half of their row (2 of 5 channels, and 2
+    # of 5 channels of every third column), served as the row is cached by the reads before
+    # them, and both batches. Forwarded: read_direct into a selection of the buffer (as for
+    # whole rows), and `pairs`, whose small rows share entries.
+    assert totals["reads_row_parts_narrow_served"] == 2 * 2 * 24 * 2, totals
+    assert totals["reads_served"] == 2 * 2 * (24 * 8 + 2), totals
     assert totals["rows_hit"] > 0, totals
+
+
+def test_overlapping_patches_are_served_once_whole_rows_pay(runner, tmp_path):
+    """3-D patches of a volume (a ninth of each z-plane they touch, overlapping): forwarded
+    until the reads of a dataset have asked for as many bytes as its z-planes hold, then served
+    from whole cached planes; two channels of sixteen, each row once, are never served (a miss
+    would read eight times their bytes). Every read's bytes equal native's."""
+    results, stats_dir = run_both(runner, tmp_path, ["patches"], "patches", writer="write-volume")
+    assert results["connector"] == results["native"]
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    patches, channels = 2 * 2 * 125, 200
+    assert totals["reads_row_parts_narrow"] == patches + channels, totals
+    # A dataset's 24 planes of 36 KiB are asked for in 8 x 4 KiB per patch: from the 27th patch
+    # of each on, and all of the second pass (the planes are cached by then).
+    served = totals["reads_row_parts_narrow_served"]
+    assert 2 * (125 + 125 - 27) <= served <= patches, totals
+    assert totals["reads_served"] == served, totals
+    # Each plane loaded from storage once (the chunked volume's 4-plane chunks whole).
+    assert totals["rows_loaded"] + totals["rows_read_around"] <= 2 * 24, totals
+
+
+def test_patches_of_a_volume_the_cache_cannot_keep_are_forwarded(runner, tmp_path):
+    """The same reads with a cache that cannot keep both volumes (1.5 MiB of blocks for 1.7
+    MiB): planes loaded whole would be evicted before the other parts are read, so once the
+    cache has evicted, patches are served only where their planes are all cached. Bytes equal
+    native's; fewer reads served, and no plane loaded again."""
+    results, stats_dir = run_both(runner, tmp_path, ["patches"], "patches-small",
+                                  writer="write-volume", cache_size="2MiB")
+    assert results["connector"] == results["native"]
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    assert totals["reads_row_parts_narrow"] == 2 * 2 * 125 + 200, totals
+    assert 0 < totals["reads_row_parts_narrow_served"] < 2 * (125 + 125 - 27), totals
+    # (A plane evicted between a read's check that its planes are cached and its copy is loaded
+    # again: a few at most.)
+    assert totals["rows_loaded"] + totals["rows_read_around"] <= 2 * 24 + 8, totals
 
 
 @pytest.mark.parametrize("cache_size", ["64MiB", "24MiB", "6MiB"])

@@ -7,6 +7,8 @@
     python3 voltest_serving.py scheduled-samples FILE OUT.json ORDER.txt
     python3 voltest_serving.py write-fields FILE
     python3 voltest_serving.py row-parts FILE OUT.json
+    python3 voltest_serving.py write-volume FILE
+    python3 voltest_serving.py patches FILE OUT.json
     python3 voltest_serving.py rewrite FILE OUT.json MODE      (MODE: same-size | truncate)
     python3 voltest_serving.py file-closed FILE OUT.json
 
@@ -122,8 +124,8 @@ def write_fields(path):
 def row_parts(path, out):
     """Reads of the same part of every row, twice over (the second pass from the cache):
     channel lists and slices (FourCastNet's `fields[i, channels]`, with history slices
-    `fields[i-2:i+1:2, channels]`), crops, parts below half a row (forwarded), and small rows
-    cached in shared entries (forwarded)."""
+    `fields[i-2:i+1:2, channels]`), crops, parts below half a row (of rows the reads before
+    them cached), and small rows cached in shared entries (forwarded)."""
     rng = np.random.default_rng(13)
     order = rng.permutation(FIELDS_SHAPE[0] - 3) + 2
     results = []
@@ -145,6 +147,38 @@ def row_parts(path, out):
                 results.append(digest(out_buf))
             z = f["pairs"]
             results += [digest(z[i, 1:]) for i in (5, 900, 2999)] + [digest(z[[3, 17], :3])]
+    json.dump(results, open(out, "w"))
+
+
+VOLUME_SHAPE = (24, 96, 96)  # z-planes of 36 KiB
+
+
+def write_volume(path):
+    rng = np.random.default_rng(11)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("volume", data=rng.random(VOLUME_SHAPE, dtype=np.float32))
+        f.create_dataset("volume_gz", data=rng.random(VOLUME_SHAPE, dtype=np.float32),
+                         chunks=(4, 32, 32), compression="gzip")
+        f.create_dataset("channels", data=rng.random((200, 16, 32), dtype=np.float32))
+
+
+def patches(path, out):
+    """Parts under half a row: 3-D patches of a volume (pytorch-3dunet's lazy loader: 8 x 32 x
+    32 boxes every 4 x 16 x 16 voxels, a ninth of each z-plane, shuffled), over two passes, of
+    a contiguous and a chunked gzip volume; and two of sixteen channels of every row of another
+    dataset, each row once."""
+    rng = np.random.default_rng(5)
+    starts = [(z, y, x) for z in range(0, 17, 4) for y in range(0, 65, 16) for x in range(0, 65, 16)]
+    results = []
+    with h5py.File(path, "r") as f:
+        for _ in range(2):
+            for name in ("volume", "volume_gz"):
+                v = f[name]
+                for k in rng.permutation(len(starts)):
+                    z, y, x = starts[k]
+                    results.append(digest(v[z:z + 8, y:y + 32, x:x + 32]))
+        c = f["channels"]
+        results += [digest(c[int(i), 3:5]) for i in rng.permutation(200)]
     json.dump(results, open(out, "w"))
 
 
@@ -213,6 +247,10 @@ if __name__ == "__main__":
         write_fields(sys.argv[2])
     elif command == "row-parts":
         row_parts(sys.argv[2], sys.argv[3])
+    elif command == "write-volume":
+        write_volume(sys.argv[2])
+    elif command == "patches":
+        patches(sys.argv[2], sys.argv[3])
     elif command == "file-closed":
         file_closed(sys.argv[2], sys.argv[3])
     else:

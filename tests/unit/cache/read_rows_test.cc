@@ -153,6 +153,35 @@ TEST(ReadRows, AHitCopiesOnlyThePartsAsked) {
       Status::Code::kInvalidArgument);
 }
 
+// A 3-D patch's part of a z-plane: 128 pieces of 512 bytes, 1,536 apart,
+// crossing blocks within pieces and between them, copied in one walk of the
+// row's chain (SegmentTables::CopyOutPinnedParts); and the same pieces in
+// descending order, which walk it again from its head.
+TEST(ReadRows, ManyAscendingPiecesOfARowAreCopiedExactly) {
+  ScopedSegmentName name;
+  auto cache = OpenOrDie(name.options());
+  ASSERT_NE(cache, nullptr);
+  constexpr std::uint64_t kBytes = 384 * 512 + 1000;  // 49 blocks and a bit
+  constexpr std::byte kFiller{0xa5};
+  const DatasetSlot ds = cache->RegisterDataset({5, 5}, kBytes, 4).value();
+  const PatternLoader loader{5, kBytes, nullptr};
+  std::vector<std::byte> out(2 * kBytes, kFiller);
+  const std::vector<std::uint64_t> rows = {1, 3};
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, nullptr).ok());
+
+  std::vector<RowPart> pieces;
+  for (std::uint64_t k = 0; k < 128; ++k) pieces.push_back({1000 + 333 + k * 1536, 512});
+  std::vector<RowPart> ranges = pieces;
+  ranges.insert(ranges.end(), pieces.rbegin(), pieces.rend());
+  const std::vector<std::uint32_t> of = {0, 128, 256};
+  std::fill(out.begin(), out.end(), kFiller);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st, {ranges, of}).ok());
+  EXPECT_EQ(st.hits, 2u);
+  EXPECT_TRUE(PartsOnly(out, 0, kBytes, 5, 1, pieces));
+  EXPECT_TRUE(PartsOnly(out, 1, kBytes, 5, 3, pieces));
+}
+
 // A read's misses are written into the segment together (SegmentTables::
 // CopyInOwnedRows): rows of 4.5 blocks, whose chains follow each other with
 // the unused tail of a block between them, and chains that are not adjacent
