@@ -27,27 +27,27 @@ namespace prescient::vol {
 enum class Counter : std::size_t {
   kFilesOpened,
   kDatasetsOpened,
-  kDatasetsTooSmall,        // opened, not cached for their size (CacheClient::TooSmallToCache)
-  kReads,                   // dataset reads (each dataset of an H5Dread_multi counts once)
-  kReadsSimple,             // could be served row by row from a cache (read_hook.h)
-  kReadsWholeRows,          // selection covers whole rows
-  kReadsRowParts,           // selection takes the same part of every row it touches
-  kReadsRowPartsNarrow,     // of those: under half a row (read_hook.cc)
+  kDatasetsTooSmall,           // opened, not cached for their size (CacheClient::TooSmallToCache)
+  kReads,                      // dataset reads (each dataset of an H5Dread_multi counts once)
+  kReadsSimple,                // could be served row by row from a cache (read_hook.h)
+  kReadsWholeRows,             // selection covers whole rows
+  kReadsRowParts,              // selection takes the same part of every row it touches
+  kReadsRowPartsNarrow,        // of those: under half a row (read_hook.cc)
   kReadsRowPartsNarrowServed,  // of those: served from the cache
-  kReadsScalar,             //
-  kReadsUndecoded,          // selection Prescient could not interpret (still forwarded)
-  kReadsForwarded,          // passed to the connector underneath
-  kReadsTransferForwarded,  // forwarded for their transfer property list (transfer_properties.h)
-  kRows,                    // row visits along dimension 0
-  kBytes,                   // bytes delivered to the caller
-  kReadsServed,             // served from the node cache (not forwarded)
-  kRowsHit,                 // distinct rows found in the cache
-  kRowsLoaded,              // distinct rows this process loaded from storage on a miss
-  kRowsWaited,              // distinct rows another process or thread was loading
-  kRowsNotAwaited,          // of rows_loaded: still loading elsewhere after the reader's patience
-  kRowsPrefetched,          // rows the prefetch threads read ahead of need
-  kRowsReadAround,          // rows read beside a miss on the reader's thread (rest of a chunk)
-  kRowsAdmittedBehind,      // of rows_loaded: copied into the cache by the admission thread
+  kReadsScalar,                //
+  kReadsUndecoded,             // selection Prescient could not interpret (still forwarded)
+  kReadsForwarded,             // passed to the connector underneath
+  kReadsTransferForwarded,     // forwarded for their transfer property list (transfer_properties.h)
+  kRows,                       // row visits along dimension 0
+  kBytes,                      // bytes delivered to the caller
+  kReadsServed,                // served from the node cache (not forwarded)
+  kRowsHit,                    // distinct rows found in the cache
+  kRowsLoaded,                 // distinct rows this process loaded from storage on a miss
+  kRowsWaited,                 // distinct rows another process or thread was loading
+  kRowsNotAwaited,      // of rows_loaded: still loading elsewhere after the reader's patience
+  kRowsPrefetched,      // rows the prefetch threads read ahead of need
+  kRowsReadAround,      // rows read beside a miss on the reader's thread (rest of a chunk)
+  kRowsAdmittedBehind,  // of rows_loaded: copied into the cache by the admission thread
   kRowsAdmittedBehindDeclined,  // of those: not kept (full cache, claim taken over meanwhile)
   kRowsAdmittedReadAgain,       // of rows_admitted_behind: read again by the thread, not copied
   kReadsAdmitNoSpareCpu,        // reads that placed their own rows: no CPU was spare for the thread
