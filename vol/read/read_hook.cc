@@ -22,16 +22,6 @@ std::uint64_t RowPartElements(const DecodedSelection& s) {
   return part * s.rows.rows() == s.elements ? part : 0;
 }
 
-// A row part of at least half a row is served from whole cached rows: a miss
-// then reads the whole row, at most twice the bytes a native read of the part
-// takes. A narrower one (a few channels of many, a 3-D patch) is served only
-// where whole rows pay (CacheClient::TryServe, row_part_evidence.h), else
-// forwarded: a miss would read more than twice what it asks for.
-bool NarrowRowPart(const DecodedSelection& s) {
-  const std::uint64_t part = RowPartElements(s);
-  return part != 0 && 2 * part < s.row_elements;
-}
-
 std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid_t mem_space,
                                    hid_t file_space, TransferVerdict transfer) {
   const DatasetState* state = dataset.dataset.get();
@@ -43,11 +33,19 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   ReadRequest request;
   request.selection = DecodeSelection(*input);
   request.transfer = transfer;
+  const std::uint64_t row_part = RowPartElements(request.selection);
+  // A row part of at least half a row is served from whole cached rows: a
+  // miss then reads the whole row, at most twice the bytes a native read of
+  // the part takes. A narrower one (a few channels of many, a 3-D patch) is
+  // served only where whole rows pay (CacheClient::TryServe,
+  // row_part_evidence.h), else forwarded: a miss would read more than twice
+  // what it asks for.
+  request.narrow_row_part = row_part != 0 && 2 * row_part < request.selection.row_elements;
   const bool servable_shape =
       transfer == TransferVerdict::kServable && state != nullptr && state->fixed_size() &&
       dataset.file != nullptr && !dataset.file->writable && dataset.file->identity.valid &&
-      (request.selection.whole_rows || RowPartElements(request.selection) != 0) &&
-      !request.selection.scalar && request.selection.kind != SelectionKind::kNone &&
+      (request.selection.whole_rows || row_part != 0) && !request.selection.scalar &&
+      request.selection.kind != SelectionKind::kNone &&
       // Point selections (boolean masks) keep their own order and
       // repeats; rare in loaders, they are always forwarded.
       request.selection.kind != SelectionKind::kPoints;
@@ -60,7 +58,6 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
       stored_type && MemoryIsContiguous(mem_space, file_space, request.selection.elements);
   request.simple = servable && !state->changed();
   request.written = servable && state->changed();
-  request.narrow_row_part = NarrowRowPart(request.selection);
   return request;
 }
 

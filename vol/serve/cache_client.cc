@@ -69,6 +69,7 @@ class UninitializedBytes {
     }
     return data_.get();
   }
+  std::byte* data() const { return data_.get(); }
   std::size_t capacity() const { return capacity_; }
   void Release() {
     data_.reset();
@@ -701,7 +702,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     // of their entries, in transfer order.
     if (row_parts) {
       UninitializedBytes& whole = scratch_space.whole_rows;
-      ScatterRowParts({whole.Get(0), rows.size() * cached->row_bytes()}, cached->row_bytes(),
+      ScatterRowParts({whole.data(), rows.size() * cached->row_bytes()}, cached->row_bytes(),
                       request.selection.row_part, element_bytes, static_cast<std::byte*>(buf));
       if (whole.capacity() > kKeptPartBufferBytes) whole.Release();
     } else if (cached->grouped() && !whole_entries) {

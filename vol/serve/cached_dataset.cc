@@ -257,8 +257,7 @@ bool CachedDataset::NarrowPartsPay(std::span<const std::uint64_t> rows, std::uin
     if (!evidence_) evidence_.emplace(num_rows_, row_bytes_);
     asked_enough = evidence_->NoteAndCheck(rows, part_bytes);
   }
-  const bool fits = num_rows_ * row_bytes_ <= stats.capacity_bytes;
-  return asked_enough && fits && stats.evictions == 0;
+  return asked_enough && RowsStayCached(stats);
 }
 
 bool CachedDataset::FileChanged(const VolObject* dataset) const noexcept {

@@ -116,16 +116,26 @@ class CachedDataset {
   // what is read in vain is bounded by one cache's worth.
   bool ReadAroundPays(const cache::CacheStats& stats, bool scheduled) const {
     if (grouped() || slab_rows() <= 1) return false;
-    const bool fits = num_rows_ * row_bytes_ <= stats.capacity_bytes;
-    if (chunk_rows_ > 0) return scheduled || fits;
-    return fits && stats.evictions == 0;
+    if (chunk_rows_ > 0) return scheduled || FitsCache(stats);
+    return RowsStayCached(stats);
+  }
+  // Whether the whole dataset fits the cache.
+  bool FitsCache(const cache::CacheStats& stats) const {
+    return num_rows_ * row_bytes_ <= stats.capacity_bytes;
+  }
+  // Whether rows loaded beyond what a read asks for stay until they are
+  // read: the dataset fits the cache and the cache has never evicted. A cache
+  // smaller than the job's data would drop them unused, so what is read in
+  // vain is bounded by one cache's worth.
+  bool RowsStayCached(const cache::CacheStats& stats) const {
+    return FitsCache(stats) && stats.evictions == 0;
   }
   // Whether a read of `part_bytes` of each of `rows`, under half a row, may
   // load whole rows on a miss: this process's narrow reads of the dataset
   // have asked for as many bytes as the rows they touched hold
-  // (row_part_evidence.h, which notes this read), and, as for reading
-  // around contiguous data, the dataset fits the cache, which has never
-  // evicted, so the rows stay until the other parts are read. Thread-safe.
+  // (row_part_evidence.h, which notes this read), and the rows stay until
+  // the other parts are read (RowsStayCached, as for reading around
+  // contiguous data). Thread-safe.
   bool NarrowPartsPay(std::span<const std::uint64_t> rows, std::uint64_t part_bytes,
                       const cache::CacheStats& stats) const;
   // How misses of this dataset are merged into reads.
