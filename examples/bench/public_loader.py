@@ -515,7 +515,8 @@ def compare(args):
     for r in runs:
         if r["stats"]:
             keys = ("reads", "reads_served", "reads_forwarded", "reads_row_parts_narrow",
-                    "reads_row_parts_narrow_served", "rows_hit", "rows_loaded",
+                    "reads_row_parts_narrow_served", "reads_row_parts_narrow_split",
+                    "rows_narrow_through_hdf5", "rows_hit", "rows_loaded",
                     "rows_prefetched", "rows_admitted_behind", "reads_admit_no_spare_cpu",
                     "schedule_matches", "storage_bytes")
             print(f"{r['variant']} r{r['round']}: " + ", ".join(f"{k} {r['stats'].get(k, 0)}" for k in keys))

@@ -54,6 +54,7 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   const bool stored_type = servable_shape && state->IsStoredType(mem_type);
   const size_t mem_type_size = stored_type ? state->type_size() : H5Tget_size(mem_type);
   request.bytes = request.selection.elements * mem_type_size;
+  request.file_space = file_space;
   const bool servable =
       stored_type && MemoryIsContiguous(mem_space, file_space, request.selection.elements);
   request.simple = servable && !state->changed();
@@ -79,10 +80,12 @@ void NoteNarrowRowPart() {
   if (noted.exchange(true)) return;
   Runtime::Get().Log(LogLevel::kInfo,
                      "reads of less than half of every row they touch (a few channels, a 3-D "
-                     "patch) are forwarded to HDF5 unless their rows are cached, or the reads of "
-                     "their dataset have asked for as many bytes as the rows they touch hold "
-                     "(overlapping patches) and the cache keeps whole rows "
-                     "(statistics: reads_row_parts_narrow, reads_row_parts_narrow_served)");
+                     "patch) load whole rows only where the reads of their dataset have asked for "
+                     "as many bytes as the rows they touch hold (overlapping patches) and the "
+                     "cache keeps whole rows; otherwise they are served from the rows the cache "
+                     "holds (at least half of theirs, the rest read through HDF5) or forwarded "
+                     "to HDF5 (statistics: reads_row_parts_narrow, reads_row_parts_narrow_served, "
+                     "reads_row_parts_narrow_split)");
 }
 
 }  // namespace

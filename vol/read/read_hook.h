@@ -36,6 +36,10 @@ struct ReadRequest {
   bool narrow_row_part = false;
   TransferVerdict transfer = TransferVerdict::kServable;
   std::uint64_t bytes = 0;  // elements x memory type size
+  // The read's file dataspace, the caller's: valid during the read callback
+  // only (a narrow read served in part reads its other rows' parts through
+  // it, CacheClient::TryServe).
+  hid_t file_space = H5I_INVALID_HID;
 };
 
 // Never throws; a read that could not be decoded is simply forwarded.

@@ -19,6 +19,8 @@ constexpr const char* kTopLevelNames[] = {
     "reads_row_parts",
     "reads_row_parts_narrow",
     "reads_row_parts_narrow_served",
+    "reads_row_parts_narrow_split",
+    "rows_narrow_through_hdf5",
     "reads_scalar",
     "reads_undecoded",
     "reads_forwarded",
@@ -143,6 +145,8 @@ void Stats::Commit(const ReadRecord& read) {
     add(Counter::kReadsRowParts, read.selection.row_part.empty() ? 0 : 1);
     add(Counter::kReadsRowPartsNarrow, read.narrow_row_part ? 1 : 0);
     add(Counter::kReadsRowPartsNarrowServed, read.narrow_row_part && read.served ? 1 : 0);
+    add(Counter::kReadsRowPartsNarrowSplit, read.narrow_in_part ? 1 : 0);
+    add(Counter::kRowsNarrowThroughHdf5, read.rows_narrow_through_hdf5);
     add(Counter::kReadsScalar, read.selection.scalar ? 1 : 0);
     add(Counter::kRows, read.selection.rows.rows());
     add(Counter::kBytes, read.bytes);

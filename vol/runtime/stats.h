@@ -34,6 +34,8 @@ enum class Counter : std::size_t {
   kReadsRowParts,              // selection takes the same part of every row it touches
   kReadsRowPartsNarrow,        // of those: under half a row (read_hook.cc)
   kReadsRowPartsNarrowServed,  // of those: served from the cache
+  kReadsRowPartsNarrowSplit,   // of those: in part, the other rows' parts read through HDF5
+  kRowsNarrowThroughHdf5,      // rows of those whose parts were read through HDF5
   kReadsScalar,                //
   kReadsUndecoded,             // selection Prescient could not interpret (still forwarded)
   kReadsForwarded,             // passed to the connector underneath
@@ -135,6 +137,10 @@ struct ReadRecord {
   std::uint64_t bytes = 0;
   // Outcome.
   bool served = false;  // false: forwarded to the connector underneath
+  // Served in part: the cached rows from the cache, the parts of these many
+  // others through HDF5 (a narrow read, CacheClient::TryServe).
+  bool narrow_in_part = false;
+  std::uint64_t rows_narrow_through_hdf5 = 0;
   std::uint64_t rows_hit = 0, rows_loaded = 0, rows_waited = 0, rows_read_around = 0;
   std::uint64_t rows_admitted_behind = 0;      // of rows_loaded
   std::uint64_t rows_admitted_read_again = 0;  // of rows_admitted_behind

@@ -81,6 +81,11 @@ class UninitializedBytes {
   std::size_t capacity_ = 0;
 };
 
+// Places [begin, end) of a read's rows in transfer order.
+struct PlaceRun {
+  std::size_t begin = 0, end = 0;
+};
+
 // Working storage of TryServe, reused from read to read so that the hit path
 // does not allocate (read callbacks are serialised by HDF5's lock, and a
 // thread never serves two reads at once).
@@ -92,6 +97,11 @@ struct ServeScratch {
   std::vector<std::uint32_t> first_range, next_range, entry_of_row;
   std::vector<std::byte> entry_bytes;
   UninitializedBytes whole_rows;  // the rows a read of row parts takes its parts from
+  // A narrow read served in part (SplitByResidency): its cached rows, their
+  // places in transfer order, and the runs of places read through HDF5.
+  std::vector<std::uint64_t> cached_rows;
+  std::vector<std::size_t> cached_at;
+  std::vector<PlaceRun> through_hdf5;
 };
 
 // A row-part buffer larger than this is given back after the read: rows of
@@ -104,11 +114,17 @@ constexpr std::size_t kKeptPartBufferBytes = 64ull << 20;
 constexpr std::size_t kMaxPartRanges = std::size_t{1} << 20;
 
 // Copies the selected part of each row (`part`, in elements of
-// `element_bytes`) from consecutive whole rows to `out`, in transfer order.
+// `element_bytes`) from consecutive whole rows to `out`, in transfer order;
+// with `places`, row k's part to place places[k] of the read (a read served
+// in part).
 void ScatterRowParts(std::span<const std::byte> rows, std::uint64_t row_bytes,
-                     std::span<const ElementRun> part, std::uint64_t element_bytes,
-                     std::byte* out) {
-  for (std::size_t at = 0; at < rows.size(); at += row_bytes) {
+                     std::span<const ElementRun> part, std::uint64_t element_bytes, std::byte* out,
+                     std::span<const std::size_t> places = {}) {
+  std::uint64_t part_bytes = 0;
+  for (const ElementRun& run : part) part_bytes += run.count * element_bytes;
+  std::byte* const base = out;
+  for (std::size_t at = 0, k = 0; at < rows.size(); at += row_bytes, ++k) {
+    if (!places.empty()) out = base + places[k] * part_bytes;
     for (const ElementRun& run : part) {
       const std::size_t n = run.count * element_bytes;
       std::memcpy(out, rows.data() + at + run.offset * element_bytes, n);
@@ -133,14 +149,62 @@ void PartOfEveryRow(std::span<const ElementRun> part, std::uint64_t element_byte
   scratch.first_range.push_back(static_cast<std::uint32_t>(scratch.ranges.size()));
 }
 
-// True when every one of `rows` is in the cache now (a read of them then
-// loads nothing, barring an eviction in between).
-bool AllResident(cache::NodeCache& cache, cache::DatasetSlot slot,
-                 std::span<const std::uint64_t> rows) {
-  for (const std::uint64_t row : rows) {
-    if (!cache.Contains(slot, row)) return false;
+// Reads the parts of a narrow read's rows at `runs` (places in transfer
+// order) through HDF5, each to its place in `buf`. False, with the
+// fallback counted, if one failed.
+bool ReadPartsThroughHdf5(const CachedDataset& cached, const VolObject& dataset,
+                          const ReadRequest& request, std::span<const std::uint64_t> rows,
+                          std::span<const PlaceRun> runs, std::byte* buf) {
+  const std::uint64_t part_bytes = request.bytes / rows.size();
+  const std::uint64_t part_elements = request.selection.elements / rows.size();
+  for (const PlaceRun& run : runs) {
+    const cache::Status status = cached.ReadSelectedRowsThroughHdf5(
+        dataset, request.file_space, rows[run.begin], rows[run.end - 1],
+        (run.end - run.begin) * part_elements, buf + run.begin * part_bytes);
+    if (!status.ok()) {
+      Runtime::Get().Fallback(Counter::kFallbackServeFailed,
+                              "reading the uncached rows of a narrow read through HDF5 failed (" +
+                                  status.message() + "); it was forwarded to HDF5 whole");
+      return false;
+    }
   }
   return true;
+}
+
+// A narrow read whose whole rows do not pay (CachedDataset::NarrowPartsPay)
+// is served from the rows the cache holds now, and its other rows' parts
+// are read through HDF5, a read per run of them: so a cache that keeps only
+// some of the rows (smaller than the data, or filled ahead by the prefetch
+// leader) serves what it has without loading a whole row for a part.
+// Each run costs a read of HDF5's own, so at most this many, and at least
+// half the rows cached; otherwise the whole read is forwarded.
+constexpr std::size_t kMaxRunsThroughHdf5 = 4;
+
+enum class Residency { kAll, kPart, kTooLittle };
+
+// Which of `rows` (a narrow read's, in transfer order) the cache holds now:
+// kPart fills scratch.cached_rows, cached_at and through_hdf5. Rows must
+// ascend for kPart (a hyperslab's do), so a run of places is a range of rows.
+Residency SplitByResidency(cache::NodeCache& cache, cache::DatasetSlot slot,
+                           std::span<const std::uint64_t> rows, ServeScratch& scratch) {
+  scratch.cached_rows.clear();
+  scratch.cached_at.clear();
+  scratch.through_hdf5.clear();
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (k > 0 && rows[k] <= rows[k - 1]) return Residency::kTooLittle;
+    if (cache.Contains(slot, rows[k])) {
+      scratch.cached_rows.push_back(rows[k]);
+      scratch.cached_at.push_back(k);
+    } else if (!scratch.through_hdf5.empty() && scratch.through_hdf5.back().end == k) {
+      scratch.through_hdf5.back().end = k + 1;
+    } else if (scratch.through_hdf5.size() == kMaxRunsThroughHdf5) {
+      return Residency::kTooLittle;
+    } else {
+      scratch.through_hdf5.push_back({k, k + 1});
+    }
+  }
+  if (scratch.through_hdf5.empty()) return Residency::kAll;
+  return 2 * scratch.cached_rows.size() >= rows.size() ? Residency::kPart : Residency::kTooLittle;
 }
 
 // The entries holding `rows` into scratch.entries (ascending, distinct), each
@@ -643,13 +707,28 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     } else if (cached->grouped()) {
       GroupedParts(rows, *cached, scratch_space);
     }
-    const std::vector<std::uint64_t>& wanted = cached->grouped() ? entries : rows;
-    // Under half a row: only where whole rows pay, or nothing need be loaded.
+    // Under half a row: whole rows where they pay; else from the rows the
+    // cache holds, the others' parts read through HDF5 (SplitByResidency).
+    bool in_part = false;
     if (request.narrow_row_part &&
-        !cached->NarrowPartsPay(rows, request.bytes / rows.size(), cache->Stats()) &&
-        !AllResident(*cache, cached->slot(), rows)) {
-      return false;
+        !cached->NarrowPartsPay(rows, request.bytes / rows.size(), cache->Stats())) {
+      const Residency residency = SplitByResidency(*cache, cached->slot(), rows, scratch_space);
+      if (residency == Residency::kTooLittle) return false;
+      in_part = residency == Residency::kPart;
+      // Not for a dataset the schedule binds: a split read tells the prefetch
+      // leader where its rank is, and the leader, which does not know that the
+      // field is read in narrow parts, then loads whole rows for every read
+      // ahead (a 3-D patch loader at a quarter cache: 5-7 times the planes it
+      // loaded before, examples/bench/RESULTS.md). Such reads are served only
+      // when all their rows are cached, as before.
+      if (in_part) {
+        ScheduleFollower* follower = follower_.load();
+        if (follower != nullptr && follower->FieldRefOf(*cached)) return false;
+      }
     }
+    const std::vector<std::uint64_t>& wanted = cached->grouped() ? entries
+                                               : in_part         ? scratch_space.cached_rows
+                                                                 : rows;
 
     // Phase 3, with a schedule: place the read in its rank's order first, so
     // its rows are keyed by their use after this read (ReadOracle).
@@ -667,22 +746,27 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       return LoadWithReadAround(*cache, *cached, dataset, missing, dest, &load, oracle,
                                 &read_around);
     };
+    if (in_part &&
+        !ReadPartsThroughHdf5(*cached, dataset, request, rows, scratch_space.through_hdf5,
+                              static_cast<std::byte*>(buf))) {
+      return false;
+    }
     std::vector<std::byte>& scratch = scratch_space.entry_bytes;
     std::byte* target = static_cast<std::byte*>(buf);
     if (cached->grouped() && !whole_entries) {
       scratch.resize(entries.size() * cached->entry_bytes());
       target = scratch.data();
     } else if (row_parts) {
-      target = scratch_space.whole_rows.Get(rows.size() * cached->row_bytes());
+      target = scratch_space.whole_rows.Get(wanted.size() * cached->row_bytes());
     }
     cache::ReadRowsStats read;
     cache::RowParts parts;
     if (cached->grouped() && !whole_entries) {
       parts = {.ranges = scratch_space.ranges, .first = scratch_space.first_range};
-    } else if (row_parts && rows.size() * request.selection.row_part.size() <= kMaxPartRanges) {
+    } else if (row_parts && wanted.size() * request.selection.row_part.size() <= kMaxPartRanges) {
       // A hit copies only the part of each row (a 3-D patch is a ninth of
       // its z-planes); Phase 5 takes it from the same places.
-      PartOfEveryRow(request.selection.row_part, element_bytes, rows.size(), scratch_space);
+      PartOfEveryRow(request.selection.row_part, element_bytes, wanted.size(), scratch_space);
       parts = {.ranges = scratch_space.ranges, .first = scratch_space.first_range};
     }
     const cache::Status status =
@@ -702,8 +786,10 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     // of their entries, in transfer order.
     if (row_parts) {
       UninitializedBytes& whole = scratch_space.whole_rows;
-      ScatterRowParts({whole.data(), rows.size() * cached->row_bytes()}, cached->row_bytes(),
-                      request.selection.row_part, element_bytes, static_cast<std::byte*>(buf));
+      ScatterRowParts({whole.data(), wanted.size() * cached->row_bytes()}, cached->row_bytes(),
+                      request.selection.row_part, element_bytes, static_cast<std::byte*>(buf),
+                      in_part ? std::span<const std::size_t>(scratch_space.cached_at)
+                              : std::span<const std::size_t>());
       if (whole.capacity() > kKeptPartBufferBytes) whole.Release();
     } else if (cached->grouped() && !whole_entries) {
       const std::uint64_t g = cached->rows_per_entry();
@@ -717,6 +803,10 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       }
     }
     record->served = true;
+    if (in_part) {
+      record->narrow_in_part = true;
+      record->rows_narrow_through_hdf5 = rows.size() - wanted.size();
+    }
     node_snapshot_.MaybeTake(*cache, Runtime::Get().stats());
     if (!cached->grouped()) {
       record->rows_hit += read.hits;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <stdexcept>
 #include <variant>
 #include <vector>
@@ -240,6 +241,48 @@ cache::Status CachedDataset::ReadRunsThroughHdf5(const VolObject& dataset, hid_t
     i = j;
   }
   return cache::Status::Ok();
+}
+
+cache::Status CachedDataset::ReadSelectedRowsThroughHdf5(const VolObject& dataset, hid_t file_space,
+                                                         std::uint64_t first_row,
+                                                         std::uint64_t last_row,
+                                                         std::uint64_t elements,
+                                                         void* out) const noexcept try {
+  if (dataset.dataset == nullptr || first_row > last_row || last_row >= num_rows_ ||
+      dims_.empty()) {
+    return cache::Status::InvalidArgument("rows outside the dataset");
+  }
+  // The read's selection narrowed to the rows: a hyperslab ANDed with a slab
+  // keeps its order (HDF5 transfers a hyperslab's elements in row-major
+  // order), so the elements come out as the whole read would place them.
+  std::vector<hsize_t> start(dims_.size(), 0), count(dims_);
+  start[0] = first_row;
+  count[0] = last_row - first_row + 1;
+  const hid_t space = H5Scopy(file_space);
+  if (space < 0) return cache::Status::Internal("cannot copy the read's file selection");
+  const hsize_t mem_elements = elements;
+  const hid_t mem_space = H5Screate_simple(1, &mem_elements, nullptr);
+  hid_t mem_type = dataset.dataset->NewStoredTypeId();
+  herr_t status = mem_space < 0 || mem_type < 0 ? -1 : 0;
+  if (status >= 0) {
+    status =
+        H5Sselect_hyperslab(space, H5S_SELECT_AND, start.data(), nullptr, count.data(), nullptr);
+  }
+  // Never a read of other elements than the ones expected.
+  if (status >= 0 && H5Sget_select_npoints(space) != static_cast<hssize_t>(elements)) status = -1;
+  if (status >= 0) {
+    void* under = dataset.under;
+    hid_t mem_space_id = mem_space, file_space_id = space;
+    status = H5VLdataset_read(1, &under, dataset.under_vol_id, &mem_type, &mem_space_id,
+                              &file_space_id, H5P_DATASET_XFER_DEFAULT, &out, nullptr);
+  }
+  if (mem_type >= 0) H5Tclose(mem_type);
+  if (mem_space >= 0) H5Sclose(mem_space);
+  H5Sclose(space);
+  if (status < 0) return cache::Status::IoError("reading rows' parts through HDF5 failed");
+  return cache::Status::Ok();
+} catch (const std::bad_alloc&) {
+  return cache::Status::ResourceExhausted("reading rows' parts: out of memory");
 }
 
 void CachedDataset::FileUnchangedAt(std::int64_t checked_ns) const noexcept {

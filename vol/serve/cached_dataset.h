@@ -138,6 +138,14 @@ class CachedDataset {
   // contiguous data). Thread-safe.
   bool NarrowPartsPay(std::span<const std::uint64_t> rows, std::uint64_t part_bytes,
                       const cache::CacheStats& stats) const;
+  // Reads through HDF5 what `file_space` (a read's hyperslab selection of
+  // this dataset) selects of rows [first_row, last_row], `elements` elements
+  // of the stored type, into `out` in transfer order. On the caller's thread,
+  // inside its read callback: the parts of a narrow read's rows the cache
+  // does not hold (CacheClient::TryServe). Never throws.
+  cache::Status ReadSelectedRowsThroughHdf5(const VolObject& dataset, hid_t file_space,
+                                            std::uint64_t first_row, std::uint64_t last_row,
+                                            std::uint64_t elements, void* out) const noexcept;
   // How misses of this dataset are merged into reads.
   const cache::io::CoalescingOptions& coalescing() const { return coalescing_; }
 

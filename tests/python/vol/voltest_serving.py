@@ -9,6 +9,7 @@
     python3 voltest_serving.py row-parts FILE OUT.json
     python3 voltest_serving.py write-volume FILE
     python3 voltest_serving.py patches FILE OUT.json
+    python3 voltest_serving.py partly-cached FILE OUT.json
     python3 voltest_serving.py rewrite FILE OUT.json MODE      (MODE: same-size | truncate)
     python3 voltest_serving.py file-closed FILE OUT.json
 
@@ -151,6 +152,22 @@ def row_parts(path, out):
 
 
 VOLUME_SHAPE = (24, 96, 96)  # z-planes of 36 KiB
+DEEP_SHAPE = (64, 96, 96)  # 2.3 MiB
+
+# partly-cached, per dataset: whole planes read first (cached), then patches (under half of
+# each plane) whose planes are all, partly or not cached. Each patch's note says what the
+# connector does with it (test_vol_serving.py counts them).
+PLANES_READ_WHOLE = [slice(4, 12), 20, 22, 24, 26, 28]
+PARTLY_CACHED_PATCHES = [
+    ((slice(3, 13), slice(8, 40), slice(16, 48)), "split: 8 of 10 planes cached, 2 runs not"),
+    ((slice(0, 16, 2), slice(8, 40), slice(16, 48)), "split: strided, 4 of 8 cached, 2 runs not"),
+    ((slice(4, 12), slice(50, 82), slice(3, 35)), "served: all cached"),
+    ((slice(19, 30), slice(0, 32), slice(0, 32)), "forwarded: 5 of 11 cached"),
+    ((slice(20, 29), slice(0, 32), slice(0, 32)), "split: 5 of 9 cached, 4 runs not"),
+    ((slice(40, 48), slice(0, 32), slice(0, 32)), "forwarded: none cached"),
+    ((slice(10, 14), slice(0, 32), slice(60, 92)), "split: 2 of 4 cached, at the edge"),
+    ((slice(2, 6), slice(10, 20), slice(None)), "split: 10 whole lines of each plane"),
+]
 
 
 def write_volume(path):
@@ -160,6 +177,10 @@ def write_volume(path):
         f.create_dataset("volume_gz", data=rng.random(VOLUME_SHAPE, dtype=np.float32),
                          chunks=(4, 32, 32), compression="gzip")
         f.create_dataset("channels", data=rng.random((200, 16, 32), dtype=np.float32))
+        # Larger than a 2 MiB cache: whole planes never pay for its patches.
+        f.create_dataset("deep", data=rng.random(DEEP_SHAPE, dtype=np.float32))
+        f.create_dataset("deep_gz", data=rng.random(DEEP_SHAPE, dtype=np.float32),
+                         chunks=(4, 32, 32), compression="gzip")
 
 
 def patches(path, out):
@@ -179,6 +200,21 @@ def patches(path, out):
                     results.append(digest(v[z:z + 8, y:y + 32, x:x + 32]))
         c = f["channels"]
         results += [digest(c[int(i), 3:5]) for i in rng.permutation(200)]
+    json.dump(results, open(out, "w"))
+
+
+def partly_cached(path, out):
+    """Patches whose planes the cache holds in part (PARTLY_CACHED_PATCHES), of a contiguous
+    and a chunked gzip dataset that do not fit the cache, twice over."""
+    results = []
+    with h5py.File(path, "r") as f:
+        for name in ("deep", "deep_gz"):
+            v = f[name]
+            for planes in PLANES_READ_WHOLE:
+                results.append(digest(v[planes]))
+            for _ in range(2):
+                for box, _note in PARTLY_CACHED_PATCHES:
+                    results.append(digest(v[box]))
     json.dump(results, open(out, "w"))
 
 
@@ -251,6 +287,8 @@ if __name__ == "__main__":
         write_volume(sys.argv[2])
     elif command == "patches":
         patches(sys.argv[2], sys.argv[3])
+    elif command == "partly-cached":
+        partly_cached(sys.argv[2], sys.argv[3])
     elif command == "file-closed":
         file_closed(sys.argv[2], sys.argv[3])
     else:
