@@ -50,6 +50,13 @@
 
 namespace prescient::cache {
 
+// Hints about a dataset's reads (NodeCache::AddDatasetHint), one bit each.
+enum class DatasetHint : std::uint32_t {
+  // Its readers take a small part of each row they read: whole rows loaded
+  // ahead of them pay only where they stay until the other parts are read.
+  kReadInParts = 1,
+};
+
 // Fills dest[i] (row_bytes each) with row rows[i]. Rows are distinct and
 // ascending, so runs can be read with one call. Runs on the caller's thread
 // with no cache lock held. Exceptions are caught and reported as errors.
@@ -167,6 +174,17 @@ class NodeCache {
 
   // True if the row is resident (a snapshot).
   bool Contains(DatasetSlot ds, std::uint64_t row) noexcept;
+  // Contains for each of `rows` under one lock: resident[i] for rows[i]
+  // (sizes equal). Returns how many are resident; 0, with every flag 0, when
+  // the cache cannot answer.
+  std::size_t Resident(DatasetSlot ds, std::span<const std::uint64_t> rows,
+                       std::span<std::uint8_t> resident) noexcept;
+
+  // What a process found out about a dataset's reads, for every process of
+  // the node to see (lock-free; set once, never cleared; false for a slot
+  // not registered).
+  void AddDatasetHint(DatasetSlot ds, DatasetHint hint) noexcept;
+  bool HasDatasetHint(DatasetSlot ds, DatasetHint hint) noexcept;
 
   // Admission behind the reader (admission_queue.h): with a queue set, the
   // rows a ReadRows call loads are handed to it with a copy of their bytes

@@ -31,6 +31,33 @@ bool NodeCache::Contains(DatasetSlot ds, std::uint64_t row) noexcept {
   return e != kNone && tables_.entry(e).state == detail::kEntryReady;
 }
 
+std::size_t NodeCache::Resident(DatasetSlot ds, std::span<const std::uint64_t> rows,
+                                std::span<std::uint8_t> resident) noexcept {
+  std::fill(resident.begin(), resident.end(), std::uint8_t{0});
+  if (rows.size() != resident.size() || !ValidSlot(ds) || !EnsureAttached().ok()) return 0;
+  SegmentLock lock(tables_, options_.lock_timeout);
+  if (!lock.ok()) return 0;
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::uint32_t e = tables_.Find(ds, rows[i]);
+    if (e != kNone && tables_.entry(e).state == detail::kEntryReady) {
+      resident[i] = 1;
+      ++found;
+    }
+  }
+  return found;
+}
+
+void NodeCache::AddDatasetHint(DatasetSlot ds, DatasetHint hint) noexcept {
+  if (!ValidSlot(ds) || !EnsureAttached().ok()) return;
+  tables_.AddDatasetHints(ds, static_cast<std::uint32_t>(hint));
+}
+
+bool NodeCache::HasDatasetHint(DatasetSlot ds, DatasetHint hint) noexcept {
+  if (!ValidSlot(ds) || !EnsureAttached().ok()) return false;
+  return (tables_.DatasetHints(ds) & static_cast<std::uint32_t>(hint)) != 0;
+}
+
 Result<std::vector<std::uint64_t>> NodeCache::ClaimReserved(DatasetSlot ds,
                                                             std::span<const RowWithKey> rows,
                                                             bool lru) noexcept try {

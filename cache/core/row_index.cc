@@ -43,6 +43,7 @@ Result<DatasetSlot> SegmentTables::FindOrAddDataset(const DatasetKey& key, std::
       d.row_bytes = row_bytes;
       d.num_rows = num_rows;
       d.blocks_per_row = static_cast<std::uint32_t>(blocks_per_row);
+      std::atomic_ref<std::uint32_t>(d.hints).store(0, std::memory_order_relaxed);
       // Last, with release: Repair() and lock-free readers trust only complete records.
       std::atomic_ref<std::uint32_t>(d.state).store(1, std::memory_order_release);
       h.num_datasets++;

@@ -22,10 +22,11 @@
 namespace prescient::cache::detail {
 
 inline constexpr std::uint64_t kMagic = 0x3143484353455250ull;  // "PRESCHC1"
-// 16 had no AttachRecord::flags; 15 had no SegmentCounters::claims_released_late; 14 kept a bare
-// step in SegmentHeader::participant_floor (no registration tag); 13 had no shared stall memo
-// (SegmentHeader::stuck_pid_beat); 12 initialised every entry and bucket.
-inline constexpr std::uint32_t kLayoutVersion = 17;
+// 17 had no DatasetRecord::hints; 16 had no AttachRecord::flags; 15 had no
+// SegmentCounters::claims_released_late; 14 kept a bare step in SegmentHeader::participant_floor
+// (no registration tag); 13 had no shared stall memo (SegmentHeader::stuck_pid_beat); 12
+// initialised every entry and bucket.
+inline constexpr std::uint32_t kLayoutVersion = 18;
 inline constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 // Processes attached at once (ranks x (1 + DataLoader workers) per node).
 inline constexpr std::uint32_t kMaxAttach = 1024;
@@ -60,6 +61,11 @@ struct DatasetRecord {
   // 0 empty, 1 in use, 2 retired (invalidated by repair or dropped; keeps the
   // probe chain, never matches a key again)
   std::uint32_t state;
+  // What the node's processes found out about the dataset's reads
+  // (DatasetHint bits): set lock-free by any of them, never cleared. The one
+  // field that changes once the record is complete.
+  std::uint32_t hints;
+  std::uint32_t padding;
 };
 
 struct AttachRecord {

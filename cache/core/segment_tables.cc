@@ -64,6 +64,20 @@ bool SegmentTables::RetiredDataset(std::uint32_t ds) const {
              .load(std::memory_order_acquire) == 2;
 }
 
+std::uint32_t SegmentTables::DatasetHints(std::uint32_t ds) const {
+  const DatasetRecord* d = PublishedDataset(ds);
+  if (d == nullptr) return 0;
+  return std::atomic_ref<std::uint32_t>(const_cast<DatasetRecord*>(d)->hints)
+      .load(std::memory_order_relaxed);
+}
+
+void SegmentTables::AddDatasetHints(std::uint32_t ds, std::uint32_t hints) const {
+  const DatasetRecord* d = PublishedDataset(ds);
+  if (d == nullptr) return;
+  std::atomic_ref<std::uint32_t>(const_cast<DatasetRecord*>(d)->hints)
+      .fetch_or(hints, std::memory_order_relaxed);
+}
+
 const DatasetRecord* SegmentTables::RecordOf(std::uint32_t ds) const {
   if (ds >= geo_.max_datasets) {
     MarkCorrupt();

@@ -115,6 +115,10 @@ class CAPABILITY("segment lock") SegmentTables {
   const DatasetRecord* PublishedDataset(std::uint32_t ds) const;
   // Lock-free: the record `ds` was retired (dropped, or invalidated by repair).
   bool RetiredDataset(std::uint32_t ds) const;
+  // Lock-free: the hints of the complete record `ds` (0 for any other), and
+  // setting some (DatasetRecord::hints).
+  std::uint32_t DatasetHints(std::uint32_t ds) const;
+  void AddDatasetHints(std::uint32_t ds, std::uint32_t hints) const;
   // Lock-free: the heartbeat of attach slot `slot` (0 for a bad slot), and
   // bumping it.
   std::uint64_t Heartbeat(std::uint32_t slot) const {

@@ -41,6 +41,7 @@ constexpr const char* kTopLevelNames[] = {
     "rows_not_admitted",
     "admit_ns",
     "files_warmed",
+    "rows_not_prefetched_parts",
     "raw_file_opens",
     "rows_remote",
     "rows_served",

@@ -127,6 +127,9 @@ bool Prefetcher::Round(io::Executor& executor) {
   // The round's datasets, alive while it runs (and looked up once each).
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<CachedDataset>> datasets;
   std::set<std::string> warmed;  // paths
+  // Datasets whose rows this round leaves to the readers (WholeRowsPayAhead).
+  std::set<std::pair<std::uint32_t, std::uint32_t>> read_in_parts;
+  std::uint64_t left_to_readers = 0;
   std::uint32_t first_epoch = UINT32_MAX;
   std::uint64_t loaders_front = UINT64_MAX;  // the least advanced rank's next step
   std::uint64_t round_steps = 0;             // from the front to the round's end
@@ -154,8 +157,16 @@ bool Prefetcher::Round(io::Executor& executor) {
         const scheduler::SampleLocation at = binding.map().Locate(s);
         for (std::uint32_t f = 0; f < fields; ++f) {
           auto [it, fresh] = datasets.try_emplace({at.file, f});
-          if (fresh) it->second = DatasetToPrefetch({at.file, f}, warmed);
-          if (it->second) wanted.push_back({.dataset = it->second.get(), .row = at.row, .step = g});
+          if (fresh) {
+            it->second = DatasetToPrefetch({at.file, f}, warmed);
+            if (it->second && !WholeRowsPayAhead(*it->second)) read_in_parts.insert(it->first);
+          }
+          if (!it->second) continue;
+          if (read_in_parts.contains(it->first)) {
+            ++left_to_readers;
+          } else {
+            wanted.push_back({.dataset = it->second.get(), .row = at.row, .step = g});
+          }
         }
       }
     }
@@ -163,6 +174,10 @@ bool Prefetcher::Round(io::Executor& executor) {
   }
   if (!warmed.empty())
     Runtime::Get().stats().AddInEpoch(first_epoch, Counter::kFilesWarmed, warmed.size());
+  if (left_to_readers > 0) {
+    Runtime::Get().stats().AddInEpoch(first_epoch, Counter::kRowsNotPrefetchedParts,
+                                      left_to_readers);
+  }
   if (wanted.empty()) return !warmed.empty();
   PrefetchRound round(
       cache_, follower_.oracle(), executor,
@@ -193,6 +208,11 @@ bool Prefetcher::Round(io::Executor& executor) {
                             tally.failed_tasks);
   }
   return true;
+}
+
+bool Prefetcher::WholeRowsPayAhead(const CachedDataset& dataset) {
+  return !cache_.HasDatasetHint(dataset.slot(), cache::DatasetHint::kReadInParts) ||
+         dataset.RowsStayCached(cache_.Stats());
 }
 
 std::shared_ptr<CachedDataset> Prefetcher::DatasetToPrefetch(FieldRef ref,

@@ -98,6 +98,14 @@ class Prefetcher {
   // The dataset of `ref` to prefetch rows of, or null: unknown and not worth
   // preparing (then its small file is warmed, once per round: `warmed`).
   std::shared_ptr<CachedDataset> DatasetToPrefetch(FieldRef ref, std::set<std::string>& warmed);
+  // False for a dataset the node's readers read in narrow parts of rows (a
+  // 3-D patch takes a ninth of each z-plane: cache::DatasetHint) unless whole
+  // rows stay until their other parts are read (CachedDataset::RowsStayCached):
+  // loaded ahead into a cache that cannot keep them, whole rows cost many
+  // times the bytes the reads take, and are evicted before most are read.
+  // The readers then serve such reads from the rows the cache holds, the rest
+  // through HDF5 (CacheClient::TryServe).
+  bool WholeRowsPayAhead(const CachedDataset& dataset);
 
   cache::NodeCache& cache_;
   ScheduleFollower& follower_;

@@ -99,6 +99,7 @@ struct ServeScratch {
   UninitializedBytes whole_rows;  // the rows a read of row parts takes its parts from
   // A narrow read served in part (SplitByResidency): its cached rows, their
   // places in transfer order, and the runs of places read through HDF5.
+  std::vector<std::uint8_t> resident;
   std::vector<std::uint64_t> cached_rows;
   std::vector<std::size_t> cached_at;
   std::vector<PlaceRun> through_hdf5;
@@ -190,9 +191,13 @@ Residency SplitByResidency(cache::NodeCache& cache, cache::DatasetSlot slot,
   scratch.cached_rows.clear();
   scratch.cached_at.clear();
   scratch.through_hdf5.clear();
+  scratch.resident.resize(rows.size());
+  const std::size_t resident = cache.Resident(slot, rows, scratch.resident);
+  if (resident == rows.size()) return Residency::kAll;
+  if (2 * resident < rows.size()) return Residency::kTooLittle;
   for (std::size_t k = 0; k < rows.size(); ++k) {
     if (k > 0 && rows[k] <= rows[k - 1]) return Residency::kTooLittle;
-    if (cache.Contains(slot, rows[k])) {
+    if (scratch.resident[k] != 0) {
       scratch.cached_rows.push_back(rows[k]);
       scratch.cached_at.push_back(k);
     } else if (!scratch.through_hdf5.empty() && scratch.through_hdf5.back().end == k) {
@@ -203,8 +208,7 @@ Residency SplitByResidency(cache::NodeCache& cache, cache::DatasetSlot slot,
       scratch.through_hdf5.push_back({k, k + 1});
     }
   }
-  if (scratch.through_hdf5.empty()) return Residency::kAll;
-  return 2 * scratch.cached_rows.size() >= rows.size() ? Residency::kPart : Residency::kTooLittle;
+  return Residency::kPart;
 }
 
 // The entries holding `rows` into scratch.entries (ascending, distinct), each
@@ -665,6 +669,12 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     const std::shared_ptr<CachedDataset>& cached = found.dataset;
     if (cached == nullptr) return false;
     cache::NodeCache* cache = found.cache;
+    // Read in narrow parts: the prefetch leader (another process, perhaps)
+    // loads whole rows of the dataset ahead only where they would stay until
+    // read (Prefetcher::WholeRowsPayAhead).
+    if (request.narrow_row_part && cached->FirstNarrowRead()) {
+      cache->AddDatasetHint(cached->slot(), cache::DatasetHint::kReadInParts);
+    }
     if (request.selection.rows.rows() * cached->row_bytes() > found.capacity / kMaxShareOfCache)
       return false;
     // A part of each row (read_hook.cc) is cut from whole rows; its elements
@@ -715,16 +725,6 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       const Residency residency = SplitByResidency(*cache, cached->slot(), rows, scratch_space);
       if (residency == Residency::kTooLittle) return false;
       in_part = residency == Residency::kPart;
-      // Not for a dataset the schedule binds: a split read tells the prefetch
-      // leader where its rank is, and the leader, which does not know that the
-      // field is read in narrow parts, then loads whole rows for every read
-      // ahead (a 3-D patch loader at a quarter cache: 5-7 times the planes it
-      // loaded before, examples/bench/RESULTS.md). Such reads are served only
-      // when all their rows are cached, as before.
-      if (in_part) {
-        ScheduleFollower* follower = follower_.load();
-        if (follower != nullptr && follower->FieldRefOf(*cached)) return false;
-      }
     }
     const std::vector<std::uint64_t>& wanted = cached->grouped() ? entries
                                                : in_part         ? scratch_space.cached_rows

@@ -138,6 +138,9 @@ class CachedDataset {
   // contiguous data). Thread-safe.
   bool NarrowPartsPay(std::span<const std::uint64_t> rows, std::uint64_t part_bytes,
                       const cache::CacheStats& stats) const;
+  // True for this process's first narrow read of the dataset (the caller
+  // then tells the node: cache::DatasetHint::kReadInParts).
+  bool FirstNarrowRead() const noexcept { return !narrow_read_.exchange(true); }
   // Reads through HDF5 what `file_space` (a read's hyperslab selection of
   // this dataset) selects of rows [first_row, last_row], `elements` elements
   // of the stored type, into `out` in transfer order. On the caller's thread,
@@ -222,6 +225,7 @@ class CachedDataset {
   mutable std::atomic<std::int64_t> next_check_ns_{0};
   mutable std::atomic<bool> changed_{false};
   mutable std::atomic<bool> dropped_{false};
+  mutable std::atomic<bool> narrow_read_{false};
   mutable cache::Mutex evidence_mutex_;
   mutable std::optional<RowPartEvidence> evidence_ GUARDED_BY(evidence_mutex_);
 };

@@ -26,6 +26,9 @@ Shapes:
   seeds     one group per sample in one file, `data` (128 KiB) and `grid/x`, `grid/y` in it, the
             file opened for every sample and the group's data read whole (PDEBench's
             FNODatasetMult), shuffle=True: no learned map describes a dataset per sample
+  patches   overlapping 3-D patches of a volume and its labels, the file opened for every
+            sample (pytorch-3dunet's LazyHDF5Dataset), shuffle=True: each read takes a
+            sixteenth of the z-planes it touches
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
 
@@ -49,6 +52,8 @@ from torch.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset,
 
 FILES, ROWS_PER_FILE, ROW_BYTES, BATCH = 8, 500, 4096, 25
 SAMPLES = FILES * ROWS_PER_FILE
+# "patches": raw float32 (4 MiB) and label uint8 (1 MiB) volumes, 735 patches.
+VOLUME, PATCH, STRIDE = (64, 128, 128), (8, 32, 32), (4, 16, 16)
 SEEDS, SEED_SHAPE = 96, (16, 32, 32, 2)  # "seeds": 128 KiB of float32 a sample, 12 MiB in all
 COMPUTE_S = 0.02
 # How workers start (test_follow.py runs both): forked, as on Linux before Python 3.14, or
@@ -84,6 +89,9 @@ def make(directory):
             group = f.create_group(f"{seed:04d}")
             group["data"] = rng.standard_normal(SEED_SHAPE, dtype=np.float32)
             group["grid/x"], group["grid/y"] = axis, axis + seed
+    with h5file(os.path.join(directory, "volume.h5"), "w") as f:
+        f["raw"] = rng.standard_normal(VOLUME, dtype=np.float32)
+        f["label"] = rng.integers(0, 5, VOLUME, dtype=np.uint8)
     for k in range(FILES):
         with h5file(os.path.join(directory, f"img_{k:02d}.h5"), "w") as f:
             f["x"] = rng.integers(0, 255, (ROWS_PER_FILE, ROW_BYTES), dtype=np.uint8)
@@ -204,6 +212,29 @@ class Seeds(Dataset):
         return data.permute(1, 2, 0, 3), torch.from_numpy(grid)
 
 
+class Patches(Dataset):
+    """Overlapping patches of a volume and its labels, the file opened for every sample
+    (pytorch-3dunet's LazyHDF5Dataset)."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "volume.h5")
+        self.starts = [(z, y, x) for z in range(0, VOLUME[0] - PATCH[0] + 1, STRIDE[0])
+                       for y in range(0, VOLUME[1] - PATCH[1] + 1, STRIDE[1])
+                       for x in range(0, VOLUME[2] - PATCH[2] + 1, STRIDE[2])]
+
+    def __len__(self):
+        return len(self.starts)
+
+    def __getitem__(self, index):
+        z, y, x = self.starts[index]
+        box = (slice(z, z + PATCH[0]), slice(y, y + PATCH[1]), slice(x, x + PATCH[2]))
+        with h5file(self.path) as f:
+            raw = f["raw"][box]
+        with h5file(self.path) as f:
+            label = f["label"][box]
+        return torch.from_numpy(raw), torch.from_numpy(label.astype(np.int64))
+
+
 class FileThenRow(Sampler):
     """Files in a new order every epoch, rows in a new order in each file (unseeded)."""
 
@@ -271,6 +302,8 @@ def loader_for(shape, directory):
         return fresh_loader(Pairs(directory))
     if shape == "seeds":
         return fresh_loader(Seeds(directory))
+    if shape == "patches":
+        return fresh_loader(Patches(directory))
     if shape == "batches":
         ds = OneFile(directory)
         g = torch.Generator()

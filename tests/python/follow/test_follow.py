@@ -328,3 +328,47 @@ def test_one_group_per_sample_followed_reads_exactly_from_the_cache(data, tmp_pa
     env = dict(env, PRESCIENT_LOG="info", PRESCIENT_NODE_ID=env["PRESCIENT_NODE_ID"] + "-info")
     _, stderr = run_loader(data, "seeds", tmp_path / "info.json", env)
     assert stderr.count("indices each read datasets of their own") == 1, stderr[-4000:]
+
+
+def test_patches_of_a_volume_larger_than_the_cache_are_not_prefetched_whole(data, tmp_path):
+    """pytorch-3dunet's loader shape (follow_loaders.py "patches"): each read takes a sixteenth
+    of the z-planes it touches, of a volume larger than the cache (its labels fit). Followed,
+    the learned map makes each index stand for its planes; loading those of the volume whole
+    ahead would read sixteen times the bytes its reads take, into a cache that evicts them
+    before most of their parts are read (pytorch-3dunet's patches at a quarter cache: 22-32 GB
+    read ahead in three epochs before the prefetch leader knew). The readers tell the node
+    that the dataset is read in parts, and the leader leaves its rows to them; the labels,
+    whose whole planes stay cached, it still reads ahead. The training sees what it sees
+    natively."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    native, _ = run_loader(data, "patches", tmp_path / "native.json",
+                           dict(clean_env(), LOADER_SLOWDOWN="0"))
+    env = dict(follow_env(tmp_path, shm), PRESCIENT_CACHE_SIZE="2MiB")
+    followed, stderr = run_loader(data, "patches", tmp_path / "followed.json", env)
+    assert "prescient:" not in stderr and "HDF5-DIAG" not in stderr, stderr[-4000:]
+    assert followed == native
+    totals = process_totals(tmp_path)
+    patches = 15 * 7 * 7  # follow_loaders.VOLUME, PATCH, STRIDE
+    assert totals.get("reads_row_parts_narrow", 0) == EPOCHS * 2 * patches, totals
+    # Followed: the labels' reads are served and matched (8 planes an index), at least an
+    # epoch's worth (the first epoch is learned; each worker's first patches are forwarded)...
+    assert totals.get("schedule_matches", 0) >= patches * 8, totals
+    # ... the volume's planes are left to the readers, never read ahead.
+    assert totals.get("rows_not_prefetched_parts", 0) > 0, totals
+    fields = field_totals(tmp_path)
+    assert fields.get("raw", {}).get("rows_prefetched", 0) == 0, fields
+    assert fields.get("raw", {}).get("rows_loaded", 0) == 0, fields
+
+
+def field_totals(stats_dir):
+    """{field: {counter: sum over the run's processes}} of the statistics' field blocks."""
+    totals = {}
+    for path in glob.glob(os.path.join(str(stats_dir), "stats*.json")):
+        with open(path) as f:
+            for block in json.load(f).get("fields") or []:
+                into = totals.setdefault(block["field"], {})
+                for key, value in block.items():
+                    if isinstance(value, int):
+                        into[key] = into.get(key, 0) + value
+    return totals
