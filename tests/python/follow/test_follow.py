@@ -300,6 +300,20 @@ def test_a_dataset_that_remaps_its_indices_every_epoch_is_not_followed(data, tmp
     assert sum(t.get("schedule_matches", 0) for e, t in totals.items() if e >= 2) == 0, totals
 
 
+def native_then_followed(data, shape, tmp_path, cache_size):
+    """Runs `shape` natively, then followed with a cache of `cache_size`: the training sees the
+    same batches and nothing is said on stderr. Returns the followed run's environment."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    native, _ = run_loader(data, shape, tmp_path / "native.json",
+                           dict(clean_env(), LOADER_SLOWDOWN="0"))
+    env = dict(follow_env(tmp_path, shm), PRESCIENT_CACHE_SIZE=cache_size)
+    followed, stderr = run_loader(data, shape, tmp_path / "followed.json", env)
+    assert "prescient:" not in stderr and "HDF5-DIAG" not in stderr, stderr[-4000:]
+    assert followed == native
+    return env
+
+
 def test_one_group_per_sample_followed_reads_exactly_from_the_cache(data, tmp_path):
     """PDEBench's loader shape (follow_loaders.py "seeds"): one group per sample, its 128 KiB
     `data` read whole, the file opened for every sample. No learned map describes a dataset per
@@ -307,15 +321,8 @@ def test_one_group_per_sample_followed_reads_exactly_from_the_cache(data, tmp_pa
     sees what it sees natively, nothing is said on stderr, every `data` read is served by the
     cache (none forwarded), and only the first epoch reads it from storage. Measured with
     PDEBench's own FNODatasetMult: examples/bench/public_loader.py pdebench."""
-    shm = tmp_path / "shm"
-    shm.mkdir()
-    native, _ = run_loader(data, "seeds", tmp_path / "native.json",
-                           dict(clean_env(), LOADER_SLOWDOWN="0"))
     # A cache of the whole 12 MiB: later epochs are all hits.
-    env = dict(follow_env(tmp_path, shm), PRESCIENT_CACHE_SIZE="32MiB")
-    followed, stderr = run_loader(data, "seeds", tmp_path / "followed.json", env)
-    assert "prescient:" not in stderr and "HDF5-DIAG" not in stderr, stderr[-4000:]
-    assert followed == native
+    env = native_then_followed(data, "seeds", tmp_path, cache_size="32MiB")
     totals = process_totals(tmp_path)
     seed_bytes = 96 * 128 * 1024  # follow_loaders.SEEDS x 128 KiB of data
     assert totals.get("reads_served", 0) >= EPOCHS * 96, totals  # every sample's data
@@ -340,14 +347,7 @@ def test_patches_of_a_volume_larger_than_the_cache_are_not_prefetched_whole(data
     that the dataset is read in parts, and the leader leaves its rows to them; the labels,
     whose whole planes stay cached, it still reads ahead. The training sees what it sees
     natively."""
-    shm = tmp_path / "shm"
-    shm.mkdir()
-    native, _ = run_loader(data, "patches", tmp_path / "native.json",
-                           dict(clean_env(), LOADER_SLOWDOWN="0"))
-    env = dict(follow_env(tmp_path, shm), PRESCIENT_CACHE_SIZE="2MiB")
-    followed, stderr = run_loader(data, "patches", tmp_path / "followed.json", env)
-    assert "prescient:" not in stderr and "HDF5-DIAG" not in stderr, stderr[-4000:]
-    assert followed == native
+    native_then_followed(data, "patches", tmp_path, cache_size="2MiB")
     totals = process_totals(tmp_path)
     patches = 15 * 7 * 7  # follow_loaders.VOLUME, PATCH, STRIDE
     assert totals.get("reads_row_parts_narrow", 0) == EPOCHS * 2 * patches, totals
