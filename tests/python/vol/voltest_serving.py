@@ -167,6 +167,7 @@ PARTLY_CACHED_PATCHES = [
     ((slice(40, 48), slice(0, 32), slice(0, 32)), "forwarded: none cached"),
     ((slice(10, 14), slice(0, 32), slice(60, 92)), "split: 2 of 4 cached, at the edge"),
     ((slice(2, 6), slice(10, 20), slice(None)), "split: 10 whole lines of each plane"),
+    ((slice(3, 13), [1, 5, 40], slice(8, 72)), "split: a list of lines (irregular hyperslab)"),
 ]
 
 
