@@ -24,11 +24,8 @@ constexpr const char* kNotRegistered = "cache: dataset slot not registered (or d
 }  // namespace
 
 bool NodeCache::Contains(DatasetSlot ds, std::uint64_t row) noexcept {
-  if (!ValidSlot(ds) || !EnsureAttached().ok()) return false;
-  SegmentLock lock(tables_, options_.lock_timeout);
-  if (!lock.ok()) return false;
-  const std::uint32_t e = tables_.Find(ds, row);
-  return e != kNone && tables_.entry(e).state == detail::kEntryReady;
+  std::uint8_t resident = 0;
+  return Resident(ds, {&row, 1}, {&resident, 1}) == 1;
 }
 
 std::size_t NodeCache::Resident(DatasetSlot ds, std::span<const std::uint64_t> rows,

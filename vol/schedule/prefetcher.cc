@@ -124,11 +124,14 @@ bool Prefetcher::Round(io::Executor& executor) {
   const std::size_t fields = binding.map().fields().size();
 
   std::vector<WantedRow> wanted;
-  // The round's datasets, alive while it runs (and looked up once each).
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<CachedDataset>> datasets;
+  // The round's datasets, alive while it runs (and looked up once each), and
+  // whether their rows are left to the readers (WholeRowsPayAhead).
+  struct RoundDataset {
+    std::shared_ptr<CachedDataset> dataset;
+    bool left_to_readers = false;
+  };
+  std::map<std::pair<std::uint32_t, std::uint32_t>, RoundDataset> datasets;
   std::set<std::string> warmed;  // paths
-  // Datasets whose rows this round leaves to the readers (WholeRowsPayAhead).
-  std::set<std::pair<std::uint32_t, std::uint32_t>> read_in_parts;
   std::uint64_t left_to_readers = 0;
   std::uint32_t first_epoch = UINT32_MAX;
   std::uint64_t loaders_front = UINT64_MAX;  // the least advanced rank's next step
@@ -157,15 +160,17 @@ bool Prefetcher::Round(io::Executor& executor) {
         const scheduler::SampleLocation at = binding.map().Locate(s);
         for (std::uint32_t f = 0; f < fields; ++f) {
           auto [it, fresh] = datasets.try_emplace({at.file, f});
+          RoundDataset& round_dataset = it->second;
           if (fresh) {
-            it->second = DatasetToPrefetch({at.file, f}, warmed);
-            if (it->second && !WholeRowsPayAhead(*it->second)) read_in_parts.insert(it->first);
+            round_dataset.dataset = DatasetToPrefetch({at.file, f}, warmed);
+            round_dataset.left_to_readers =
+                round_dataset.dataset && !WholeRowsPayAhead(*round_dataset.dataset);
           }
-          if (!it->second) continue;
-          if (read_in_parts.contains(it->first)) {
+          if (!round_dataset.dataset) continue;
+          if (round_dataset.left_to_readers) {
             ++left_to_readers;
           } else {
-            wanted.push_back({.dataset = it->second.get(), .row = at.row, .step = g});
+            wanted.push_back({.dataset = round_dataset.dataset.get(), .row = at.row, .step = g});
           }
         }
       }
