@@ -42,6 +42,7 @@ constexpr const char* kTopLevelNames[] = {
     "admit_ns",
     "files_warmed",
     "rows_not_prefetched_parts",
+    "rows_prefetch_given_up",
     "raw_file_opens",
     "rows_remote",
     "rows_served",

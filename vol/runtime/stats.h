@@ -57,6 +57,7 @@ enum class Counter : std::size_t {
   kAdmitNs,                     // time reads spent keeping the rows they loaded (after loading)
   kFilesWarmed,                 // small files the prefetch thread read into the page cache
   kRowsNotPrefetchedParts,      // rows it left to readers of narrow parts (Prefetcher)
+  kRowsPrefetchGivenUp,         // rows it had claimed and released unread: demoted mid-round
   kRawFileOpens,                // descriptors Prescient opened itself for raw reads (FileHandles)
   kRowsRemote,                  // node agent: rows fetched from other nodes' agents
   kRowsServed,                  // node agent: rows sent to other nodes' agents

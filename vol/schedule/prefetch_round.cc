@@ -224,6 +224,10 @@ void PrefetchRound::RunSmallDataset(DatasetWork& work, RoundTally& tally) {
       cache_.ClaimForPrefetch(dataset.slot(), entries);
   if (!claimed.ok() || claimed.value().empty()) return;
   std::sort(claimed.value().begin(), claimed.value().end());
+  if (!cache_.IsLeader()) {
+    tally.rows_given_up += GiveUp(dataset, claimed.value(), dataset.rows_per_entry());
+    return;
+  }
   const std::uint64_t entry_bytes = dataset.entry_bytes();
   std::vector<std::byte> staging(claimed.value().size() * entry_bytes);
   std::vector<std::byte*> dest;
@@ -251,6 +255,13 @@ void PrefetchRound::RunSmallDataset(DatasetWork& work, RoundTally& tally) {
     Runtime::Get().stats().AddField(*field, FieldCounter::kRowsPrefetched,
                                     stored * dataset.rows_per_entry());
   }
+}
+
+std::uint64_t PrefetchRound::GiveUp(const CachedDataset& dataset,
+                                    std::span<const std::uint64_t> claimed,
+                                    std::uint64_t rows_per_claim) {
+  for (std::uint64_t claim : claimed) (void)cache_.Abandon(dataset.slot(), claim);
+  return claimed.size() * rows_per_claim;
 }
 
 RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
@@ -306,6 +317,12 @@ void PrefetchRound::RunTasks(std::vector<Pending>& pending, RoundTally& tally,
     group.Run([&, p] {
       const CachedDataset& dataset = *p.work->dataset;
       const io::ReadTask& task = *p.task;
+      if (!cache_.IsLeader()) {  // demoted since the round began
+        const std::uint64_t given_up = GiveUp(dataset, task.rows, 1);
+        cache::MutexLock lock(&tally_mutex);
+        tally.rows_given_up += given_up;
+        return;
+      }
       const std::uint64_t row_bytes = dataset.row_bytes();
       std::vector<std::byte> staging(task.rows.size() * row_bytes);
       auto target = [&](std::uint64_t row) -> std::byte* {

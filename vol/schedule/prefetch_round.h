@@ -45,6 +45,9 @@ struct RoundTally {
   std::uint64_t storage_reads = 0;
   std::uint64_t storage_bytes = 0;
   std::uint64_t failed_tasks = 0;
+  // Claimed rows released unread: the process stopped leading the node's
+  // prefetching during the round (the node agent took it over).
+  std::uint64_t rows_given_up = 0;
 };
 
 class PrefetchRound {
@@ -77,7 +80,11 @@ class PrefetchRound {
   // when every task has ended. The other rows of every slab a round touches
   // (CachedDataset::slab_rows) are added when the cache admits them, so that
   // each chunk is read and decoded once and contiguous rows are read a slab
-  // to a request.
+  // to a request. A process that stops leading the node's prefetching during
+  // the round (the node agent took it over) ends it early: every task not
+  // begun releases its claims unread (RoundTally::rows_given_up), and the new
+  // leader or the readers load those rows; before, it read the rest of its
+  // round beside the new leader.
   RoundTally Run(std::vector<WantedRow> wanted);
 
  private:
@@ -93,6 +100,11 @@ class PrefetchRound {
   // that fails) and adds its tasks to `pending`.
   void PlanClaimed(DatasetWork& work, std::vector<Pending>& pending);
   void RunSmallDataset(DatasetWork& work, RoundTally& tally);
+  // Releases `claimed` (rows, or entries of `rows_per_claim` rows) unread;
+  // the rows released. For a round whose process no longer leads the node's
+  // prefetching (cache::NodeCache::IsLeader).
+  std::uint64_t GiveUp(const CachedDataset& dataset, std::span<const std::uint64_t> claimed,
+                       std::uint64_t rows_per_claim);
   // Runs `pending` on the executor, most urgent first; `meanwhile` runs on
   // this thread while they do.
   void RunTasks(std::vector<Pending>& pending, RoundTally& tally,

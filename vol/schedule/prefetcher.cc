@@ -207,6 +207,7 @@ bool Prefetcher::Round(io::Executor& executor) {
   stats.AddInEpoch(first_epoch, Counter::kStorageReads, tally.storage_reads);
   stats.AddInEpoch(first_epoch, Counter::kStorageBytes, tally.storage_bytes);
   stats.AddInEpoch(first_epoch, Counter::kRowsPrefetched, tally.rows_prefetched);
+  stats.AddInEpoch(first_epoch, Counter::kRowsPrefetchGivenUp, tally.rows_given_up);
   if (tally.failed_tasks > 0) {
     Runtime::Get().Fallback(Counter::kFallbackPrefetchFailed,
                             "a prefetch read failed; its rows are loaded when they are read",
