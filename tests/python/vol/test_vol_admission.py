@@ -135,7 +135,11 @@ def test_large_hand_overs_are_read_again_by_the_thread_when_stored_as_they_are(
     assert process["rows_admitted_behind"] > 0, process
     assert process["rows_admitted_behind_declined"] == 0, process
     assert process["fallback_serve_failed"] == 0, process
-    assert process["rows_hit"] >= ROWS, process  # the second pass
+    # The second pass finds every row placed: a hit or, on a busy machine, a row the thread was
+    # still placing when the pass began (once in a local run: 95 hits of 96), waited for or,
+    # after the reader's patience, read again by the reader.
+    second_pass = process["rows_hit"] + process["rows_waited"] + process["rows_not_awaited"]
+    assert second_pass >= ROWS, process
     read = LAYOUTS[layout][1] and read_again == "1"
     expected = process["rows_admitted_behind"] if read else 0
     assert process["rows_admitted_read_again"] == expected, process
