@@ -50,6 +50,17 @@ class AdmissionQueue {
   // queue is full, cannot run here or leaves `ds`'s rows to their readers:
   // the reader then publishes the rows itself.
   virtual std::span<std::byte> Reserve(DatasetSlot ds, std::uint64_t bytes) noexcept = 0;
+  // Whether rows of `ds` a read loaded, in runs of consecutive rows of
+  // `bytes_per_run` bytes on average, are delivered without being kept at all
+  // (their claims released, the rows counted as ReadRowsStats::not_kept):
+  // asked before Reserve. On a machine whose cores the loop fills, copying a
+  // large run into fresh shared memory can cost the loop as much CPU as its
+  // later hits save (examples/bench/RESULTS.md, "A fifth public loader").
+  virtual bool LeavesUnkept(DatasetSlot ds, std::uint64_t bytes_per_run) noexcept {
+    (void)ds;
+    (void)bytes_per_run;
+    return false;
+  }
   // Gives back a buffer from Reserve that will not be submitted.
   virtual void Unreserve(std::span<std::byte> buffer) noexcept = 0;
   // Whether the queue reads these rows of `ds` (`bytes` in all) again

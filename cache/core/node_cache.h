@@ -79,6 +79,9 @@ struct ReadRowsStats {
   std::uint64_t admitted_behind = 0;
   // Of those: rows the queue reads again itself, the caller's bytes not copied.
   std::uint64_t admitted_read_again = 0;
+  // Of `loaded`: rows delivered and not kept, as the admission queue asked
+  // (AdmissionQueue::LeavesUnkept); their claims were released.
+  std::uint64_t not_kept = 0;
   // Where the call's time went, for the connector's stall figures (both are
   // time the caller waited for rows; hits cost neither):
   std::chrono::nanoseconds wait_time{0};  // asleep, waiting for another process's/thread's load
@@ -427,6 +430,10 @@ class NodeCache {
   // Releases the kept claims if the lock comes within a moment; keeps them
   // for the next call otherwise.
   void SettleClaims() noexcept EXCLUDES(tables_, unsettled_mu_);
+  // Whether the admission queue asks for loaded rows to go unkept
+  // (AdmissionQueue::LeavesUnkept), given their runs of consecutive rows.
+  bool LeftUnkept(DatasetSlot ds, std::span<const std::uint64_t> rows,
+                  std::uint64_t row_bytes) noexcept;
   // Hands loaded rows to the admission queue (copying their bytes, unless the
   // queue reads them again itself: *read_again); false if there is none or it
   // has no room.

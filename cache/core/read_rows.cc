@@ -558,6 +558,11 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   } admit_timer{stats};
   DatasetShape shape;
   if (ShapeOf(ds, &shape, /*or_retired=*/true)) {
+    if (LeftUnkept(ds, rows, shape.row_bytes)) {
+      const Status released = ReleaseClaims(ds, slot, rows, entries);
+      if (released.ok()) stats->not_kept += rows.size();
+      return released;
+    }
     bool read_again = false;
     if (AdmitBehind(ds, slot, rows, entries, dest, keys, shape.row_bytes, &read_again)) {
       stats->admitted_behind += rows.size();
@@ -571,6 +576,17 @@ Status NodeCache::LoadAndPublish(DatasetSlot ds, std::uint16_t slot,
   const Status status = PublishClaims(ds, slot, rows, entries, sources, keys, &published);
   stats->not_admitted += published.not_admitted;
   return status;
+}
+
+bool NodeCache::LeftUnkept(DatasetSlot ds, std::span<const std::uint64_t> rows,
+                           std::uint64_t row_bytes) noexcept {
+  AdmissionQueue* queue = admission_queue_.load();
+  if (queue == nullptr || rows.empty()) return false;
+  // Runs of consecutive rows (rows ascend): a batch of scattered rows is many
+  // short runs, whose hits save a read each; a sample read whole is one.
+  std::uint64_t runs = 1;
+  for (std::size_t i = 1; i < rows.size(); ++i) runs += rows[i] != rows[i - 1] + 1 ? 1 : 0;
+  return queue->LeavesUnkept(ds, row_bytes * rows.size() / runs);
 }
 
 bool NodeCache::AdmitBehind(DatasetSlot ds, std::uint16_t slot, std::span<const std::uint64_t> rows,

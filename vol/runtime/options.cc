@@ -206,6 +206,17 @@ const std::vector<OptionRow>& Rows() {
          o.admit_behind_always = when == "always";
          return true;
        }},
+      {{"PRESCIENT_BUSY_UNKEPT_RUN", "busy_unkept_run", "bytes with a unit (0 = off)", "0",
+        "with PRESCIENT_ADMIT_BEHIND_WHEN=spare-cpu, while no CPU is spare, a read whose missed "
+        "rows, stored as they are in the file, lie in runs of consecutive rows of this many bytes "
+        "or more on average (a sample or a slice read whole) delivers them without keeping them: "
+        "the first epoch no longer copies them into fresh shared memory on cores the loop fills, "
+        "and later epochs get no hits from them. For a loop whose own work dominates (fastMRI's "
+        "slices: first epoch 0.82-0.94x kept, 1.06-1.14x unkept, later epochs alike within the "
+        "machine's noise); not for one whose "
+        "hits pay (PDEBench: 0.82x, then 1.12-1.18x kept; 0.83-1.0x in every epoch unkept). "
+        "256KiB suits such a loop; 0 = keep every missed row"},
+       &ApplyBytes<&Options::busy_unkept_run_bytes>},
       {{"PRESCIENT_WAIT_PATIENCE", "wait_patience", "0-1000", "2",
         "a read that needs a row another process is loading (the prefetch thread, another "
         "worker) waits this many times as long as the process's own reads of rows take on "

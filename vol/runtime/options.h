@@ -65,6 +65,11 @@ struct Options {
   // spare for the thread (by default, spare-cpu, the reader then places them
   // itself: cache/io/cpu_headroom.h).
   bool admit_behind_always = false;
+  // PRESCIENT_BUSY_UNKEPT_RUN: with spare-cpu and no CPU spare, a read whose
+  // loaded rows lie in runs of this many bytes or more on average delivers
+  // them without keeping them (AdmissionWorker::LeavesUnkept); 0 (the
+  // default) = kept.
+  std::uint64_t busy_unkept_run_bytes = 0;
   // PRESCIENT_ADMIT_READ_AGAIN: the admission thread reads rows stored as
   // they are in the file again itself instead of taking the reader's copy.
   bool admit_read_again = true;

@@ -39,6 +39,7 @@ constexpr const char* kTopLevelNames[] = {
     "rows_admitted_read_again",
     "reads_admit_no_spare_cpu",
     "rows_not_admitted",
+    "rows_not_kept_busy",
     "admit_ns",
     "files_warmed",
     "rows_not_prefetched_parts",
@@ -165,6 +166,7 @@ void Stats::Commit(const ReadRecord& read) {
   add(Counter::kRowsAdmittedBehind, read.rows_admitted_behind);
   add(Counter::kRowsAdmittedReadAgain, read.rows_admitted_read_again);
   add(Counter::kRowsNotAdmitted, read.rows_not_admitted);
+  add(Counter::kRowsNotKeptBusy, read.rows_not_kept_busy);
   add(Counter::kAdmitNs, read.admit_ns);
   add(Counter::kStorageReads, read.storage_reads);
   add(Counter::kStorageBytes, read.storage_bytes);

@@ -54,6 +54,7 @@ enum class Counter : std::size_t {
   kRowsAdmittedReadAgain,       // of rows_admitted_behind: read again by the thread, not copied
   kReadsAdmitNoSpareCpu,        // reads that placed their own rows: no CPU was spare for the thread
   kRowsNotAdmitted,             // of rows_loaded: delivered but not kept (full cache, claim lost)
+  kRowsNotKeptBusy,             // of rows_loaded: delivered unkept, no CPU spare (long runs)
   kAdmitNs,                     // time reads spent keeping the rows they loaded (after loading)
   kFilesWarmed,                 // small files the prefetch thread read into the page cache
   kRowsNotPrefetchedParts,      // rows it left to readers of narrow parts (Prefetcher)
@@ -148,6 +149,7 @@ struct ReadRecord {
   std::uint64_t rows_admitted_read_again = 0;  // of rows_admitted_behind
   std::uint64_t rows_not_awaited = 0;          // of rows_loaded
   std::uint64_t rows_not_admitted = 0;         // of rows_loaded
+  std::uint64_t rows_not_kept_busy = 0;        // of rows_loaded
   std::uint64_t admit_ns = 0;                  // keeping the loaded rows, after loading them
   std::uint64_t storage_reads = 0, storage_bytes = 0;
   std::uint64_t stall_storage_ns = 0, stall_wait_ns = 0;

@@ -48,6 +48,11 @@ void AdmissionWorker::ReadRowsAgainFrom(cache::DatasetSlot slot,
   read_again_.insert_or_assign(slot, std::move(dataset));
 }
 
+void AdmissionWorker::MayLeaveUnkept(cache::DatasetSlot slot) {
+  cache::MutexLock lock(&mu_);
+  may_leave_unkept_.insert(slot);
+}
+
 bool AdmissionWorker::ReadsRowsAgain(cache::DatasetSlot ds, std::uint64_t bytes) noexcept {
   if (bytes < kReadAgainMinBytes) return false;
   cache::MutexLock lock(&mu_);
@@ -76,6 +81,14 @@ bool AdmissionWorker::ReadAgain(const CachedDataset& dataset, cache::LoadedRows&
 void AdmissionWorker::LeaveToReaders(cache::DatasetSlot slot) {
   cache::MutexLock lock(&mu_);
   left_to_readers_.insert(slot);
+}
+
+bool AdmissionWorker::LeavesUnkept(cache::DatasetSlot ds, std::uint64_t bytes_per_run) noexcept {
+  if (!only_on_spare_cpu_ || busy_unkept_run_bytes_ == 0 || bytes_per_run < busy_unkept_run_bytes_)
+    return false;
+  cache::MutexLock lock(&mu_);
+  if (cache_ == nullptr || !may_leave_unkept_.contains(ds)) return false;
+  return !headroom_.SpareCpu(in_flight_bytes_ != 0 ? 1 : 0);
 }
 
 std::span<std::byte> AdmissionWorker::Reserve(cache::DatasetSlot ds, std::uint64_t bytes) noexcept {

@@ -57,6 +57,10 @@ class CachedDataset;
 struct AdmissionWorkerOptions {
   std::uint64_t budget_bytes = 16ull << 20;  // PRESCIENT_ADMIT_BEHIND
   bool only_on_spare_cpu = true;             // PRESCIENT_ADMIT_BEHIND_WHEN=spare-cpu
+  // With only_on_spare_cpu and no CPU spare, rows loaded in runs of at least
+  // this many bytes on average are delivered unkept (LeavesUnkept); 0 (the
+  // default) = kept.
+  std::uint64_t busy_unkept_run_bytes = 0;  // PRESCIENT_BUSY_UNKEPT_RUN
   // The machine's load, for only_on_spare_cpu (tests inject their own).
   cache::io::CpuHeadroom::Sampler cpu_load = cache::io::ReadCpuLoad;
 };
@@ -66,6 +70,7 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   explicit AdmissionWorker(AdmissionWorkerOptions options)
       : budget_bytes_(options.budget_bytes),
         only_on_spare_cpu_(options.only_on_spare_cpu),
+        busy_unkept_run_bytes_(options.busy_unkept_run_bytes),
         headroom_(cache::io::CpuHeadroom::kDefaultRefresh, std::move(options.cpu_load)) {}
   ~AdmissionWorker() override { Drain(); }
   AdmissionWorker(const AdmissionWorker&) = delete;
@@ -84,6 +89,11 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   // Stored as they are in the file (a raw layout without filters): reading
   // them again is one pread per run of rows, no decoding.
   static bool RowsReadAgainCheaply(const CachedDataset& dataset);
+  // Rows of the dataset at `slot`, stored as they are in the file
+  // (RowsReadAgainCheaply), may be left unkept while no CPU is spare
+  // (LeavesUnkept): reading them again later costs a copy, as a hit does.
+  // Rows of other datasets are always kept: their hits save decoding.
+  void MayLeaveUnkept(cache::DatasetSlot slot) EXCLUDES(mu_);
   // Rows of the dataset at `slot` are never taken: their readers place them.
   // For small rows cached several to an entry (CachedDataset::grouped), as
   // they were while such entries were a block each: a sample stored as a
@@ -101,6 +111,16 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   // already fill.
   static constexpr std::uint64_t kReadAgainMinBytes = 256 * 1024;
   bool ReadsRowsAgain(cache::DatasetSlot ds, std::uint64_t bytes) noexcept override EXCLUDES(mu_);
+  // True, with only_on_spare_cpu, for runs of busy_unkept_run_bytes or more
+  // of a dataset MayLeaveUnkept named, while no CPU is spare for the thread:
+  // the reader would copy them into fresh shared memory on a core the loop
+  // needs, for hits that save little when the loop's own work dominates (a
+  // sample read whole by a CPU-bound loader: fastMRI's slices, RESULTS.md,
+  // "A fifth public loader"; where hits pay, as PDEBench's, keeping wins, so
+  // this is on request). Runs of a batch of scattered rows are short: their
+  // hits save a read each, and they are kept.
+  bool LeavesUnkept(cache::DatasetSlot ds, std::uint64_t bytes_per_run) noexcept override
+      EXCLUDES(mu_);
   // Empty (the reader places its rows) when the budget is spent, for a
   // dataset LeaveToReaders named, or with only_on_spare_cpu when no CPU is
   // spare for the thread (counted as reads_admit_no_spare_cpu).
@@ -140,9 +160,11 @@ class AdmissionWorker final : public cache::AdmissionQueue {
 
   const std::uint64_t budget_bytes_;
   const bool only_on_spare_cpu_;
+  const std::uint64_t busy_unkept_run_bytes_;
   cache::io::CpuHeadroom headroom_;  // thread-safe itself
   cache::Mutex mu_;
   // Slots are never reused within a segment, so a slot names one dataset.
+  std::unordered_set<cache::DatasetSlot> may_leave_unkept_ GUARDED_BY(mu_);
   std::unordered_map<cache::DatasetSlot, std::shared_ptr<const CachedDataset>> read_again_
       GUARDED_BY(mu_);
   std::unordered_set<cache::DatasetSlot> left_to_readers_ GUARDED_BY(mu_);

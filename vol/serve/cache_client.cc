@@ -293,9 +293,10 @@ void ShareWithAdmission(AdmissionWorker& admission, const std::shared_ptr<Cached
                         bool read_again) {
   if (cached->grouped()) {
     admission.LeaveToReaders(cached->slot());
-  } else if (read_again) {
-    admission.ReadRowsAgainFrom(cached->slot(), cached);
+    return;
   }
+  if (AdmissionWorker::RowsReadAgainCheaply(*cached)) admission.MayLeaveUnkept(cached->slot());
+  if (read_again) admission.ReadRowsAgainFrom(cached->slot(), cached);
 }
 
 // How a dataset's misses load, for the info log.
@@ -436,7 +437,8 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   if (options.admit_behind_bytes > 0) {
     admission_ = std::make_unique<AdmissionWorker>(
         AdmissionWorkerOptions{.budget_bytes = options.admit_behind_bytes,
-                               .only_on_spare_cpu = !options.admit_behind_always});
+                               .only_on_spare_cpu = !options.admit_behind_always,
+                               .busy_unkept_run_bytes = options.busy_unkept_run_bytes});
     admission_->Attach(cache_.get());
   }
   runtime.Log(LogLevel::kInfo, "node cache " + cache_->path() + " open");
@@ -817,6 +819,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_admitted_behind += read.admitted_behind;
       record->rows_admitted_read_again += read.admitted_read_again;
       record->rows_not_admitted += read.not_admitted;
+      record->rows_not_kept_busy += read.not_kept;
     } else {
       // Entries of several rows: rows brought from storage are whole entries;
       // the requested rows count as hits when their entries all were.
@@ -829,6 +832,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       record->rows_admitted_behind += read.admitted_behind * g;
       record->rows_admitted_read_again += read.admitted_read_again * g;
       record->rows_not_admitted += read.not_admitted * g;
+      record->rows_not_kept_busy += read.not_kept * g;
     }
     return true;
   } catch (const std::exception& e) {

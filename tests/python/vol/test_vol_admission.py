@@ -11,7 +11,8 @@ read hands over at least 256 KiB; compressed ones, and smaller hand-overs, are c
 
 These tests of the mechanism set PRESCIENT_ADMIT_BEHIND_WHEN=always: by default rows are handed
 over only while the machine has a CPU to spare, which a loaded test machine may not have. The
-last test loads every CPU for real and checks that, by default, nothing is handed over then.
+last test loads every CPU for real and checks that, by default, nothing is handed over then, and
+that with PRESCIENT_BUSY_UNKEPT_RUN long runs of rows stored as they are go unkept.
 """
 
 import os
@@ -156,15 +157,20 @@ def test_zero_turns_it_off(prescient, data_files, tmp_path):
 SPIN = "while True: pass"
 
 
-def test_by_default_nothing_is_handed_over_while_every_cpu_is_busy(prescient, data_files, tmp_path):
+@pytest.mark.parametrize("layout,unkept_run", [
+    ("contiguous", "256KiB"), ("contiguous", None), ("gzip", "256KiB")])
+def test_by_default_nothing_is_handed_over_while_every_cpu_is_busy(
+        prescient, data_files, tmp_path, layout, unkept_run):
     # Real load: more spinning processes than this process may use CPUs, for the whole run (the
     # connector samples the machine's runnable threads every 10 ms).
+    extra = {"PRESCIENT_NODE_ID": f"admission-busy-{tmp_path.name}",
+             "PRESCIENT_CACHE_SIZE": "64MiB"}
+    if unkept_run is not None:
+        extra["PRESCIENT_BUSY_UNKEPT_RUN"] = unkept_run
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(len(os.sched_getaffinity(0)) + 1)]
     try:
-        prescient.python(BATCHES, [data_files / "contiguous.h5", ROWS, COLUMNS], "connector", tmp_path,
-                         stats=tmp_path / "stats.json",
-                         extra={"PRESCIENT_NODE_ID": f"admission-busy-{tmp_path.name}",
-                                "PRESCIENT_CACHE_SIZE": "64MiB"})
+        prescient.python(BATCHES, [data_files / f"{layout}.h5", ROWS, COLUMNS], "connector", tmp_path,
+                         stats=tmp_path / "stats.json", extra=extra)
     finally:
         for p in spinners:
             p.kill()
@@ -172,5 +178,13 @@ def test_by_default_nothing_is_handed_over_while_every_cpu_is_busy(prescient, da
     (process,) = read_stats(tmp_path).values()
     assert process["rows_admitted_behind"] == 0, process
     assert process["reads_admit_no_spare_cpu"] > 0, process
-    assert process["rows_loaded"] > 0 and process["rows_hit"] >= ROWS, process  # placed by the reader
     assert process["fallback_serve_failed"] == 0, process
+    if layout == "contiguous" and unkept_run is not None:
+        # The first pass's reads of 16 rows stored as they are (512 KiB runs): delivered, not
+        # kept (PRESCIENT_BUSY_UNKEPT_RUN=256KiB); the second pass reads rows of 32 KiB one at a
+        # time, which the reader places itself. Every byte is checked either way.
+        assert process["rows_not_kept_busy"] > 0, process
+    else:
+        # By default (0), and compressed rows (their hits save decoding): placed by the reader.
+        assert process["rows_not_kept_busy"] == 0, process
+        assert process["rows_loaded"] > 0 and process["rows_hit"] >= ROWS, process

@@ -23,9 +23,14 @@ using testing::PatternLoader;
 using testing::ScopedSegmentName;
 
 // Keeps what is handed over until the test publishes it; `full` refuses;
-// `read_again` asks for the rows only (the test fills their bytes).
+// `read_again` asks for the rows only (the test fills their bytes);
+// `unkept_from_run` (bytes, 0 = never) leaves runs that long or longer unkept.
 class HeldQueue final : public AdmissionQueue {
  public:
+  bool LeavesUnkept(DatasetSlot, std::uint64_t bytes_per_run) noexcept override {
+    runs_asked.push_back(bytes_per_run);
+    return unkept_from_run != 0 && bytes_per_run >= unkept_from_run;
+  }
   static constexpr std::byte kUnfilled{0xee};
   std::span<std::byte> Reserve(DatasetSlot, std::uint64_t bytes) noexcept override {
     if (full) return {};
@@ -52,6 +57,8 @@ class HeldQueue final : public AdmissionQueue {
 
   bool full = false;
   bool read_again = false;
+  std::uint64_t unkept_from_run = 0;
+  std::vector<std::uint64_t> runs_asked;
   int unreserved = 0;
   std::vector<std::unique_ptr<std::byte[]>> buffers;
   std::vector<LoadedRows> held;
@@ -268,6 +275,52 @@ TEST_F(AdmissionBehind, SmallRowsAreCopiedInByTheReader) {
   EXPECT_EQ(FirstBadByte(6, rows, out.data(), kSmall), -1);
   EXPECT_EQ(st.admitted_behind, 0u);
   EXPECT_TRUE(queue.held.empty());
+  for (std::uint64_t r : rows) EXPECT_TRUE(cache->Contains(ds, r)) << r;
+}
+
+TEST_F(AdmissionBehind, LongRunsTheQueueLeavesUnkeptReachTheCallerAndAreNotKept) {
+  queue.unkept_from_run = 3 * kRowBytes;
+  const DatasetSlot ds = cache->RegisterDataset({7, 6}, kRowBytes, 64).value();
+  std::atomic<std::uint64_t> loaded{0};
+  PatternLoader loader{4, kRowBytes, &loaded};
+  // Two runs, 20-23 and 40-41: three rows a run on average.
+  const std::vector<std::uint64_t> rows = {41, 20, 21, 22, 23, 40};
+  std::vector<std::byte> out(rows.size() * kRowBytes);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(FirstBadByte(4, rows, out.data(), kRowBytes), -1);
+  ASSERT_EQ(queue.runs_asked, (std::vector<std::uint64_t>{3 * kRowBytes}));
+  EXPECT_EQ(st.loaded, 6u);
+  EXPECT_EQ(st.not_kept, 6u);
+  EXPECT_EQ(st.admitted_behind, 0u);
+  EXPECT_TRUE(queue.held.empty());
+  for (std::uint64_t r : rows) EXPECT_FALSE(cache->Contains(ds, r)) << r;
+  EXPECT_EQ(cache->Stats().rows_resident, 0u);
+
+  // Their claims went: the next reader loads them at once, waiting for none.
+  std::vector<std::byte> again(rows.size() * kRowBytes);
+  ReadRowsStats st2;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, again.data(), loader, nullptr, &st2).ok());
+  EXPECT_EQ(FirstBadByte(4, rows, again.data(), kRowBytes), -1);
+  EXPECT_EQ(st2.loaded, 6u);
+  EXPECT_EQ(st2.waited, 0u);
+  EXPECT_EQ(loaded.load(), 12u);
+}
+
+TEST_F(AdmissionBehind, ScatteredRowsOfABatchAreKept) {
+  queue.unkept_from_run = 3 * kRowBytes;
+  const DatasetSlot ds = cache->RegisterDataset({7, 7}, kRowBytes, 64).value();
+  PatternLoader loader{2, kRowBytes, nullptr};
+  // Six rows in four runs (3-4, 9, 30-31, 50): 1.5 rows a run.
+  const std::vector<std::uint64_t> rows = {50, 3, 31, 9, 4, 30};
+  std::vector<std::byte> out(rows.size() * kRowBytes);
+  ReadRowsStats st;
+  ASSERT_TRUE(cache->ReadRows(ds, rows, out.data(), loader, nullptr, &st).ok());
+  EXPECT_EQ(FirstBadByte(2, rows, out.data(), kRowBytes), -1);
+  ASSERT_EQ(queue.runs_asked, (std::vector<std::uint64_t>{6 * kRowBytes / 4}));
+  EXPECT_EQ(st.not_kept, 0u);
+  EXPECT_EQ(st.admitted_behind, 6u);
+  EXPECT_EQ(queue.PublishAll(*cache).stored, 6u);
   for (std::uint64_t r : rows) EXPECT_TRUE(cache->Contains(ds, r)) << r;
 }
 

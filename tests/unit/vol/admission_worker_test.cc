@@ -119,15 +119,55 @@ TEST(AdmissionWorker, KeepsAThousandSmallBuffersForReuseAndNoMore) {
 
 // A worker attached to `segment` that sees `runnable` threads on two CPUs.
 std::unique_ptr<AdmissionWorker> WorkerSeeing(cache::NodeCache* segment,
-                                              std::atomic<std::uint32_t>* runnable) {
+                                              std::atomic<std::uint32_t>* runnable,
+                                              bool only_on_spare_cpu = true,
+                                              std::uint64_t busy_unkept_run_bytes = 256 * 1024) {
   auto worker = std::make_unique<AdmissionWorker>(
       AdmissionWorkerOptions{.budget_bytes = 16 * kMiB,
-                             .only_on_spare_cpu = true,
+                             .only_on_spare_cpu = only_on_spare_cpu,
+                             .busy_unkept_run_bytes = busy_unkept_run_bytes,
                              .cpu_load = [runnable]() -> std::optional<cache::io::CpuLoad> {
                                return cache::io::CpuLoad{.runnable = runnable->load(), .cpus = 2};
                              }});
-  worker->Attach(segment);
+  if (segment != nullptr) worker->Attach(segment);
   return worker;
+}
+
+TEST(AdmissionWorker, LeavesLongRunsOfRowsStoredAsTheyAreUnkeptOnlyWhileNoCpuIsSpare) {
+  ScopedSegmentName name;
+  auto segment = OpenOrDie(name.options());
+  ASSERT_NE(segment, nullptr);
+  constexpr std::uint64_t kRun = 256 * 1024;
+  constexpr cache::DatasetSlot kDecoded = kSlot + 1;  // filtered: not named
+  constexpr cache::DatasetSlot kGrouped = kSlot + 2;  // left to its readers: not named
+
+  std::atomic<std::uint32_t> busy{3};
+  std::unique_ptr<AdmissionWorker> worker = WorkerSeeing(segment.get(), &busy);
+  worker->MayLeaveUnkept(kSlot);
+  worker->LeaveToReaders(kGrouped);
+  EXPECT_TRUE(worker->LeavesUnkept(kSlot, kRun));
+  EXPECT_TRUE(worker->LeavesUnkept(kSlot, 4 * kMiB));
+  EXPECT_FALSE(worker->LeavesUnkept(kSlot, kRun - 1));  // a batch of scattered rows
+  EXPECT_FALSE(worker->LeavesUnkept(kDecoded, 4 * kMiB));
+  EXPECT_FALSE(worker->LeavesUnkept(kGrouped, 4 * kMiB));
+  worker->Drain();
+  EXPECT_FALSE(worker->LeavesUnkept(kSlot, kRun));  // detached: nothing is kept anyway
+
+  // A spare CPU: every run is kept.
+  std::atomic<std::uint32_t> idle{1};
+  std::unique_ptr<AdmissionWorker> spare = WorkerSeeing(segment.get(), &idle);
+  spare->MayLeaveUnkept(kSlot);
+  EXPECT_FALSE(spare->LeavesUnkept(kSlot, 4 * kMiB));
+  spare->Drain();
+
+  // PRESCIENT_ADMIT_BEHIND_WHEN=always, and PRESCIENT_BUSY_UNKEPT_RUN=0: kept.
+  for (const bool only_on_spare_cpu : {false, true}) {
+    std::unique_ptr<AdmissionWorker> keeping =
+        WorkerSeeing(segment.get(), &busy, only_on_spare_cpu, only_on_spare_cpu ? 0 : kRun);
+    keeping->MayLeaveUnkept(kSlot);
+    EXPECT_FALSE(keeping->LeavesUnkept(kSlot, 4 * kMiB)) << only_on_spare_cpu;
+    keeping->Drain();
+  }
 }
 
 TEST(AdmissionWorker, HandsRowsOverOnlyWhileACpuIsSpare) {

@@ -72,6 +72,18 @@ TEST(ParseOptions, AdmissionThreadRunsOnASpareCpuUnlessToldAlways) {
   EXPECT_NE(bad.warnings[0].find("spare-cpu or always"), std::string::npos);
 }
 
+TEST(ParseOptions, EveryMissedRowIsKeptWhileBusyUnlessARunLengthIsGiven) {
+  EXPECT_EQ(ParseOptions(FakeEnv({}), "").options.busy_unkept_run_bytes, 0u);
+  ParsedOptions on = ParseOptions(FakeEnv({{"PRESCIENT_BUSY_UNKEPT_RUN", "256KiB"}}), "");
+  EXPECT_TRUE(on.warnings.empty());
+  EXPECT_EQ(on.options.busy_unkept_run_bytes, 256u << 10);
+  EXPECT_EQ(ParseOptions(FakeEnv({}), "busy_unkept_run=1MiB").options.busy_unkept_run_bytes,
+            1u << 20);
+  ParsedOptions bad = ParseOptions(FakeEnv({{"PRESCIENT_BUSY_UNKEPT_RUN", "long"}}), "");
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("PRESCIENT_BUSY_UNKEPT_RUN='long'"), std::string::npos);
+}
+
 TEST(ParseOptions, SmallDatasetsAreLeftUncachedBelowTheKernelsReadAheadByDefault) {
   EXPECT_EQ(ParseOptions(FakeEnv({}), "").options.min_dataset_bytes, 128u << 10);
   ParsedOptions all = ParseOptions(FakeEnv({{"PRESCIENT_MIN_DATASET_BYTES", "0"}}), "");
