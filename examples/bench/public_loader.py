@@ -4,6 +4,7 @@
     python3 examples/bench/public_loader.py fourcastnet --src DIR [--years 4] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py pdebench --src DIR [--seeds 300] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py unet3d --src DIR [--volumes 8] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py fastmri --src DIR [--files 24] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -50,11 +51,28 @@ published ones), so every voxel is read about eight times an epoch. Its transfor
 scikit-image and imageio for steps this configuration (Standardize, ToTensor) does not take;
 where they are not installed, stand-ins take their place.
 
+`fastmri`: the fastMRI reconstruction benchmark's slice loader
+(github.com/facebookresearch/fastMRI, fastmri/data/mri_data.py, class SliceDataset, with
+fastmri/data/transforms.py's UnetDataTransform), --src the repository's root (`git clone --depth 1
+https://github.com/facebookresearch/fastMRI build/public/fastMRI`). Files of its single-coil knee
+layout, a volume each (in DIR/train, its singlecoil_train): `kspace` (slices, 640, 368) complex64
+(1.9 MB a slice), `reconstruction_esc` (slices, 320, 320) float32, the ISMRMRD header (XML) it
+parses for the sizes, and its attributes; each sample opens its file, reads one slice of `kspace`
+and of `reconstruction_esc` and the attributes, and closes the file. The training loader as its
+FastMriDataModule builds it for the U-Net example (batch 1, `shuffle=True`, its worker_init_fn's
+seeding of the mask function, done here the same way since that module needs PyTorch Lightning; 2
+workers where the example has 4, for this 2-core machine), with the example's transform (a random 4x mask
+with 8% of the centre, inverse FFT, crop, normalisation). The default is 24 volumes of 35 slices
+(1.9 GB). Its `mri_data` imports pandas for annotated datasets this loader does not use; where it
+is not installed, a stand-in takes its place.
+
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
 cache), `lru-always` (with PRESCIENT_ADMIT_BEHIND_WHEN=always: misses handed to the admission
 thread even when no CPU is spare for it), `lru-copy` (with PRESCIENT_ADMIT_READ_AGAIN=0: the admission thread takes a copy of a
-miss's rows from the reader instead of reading them again) and `follow` (PRESCIENT_FOLLOW=1: the sampler followed at run time). `--workers N` sets the
+miss's rows from the reader instead of reading them again) and `follow` (PRESCIENT_FOLLOW=1: the
+sampler followed at run time); any of them but native followed by `:PRESCIENT_X=V[,PRESCIENT_Y=W]`
+runs it with those settings too (`lru:PRESCIENT_BUSY_UNKEPT_RUN=256KiB`), side by side with the rest. `--workers N` sets the
 DataLoader's workers (2, the loaders' own choice above; 0 reads in the training process). Each round runs them in turn, each a
 fresh process with a fresh node cache (a new PRESCIENT_NODE_ID); before every epoch every file
 is written back and dropped from the page cache (POSIX_FADV_DONTNEED), so "cold" means read from
@@ -361,8 +379,87 @@ def unet3d_loader(src, directory, workers):
     return get_train_loaders(config)["train"], _NoEpochs(), train
 
 
+FASTMRI_HEADER = """<?xml version="1.0" encoding="utf-8"?>
+<ismrmrdHeader xmlns="http://www.ismrm.org/ISMRMRD">
+ <encoding>
+  <encodedSpace><matrixSize><x>{height}</x><y>{width}</y><z>1</z></matrixSize></encodedSpace>
+  <reconSpace><matrixSize><x>{recon}</x><y>{recon}</y><z>1</z></matrixSize></reconSpace>
+  <encodingLimits>
+   <kspace_encoding_step_1><minimum>0</minimum><maximum>{last}</maximum><center>{center}</center>
+   </kspace_encoding_step_1>
+  </encodingLimits>
+ </encoding>
+</ismrmrdHeader>
+"""
+
+
+def make_fastmri_files(directory, files, slices, height, width, log=print):
+    """fastMRI's single-coil knee layout: DIR/train/file*.h5, a volume each (fastMRI's
+    singlecoil_train directory)."""
+    import h5py
+    import numpy as np
+
+    recon = 320
+
+    def write(train, rng):
+        header = FASTMRI_HEADER.format(height=height, width=width, recon=recon, last=width - 1,
+                                       center=width // 2).encode()
+        for i in range(files):
+            with h5py.File(os.path.join(train, f"file{1000000 + i}.h5"), "w") as f:
+                shape = (slices, height, width)
+                kspace = rng.standard_normal(shape, dtype=np.float32) \
+                    + 1j * rng.standard_normal(shape, dtype=np.float32)
+                f["kspace"] = kspace.astype(np.complex64)
+                target = rng.random((slices, recon, recon), dtype=np.float32)
+                f["reconstruction_esc"] = target
+                f["ismrmrd_header"] = header
+                f.attrs.update({"acquisition": "CORPD_FBK", "max": float(target.max()),
+                                "norm": float(np.linalg.norm(target)),
+                                "patient_id": f"{i:064x}"})
+        return f"{files} volumes of {slices} slices of {height} x {width} complex64"
+
+    return files_of_layout(directory, {"files": files, "slices": slices, "height": height,
+                                       "width": width}, write, log)
+
+
+def _fastmri_worker_init(worker_id):
+    """fastMRI's worker_init_fn (fastmri/pl_modules/data_module.py) for one process: the mask
+    function's generator seeded with the worker's seed."""
+    import torch
+
+    info = torch.utils.data.get_worker_info()
+    if info.dataset.transform.mask_func is not None:
+        info.dataset.transform.mask_func.rng.seed(info.seed % (2**32 - 1))
+
+
+def fastmri_loader(src, directory, workers):
+    from torch.utils.data import DataLoader
+
+    if not os.path.isfile(os.path.join(src, "fastmri", "data", "mri_data.py")):
+        raise SystemExit(f"public-loader: no fastmri/data/mri_data.py in {src} (--src: the root "
+                         "of github.com/facebookresearch/fastMRI)")
+    _stand_in_modules({"pandas": ["read_csv", "Series"]})
+    sys.path.insert(0, src)
+    from fastmri.data import SliceDataset
+    from fastmri.data.subsample import create_mask_for_mask_type
+    from fastmri.data.transforms import UnetDataTransform
+
+    # As fastmri_examples/unet/train_unet_demo.py makes them: its default mask, training
+    # transform and data module (without the module's dataset cache file, which it would write
+    # into the working directory).
+    mask = create_mask_for_mask_type("random", [0.08], [4])
+    train = os.path.join(directory, "train")
+    dataset = SliceDataset(root=train, challenge="singlecoil",
+                           transform=UnetDataTransform("singlecoil", mask_func=mask,
+                                                       use_seed=False),
+                           use_dataset_cache=False)
+    loader = DataLoader(dataset=dataset, batch_size=1, num_workers=workers,
+                        worker_init_fn=_fastmri_worker_init, shuffle=True)
+    return loader, _NoEpochs(), train
+
+
 LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
-           "pdebench": pdebench_loader, "unet3d": unet3d_loader}
+           "pdebench": pdebench_loader, "unet3d": unet3d_loader, "fastmri": fastmri_loader}
 
 
 def make_cold(directory):
@@ -407,6 +504,7 @@ def run_epochs(kind, src, directory, epochs, workers=2):
 def variant_env(variant, plugin_dir, stats, cache_size=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH", "PRESCIENT_"))}
+    variant, _, settings = variant.partition(":")
     if variant == "native":
         return env
     env.update({"HDF5_PLUGIN_PATH": plugin_dir, "HDF5_VOL_CONNECTOR": "prescient",
@@ -423,7 +521,23 @@ def variant_env(variant, plugin_dir, stats, cache_size=None):
     if variant == "follow":
         env["PRESCIENT_FOLLOW"] = "1"
         env["PYTHONPATH"] = os.path.join(REPO, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    for setting in filter(None, settings.split(",")):
+        name, _, value = setting.partition("=")
+        env[name] = value
     return env
+
+
+def variant_name(text):
+    """A --variants entry: one of VARIANTS, or a connector variant with settings of its own,
+    VARIANT:PRESCIENT_X=V[,PRESCIENT_Y=W] (compared side by side with the plain one)."""
+    variant, _, settings = text.partition(":")
+    if variant not in VARIANTS or (settings and variant == "native"):
+        raise argparse.ArgumentTypeError(f"{text!r}: not one of {', '.join(VARIANTS)}, or a "
+                                         "connector variant followed by :PRESCIENT_X=V,...")
+    for setting in filter(None, settings.split(",")):
+        if not setting.startswith("PRESCIENT_") or "=" not in setting:
+            raise argparse.ArgumentTypeError(f"{setting!r} in {text!r}: not PRESCIENT_X=V")
+    return text
 
 
 def stats_totals(out_dir, stem):
@@ -443,7 +557,7 @@ def ratio_table(runs, epochs):
     lines = ["| variant | " + " | ".join(f"epoch {e}" for e in range(epochs)) + " |",
              "|---|" + "---|" * epochs]
     natives = [r["epochs"] for r in runs if r["variant"] == "native"]
-    for variant in [v for v in VARIANTS if v != "native"]:
+    for variant in dict.fromkeys(r["variant"] for r in runs if r["variant"] != "native"):
         mine = [(r["round"], r["epochs"]) for r in runs if r["variant"] == variant]
         if not mine:
             continue
@@ -470,6 +584,8 @@ def compare(args):
         make_pdebench_files(data_dir, args.seeds, args.steps, args.side)
     elif args.loader == "unet3d":
         make_unet3d_files(data_dir, args.volumes, args.depth, args.side)
+    elif args.loader == "fastmri":
+        make_fastmri_files(data_dir, args.files, args.slices, args.height, args.width)
     else:
         make_fourcastnet_files(data_dir, args.years, args.steps, args.height, args.width)
     plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
@@ -506,7 +622,8 @@ def compare(args):
              if r["epochs"][e]["digest"] != native[r["round"]]["epochs"][e]["digest"]]
     report = {"loader": args.loader, "src": args.src, "layout": {
         k: getattr(args, k)
-        for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth")
+        for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth",
+                  "slices")
         if hasattr(args, k)},
         "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
@@ -518,6 +635,7 @@ def compare(args):
                     "reads_row_parts_narrow_served", "reads_row_parts_narrow_split",
                     "rows_narrow_through_hdf5", "rows_hit", "rows_loaded",
                     "rows_prefetched", "rows_admitted_behind", "reads_admit_no_spare_cpu",
+                    "rows_not_kept_busy",
                     "schedule_matches", "storage_bytes")
             print(f"{r['variant']} r{r['round']}: " + ", ".join(f"{k} {r['stats'].get(k, 0)}" for k in keys))
         for line in r["stderr"]:
@@ -534,7 +652,8 @@ def main(argv=None):
     def common(p):
         p.add_argument("--epochs", type=int, default=3)
         p.add_argument("--rounds", type=int, default=2)
-        p.add_argument("--variants", nargs="+", default=["native", "lru", "follow"], choices=VARIANTS)
+        p.add_argument("--variants", nargs="+", default=["native", "lru", "follow"], type=variant_name,
+                       help=f"of {', '.join(VARIANTS)}; VARIANT:PRESCIENT_X=V,... adds settings")
         p.add_argument("--plugin-dir", help="where libprescient_vol.so is (build/bench/plugins)")
         p.add_argument("--timeout", type=float, default=600, help="seconds per variant process")
         p.add_argument("--cache-size", help="PRESCIENT_CACHE_SIZE of the connector's runs "
@@ -568,6 +687,13 @@ def main(argv=None):
     p.add_argument("--volumes", type=int, default=8, help="training files, a volume each (8)")
     p.add_argument("--depth", type=int, default=96, help="z-slices per volume (96)")
     p.add_argument("--side", type=int, default=384, help="y and x extent of a volume (384)")
+    common(p)
+    p = sub.add_parser("fastmri", help="fastMRI's slice loader (SliceDataset, UnetDataTransform)")
+    p.add_argument("--src", required=True, help="the root of a fastMRI checkout")
+    p.add_argument("--files", type=int, default=24, help="volumes, one per file (24)")
+    p.add_argument("--slices", type=int, default=35, help="slices per volume (35)")
+    p.add_argument("--height", type=int, default=640, help="k-space rows (640)")
+    p.add_argument("--width", type=int, default=368, help="k-space columns (368)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

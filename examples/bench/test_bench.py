@@ -9,6 +9,7 @@ connector and need build/bench (examples/bench/run builds it; PRESCIENT_BUILD_DI
 are skipped without it, or fail when PRESCIENT_REQUIRE_PLUGIN=1.
 """
 
+import argparse
 import copy
 import json
 import os
@@ -530,6 +531,23 @@ def test_public_loader_ratio_table_pairs_each_round_with_its_native_run():
     # epoch 0: 2.0 / 2.5 = 0.8 and 4.0 / 4.0 = 1.0, median 0.9; epoch 1: 2.0 and 0.5, median 1.25
     assert table[2] == "| lru | 0.90 (2.50, 4.00 s) | 1.25 (1.00, 4.00 s) |", table
     assert table[3] == "| native | 2.00, 4.00 s | 2.00, 2.00 s |", table
+
+
+def test_public_loader_variant_with_settings_runs_beside_the_plain_one():
+    import public_loader
+    name = "lru:PRESCIENT_BUSY_UNKEPT_RUN=256KiB,PRESCIENT_LOG=info"
+    assert public_loader.variant_name(name) == name
+    env = public_loader.variant_env(name, "/plugins", "/stats.json")
+    assert env["PRESCIENT_BUSY_UNKEPT_RUN"] == "256KiB" and env["PRESCIENT_LOG"] == "info"
+    assert env["HDF5_VOL_CONNECTOR"] == "prescient"
+    assert "PRESCIENT_BUSY_UNKEPT_RUN" not in public_loader.variant_env("lru", "/plugins", "/s.json")
+    for bad in ("native:PRESCIENT_LOG=info", "lru:LOG=info", "lru:PRESCIENT_LOG", "fast"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            public_loader.variant_name(bad)
+    # Each variant its own row of the table, in the order run.
+    runs = [{"variant": v, "round": 0, "epochs": [{"seconds": 2.0}]} for v in ("native", name, "lru")]
+    rows = public_loader.ratio_table(runs, 1).splitlines()
+    assert rows[2].startswith(f"| {name} | 1.00") and rows[3].startswith("| lru | 1.00"), rows
 
 
 def test_public_loader_stands_in_for_modules_a_loader_imports_and_never_calls():
