@@ -49,6 +49,7 @@ void AdmissionWorker::ReadRowsAgainFrom(cache::DatasetSlot slot,
 }
 
 void AdmissionWorker::MayLeaveUnkept(cache::DatasetSlot slot) {
+  if (busy_unkept_run_bytes_ == 0) return;  // off: nothing is ever left unkept
   cache::MutexLock lock(&mu_);
   may_leave_unkept_.insert(slot);
 }
