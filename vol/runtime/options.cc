@@ -214,7 +214,8 @@ const std::vector<OptionRow>& Rows() {
         "and later epochs get no hits from them. For a loop whose own work dominates (fastMRI's "
         "slices: first epoch 0.82-0.94x kept, 1.06-1.14x unkept, later epochs alike within the "
         "machine's noise); not for one whose "
-        "hits pay (PDEBench: 0.82x, then 1.12-1.18x kept; 0.83-1.0x in every epoch unkept). "
+        "hits pay (PDEBench: 0.82x, then 1.12-1.18x kept; 0.89-1.15x, about native's, in every "
+        "epoch unkept). "
         "256KiB suits such a loop; 0 = keep every missed row"},
        &ApplyBytes<&Options::busy_unkept_run_bytes>},
       {{"PRESCIENT_WAIT_PATIENCE", "wait_patience", "0-1000", "2",
