@@ -5,6 +5,7 @@
     python3 examples/bench/public_loader.py pdebench --src DIR [--seeds 300] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py unet3d --src DIR [--volumes 8] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py fastmri --src DIR [--files 24] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py thewell --src DIR [--files 4] [--open-by-path] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -66,12 +67,33 @@ with 8% of the centre, inverse FFT, crop, normalisation). The default is 24 volu
 (1.9 GB). Its `mri_data` imports pandas for annotated datasets this loader does not use; where it
 is not installed, a stand-in takes its place.
 
+`thewell`: the Well's loader of physics simulations (github.com/PolymathicAI/the_well,
+the_well/data/datamodule.py, class WellDataModule, and the_well/data/datasets.py, class
+WellDataset), --src the repository's root (`git clone --depth 1
+https://github.com/PolymathicAI/the_well build/public/the_well`). Files of the layout of its
+`turbulent_radiative_layer_2D` (in DIR/turbulent_radiative_layer_2D/data/{train,valid,test}, and
+its stats.yaml): trajectories of 101 steps of a 128 x 384 grid, `t0_fields/density` and
+`t0_fields/pressure` (trajectories, steps, 128, 384) float32, `t1_fields/velocity` (..., 2), a
+constant scalar, the grid and boundary masks (default 4 files of 2 trajectories, 640 MB). A
+sample is a window of 5 steps of one trajectory (its benchmark's 4 input steps and 1 output
+step), read as `field[trajectory, t:t+5]` from each field, so each step is read by five
+windows an epoch. Every sample opens its file through fsspec (a block-cached Python file
+object: h5py's `fileobj` driver, not HDF5's POSIX one) and closes it again. The training loader
+as the module builds it (`shuffle=True`, `drop_last=True`, z-score normalisation from
+stats.yaml), batch 16 where its configuration has 64, and 2 workers, for this machine. Its
+package imports einops for augmentations this loader does not use; where it is not installed, a
+stand-in takes its place. With --open-by-path, the same loader opens each file by its path
+instead (h5py's File() in its datasets module is given the path of the file object fsspec
+opened): what a loader of local files does, and what the connector can serve.
+
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
 cache), `lru-always` (with PRESCIENT_ADMIT_BEHIND_WHEN=always: misses handed to the admission
 thread even when no CPU is spare for it), `lru-copy` (with PRESCIENT_ADMIT_READ_AGAIN=0: the admission thread takes a copy of a
 miss's rows from the reader instead of reading them again) and `follow` (PRESCIENT_FOLLOW=1: the
-sampler followed at run time); any of them but native followed by `:PRESCIENT_X=V[,PRESCIENT_Y=W]`
+sampler followed at run time), and `hdf5-pass-through` (not Prescient: HDF5's own pass-through
+connector over the native one, the floor of what any stacked connector costs); any of them but
+native and `hdf5-pass-through` followed by `:PRESCIENT_X=V[,PRESCIENT_Y=W]`
 runs it with those settings too (`lru:PRESCIENT_BUSY_UNKEPT_RUN=256KiB`), side by side with the rest. `--workers N` sets the
 DataLoader's workers (2, the loaders' own choice above; 0 reads in the training process). Each round runs them in turn, each a
 fresh process with a fresh node cache (a new PRESCIENT_NODE_ID); before every epoch every file
@@ -94,7 +116,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CHANNELS = list(range(16))
-VARIANTS = ("native", "lru", "lru-inline", "lru-always", "lru-copy", "follow")
+VARIANTS = ("native", "lru", "lru-inline", "lru-always", "lru-copy", "follow", "hdf5-pass-through")
 
 
 def fresh_train_dir(directory, layout):
@@ -458,8 +480,131 @@ def fastmri_loader(src, directory, workers):
     return loader, _NoEpochs(), train
 
 
+WELL_NAME = "turbulent_radiative_layer_2D"
+
+
+def _write_well_file(path, trajectories, steps, height, width, rng):
+    """One file of the Well's layout (its the_well/utils/dummy_data.py, at the sizes and with
+    the fields of turbulent_radiative_layer_2D)."""
+    import h5py
+    import numpy as np
+
+    with h5py.File(path, "w") as f:
+        f.attrs.update({"dataset_name": WELL_NAME, "grid_type": "cartesian",
+                        "n_spatial_dims": 2, "n_trajectories": trajectories,
+                        "simulation_parameters": ["tcool"], "tcool": 0.1})
+        bcs = f.create_group("boundary_conditions")
+        for name, dim, kind, size in (("x_open", "x", "OPEN", height),
+                                      ("y_periodic", "y", "PERIODIC", width)):
+            bc = bcs.create_group(name)
+            bc.attrs.update({"associated_dims": [dim], "associated_fields": [], "bc_type": kind,
+                             "sample_varying": False, "time_varying": False})
+            mask = np.zeros(size, bool)
+            mask[0] = mask[-1] = True
+            bc["mask"] = mask
+        dims = f.create_group("dimensions")
+        dims.attrs["spatial_dims"] = ["x", "y"]
+        for name, size in (("time", steps), ("x", height), ("y", width)):
+            dims[name] = np.linspace(0, 1, size, dtype=np.float32)
+            dims[name].attrs["sample_varying"] = False
+        scalars = f.create_group("scalars")
+        scalars.attrs["field_names"] = ["tcool"]
+        scalars["tcool"] = np.float32(0.1)
+        scalars["tcool"].attrs.update({"sample_varying": False, "time_varying": False})
+        for order, names, tail in ((0, ["density", "pressure"], ()), (1, ["velocity"], (2,)),
+                                   (2, [], ())):
+            group = f.create_group(f"t{order}_fields")
+            group.attrs["field_names"] = names
+            for name in names:
+                group[name] = rng.standard_normal((trajectories, steps, height, width) + tail,
+                                                  dtype=np.float32)
+                group[name].attrs.update({"dim_varying": [True, True], "sample_varying": True,
+                                          "time_varying": True})
+
+
+def make_well_files(directory, files, trajectories, steps, height, width, log=print):
+    """The Well's layout: DIR/<name>/data/train/*.hdf5, one file in valid and test each (its
+    data module opens all three splits) and DIR/<name>/stats.yaml. The harness's DIR/train
+    (the files made cold) is a link to the training split."""
+    root = os.path.join(directory, WELL_NAME)
+
+    def write(train, rng):
+        os.makedirs(os.path.join(root, "data"), exist_ok=True)
+        split = os.path.join(root, "data", "train")
+        if os.path.lexists(split):
+            os.unlink(split)
+        os.symlink(os.path.relpath(train, os.path.dirname(split)), split)
+        for i in range(files):
+            _write_well_file(os.path.join(train, f"{WELL_NAME}_tcool_{i:04d}.hdf5"),
+                             trajectories, steps, height, width, rng)
+        for other in ("valid", "test"):
+            os.makedirs(os.path.join(root, "data", other), exist_ok=True)
+            _write_well_file(os.path.join(root, "data", other, f"{WELL_NAME}_{other}.hdf5"),
+                             1, steps, height, width, rng)
+        stats = {key: {"density": 0.5, "pressure": 0.5, "velocity": [0.0, 0.0]}
+                 for key in ("mean", "mean_delta", "rms", "rms_delta")}
+        stats["std"] = stats["std_delta"] = {"density": 1.0, "pressure": 1.0,
+                                             "velocity": [1.0, 1.0]}
+        with open(os.path.join(root, "stats.yaml"), "w") as f:
+            json.dump(stats, f)  # JSON is YAML
+        return (f"{files} files of {trajectories} trajectories of {steps} x {height} x {width} "
+                "(3 fields, 4 channels) float32")
+
+    return files_of_layout(directory, {"files": files, "trajectories": trajectories,
+                                       "steps": steps, "height": height, "width": width},
+                           write, log)
+
+
+class _ByPath:
+    """h5py as the Well's datasets module sees it, but for File(): a file object fsspec opened
+    on a local file is closed again and its path opened instead (HDF5's default driver)."""
+
+    def __init__(self, h5py):
+        self._h5py = h5py
+
+    def __getattr__(self, name):
+        return getattr(self._h5py, name)
+
+    def File(self, name, mode="r", **settings):
+        path = getattr(name, "path", None)
+        if path is None or not os.path.isfile(path):
+            return self._h5py.File(name, mode, **settings)
+        name.close()
+        # Its driver_kwds (page buffer, chunk cache) are for the file object's driver, which in
+        # h5py 3.13 ignores them: the POSIX driver takes none.
+        settings.pop("driver_kwds", None)
+        return self._h5py.File(path, mode, **settings)
+
+
+def well_loader(src, directory, workers, by_path=False):
+    if not os.path.isfile(os.path.join(src, "the_well", "data", "datamodule.py")):
+        raise SystemExit(f"public-loader: no the_well/data/datamodule.py in {src} (--src: the "
+                         "root of github.com/PolymathicAI/the_well)")
+    _stand_in_modules({"einops": ["rearrange", "repeat", "reduce"]})
+    sys.path.insert(0, src)
+    from the_well.data import WellDataModule
+    from the_well.data.normalization import ZScoreNormalization
+
+    if by_path:
+        import h5py
+        import the_well.data.datasets as datasets
+
+        datasets.h5 = _ByPath(h5py)
+
+    # Its benchmark's configuration (the_well/benchmark/configs/config.yaml and the data
+    # configuration of this dataset), but for the batch size.
+    module = WellDataModule(well_base_path=directory, well_dataset_name=WELL_NAME, batch_size=16,
+                            use_normalization=True, normalization_type=ZScoreNormalization,
+                            n_steps_input=4, n_steps_output=1, min_dt_stride=1, max_dt_stride=1,
+                            data_workers=workers)
+    return module.train_dataloader(), _NoEpochs(), os.path.join(directory, "train")
+
+
 LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
-           "pdebench": pdebench_loader, "unet3d": unet3d_loader, "fastmri": fastmri_loader}
+           "pdebench": pdebench_loader, "unet3d": unet3d_loader, "fastmri": fastmri_loader,
+           "thewell": well_loader,
+           "thewell-by-path": lambda src, directory, workers: well_loader(src, directory, workers,
+                                                                          by_path=True)}
 
 
 def make_cold(directory):
@@ -492,7 +637,8 @@ def run_epochs(kind, src, directory, epochs, workers=2):
         crc = 0
         start = time.perf_counter()
         for batch in loader:
-            for item in batch:
+            # A dict of named tensors (the Well's samples) in its keys' order, else a sequence.
+            for item in (batch.values() if isinstance(batch, dict) else batch):
                 if isinstance(item, torch.Tensor):
                     crc = zlib.crc32(memoryview(item.contiguous().numpy()).cast("B"), crc)
                 else:
@@ -506,6 +652,9 @@ def variant_env(variant, plugin_dir, stats, cache_size=None):
            if not k.startswith(("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH", "PRESCIENT_"))}
     variant, _, settings = variant.partition(":")
     if variant == "native":
+        return env
+    if variant == "hdf5-pass-through":
+        env["HDF5_VOL_CONNECTOR"] = "pass_through under_vol=0;under_info={}"
         return env
     env.update({"HDF5_PLUGIN_PATH": plugin_dir, "HDF5_VOL_CONNECTOR": "prescient",
                 "PRESCIENT_NODE_ID": f"public-{os.getpid()}-{time.monotonic_ns()}",
@@ -531,7 +680,7 @@ def variant_name(text):
     """A --variants entry: one of VARIANTS, or a connector variant with settings of its own,
     VARIANT:PRESCIENT_X=V[,PRESCIENT_Y=W] (compared side by side with the plain one)."""
     variant, _, settings = text.partition(":")
-    if variant not in VARIANTS or (settings and variant == "native"):
+    if variant not in VARIANTS or (settings and variant in ("native", "hdf5-pass-through")):
         raise argparse.ArgumentTypeError(f"{text!r}: not one of {', '.join(VARIANTS)}, or a "
                                          "connector variant followed by :PRESCIENT_X=V,...")
     for setting in filter(None, settings.split(",")):
@@ -586,6 +735,9 @@ def compare(args):
         make_unet3d_files(data_dir, args.volumes, args.depth, args.side)
     elif args.loader == "fastmri":
         make_fastmri_files(data_dir, args.files, args.slices, args.height, args.width)
+    elif args.loader == "thewell":
+        make_well_files(data_dir, args.files, args.trajectories, args.steps, args.height,
+                        args.width)
     else:
         make_fourcastnet_files(data_dir, args.years, args.steps, args.height, args.width)
     plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
@@ -601,7 +753,8 @@ def compare(args):
                     os.unlink(os.path.join(args.out, name))
             result = os.path.join(args.out, f"{variant}-r{rnd}.json")
             src = args.src if args.src == "stand-in" else os.path.abspath(args.src)
-            cmd = [sys.executable, os.path.abspath(__file__), "_run", "--loader", args.loader, "--src", src,
+            kind = "thewell-by-path" if getattr(args, "open_by_path", False) else args.loader
+            cmd = [sys.executable, os.path.abspath(__file__), "_run", "--loader", kind, "--src", src,
                    "--data", data_dir, "--epochs", str(args.epochs), "--result", result,
                    "--workers", str(args.workers)]
             proc = subprocess.run(cmd, env=variant_env(variant, plugin_dir,
@@ -623,9 +776,9 @@ def compare(args):
     report = {"loader": args.loader, "src": args.src, "layout": {
         k: getattr(args, k)
         for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth",
-                  "slices")
+                  "slices", "trajectories")
         if hasattr(args, k)},
-        "runs": runs, "wrong": wrong}
+        "open_by_path": getattr(args, "open_by_path", False), "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
         json.dump(report, f, indent=1)
     print(ratio_table([r for r in runs], args.epochs))
@@ -694,6 +847,16 @@ def main(argv=None):
     p.add_argument("--slices", type=int, default=35, help="slices per volume (35)")
     p.add_argument("--height", type=int, default=640, help="k-space rows (640)")
     p.add_argument("--width", type=int, default=368, help="k-space columns (368)")
+    common(p)
+    p = sub.add_parser("thewell", help="the Well's loader (WellDataModule, WellDataset)")
+    p.add_argument("--src", required=True, help="the root of a the_well checkout")
+    p.add_argument("--files", type=int, default=4, help="training files (4)")
+    p.add_argument("--trajectories", type=int, default=2, help="trajectories per file (2)")
+    p.add_argument("--steps", type=int, default=101, help="time steps per trajectory (101)")
+    p.add_argument("--height", type=int, default=128, help="grid points along x (128)")
+    p.add_argument("--width", type=int, default=384, help="grid points along y (384)")
+    p.add_argument("--open-by-path", action="store_true",
+                   help="open each file by its path (HDF5's POSIX driver), not through fsspec")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

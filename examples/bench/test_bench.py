@@ -541,7 +541,12 @@ def test_public_loader_variant_with_settings_runs_beside_the_plain_one():
     assert env["PRESCIENT_BUSY_UNKEPT_RUN"] == "256KiB" and env["PRESCIENT_LOG"] == "info"
     assert env["HDF5_VOL_CONNECTOR"] == "prescient"
     assert "PRESCIENT_BUSY_UNKEPT_RUN" not in public_loader.variant_env("lru", "/plugins", "/s.json")
-    for bad in ("native:PRESCIENT_LOG=info", "lru:LOG=info", "lru:PRESCIENT_LOG", "fast"):
+    # HDF5's own pass-through connector: no Prescient variable, nothing of ours loaded.
+    env = public_loader.variant_env("hdf5-pass-through", "/plugins", "/s.json")
+    assert env["HDF5_VOL_CONNECTOR"].startswith("pass_through under_vol=0;")
+    assert "HDF5_PLUGIN_PATH" not in env and not any(k.startswith("PRESCIENT_") for k in env)
+    for bad in ("native:PRESCIENT_LOG=info", "lru:LOG=info", "lru:PRESCIENT_LOG", "fast",
+                "hdf5-pass-through:PRESCIENT_LOG=info"):
         with pytest.raises(argparse.ArgumentTypeError):
             public_loader.variant_name(bad)
     # Each variant its own row of the table, in the order run.
@@ -596,3 +601,71 @@ def test_read_cost_takes_the_read_and_the_total_from_callgrind_annotate():
 """
     assert read_cost.parse_annotate(text) == (501_287_271, 1_469_576_199)
     assert read_cost.parse_annotate(text.replace(":H5Dread ", ":H5Dwrite ")) is None
+
+
+def test_public_loader_well_layout_has_what_the_wells_module_reads(tmp_path):
+    import h5py
+    import yaml
+
+    import public_loader
+    d = str(tmp_path)
+    train = public_loader.make_well_files(d, 2, 3, 8, 4, 6, log=lambda *_: None)
+    root = os.path.join(d, public_loader.WELL_NAME)
+    # The data module's training split is the harness's train directory (made cold per epoch).
+    assert os.path.samefile(os.path.join(root, "data", "train"), train)
+    names = sorted(os.listdir(train))
+    assert len(names) == 2 and all(n.endswith(".hdf5") for n in names)
+    for split in ("valid", "test"):
+        assert len(os.listdir(os.path.join(root, "data", split))) == 1
+    with open(os.path.join(root, "stats.yaml")) as f:
+        stats = yaml.safe_load(f)
+    assert {"mean", "std", "mean_delta", "std_delta"} <= stats.keys()
+    with h5py.File(os.path.join(train, names[0]), "r") as f:
+        assert f.attrs["n_trajectories"] == 3 and f.attrs["n_spatial_dims"] == 2
+        assert f["dimensions"]["time"].shape == (8,)
+        assert [f["dimensions"][d].shape[-1] for d in f["dimensions"].attrs["spatial_dims"]] == [4, 6]
+        assert f["t0_fields/density"].shape == (3, 8, 4, 6)
+        assert f["t1_fields/velocity"].shape == (3, 8, 4, 6, 2)
+        assert list(f["t1_fields"].attrs["field_names"]) == ["velocity"]
+        for bc in f["boundary_conditions"].values():
+            assert bc.attrs["bc_type"] in ("OPEN", "PERIODIC") and bc["mask"][0]
+    # The same recipe again reuses the files.
+    before = os.stat(os.path.join(train, names[0])).st_mtime_ns
+    public_loader.make_well_files(d, 2, 3, 8, 4, 6, log=lambda *_: None)
+    assert os.stat(os.path.join(train, names[0])).st_mtime_ns == before
+
+
+def test_public_loader_well_by_path_opens_the_path_of_a_local_file_object(tmp_path):
+    import h5py
+    import numpy as np
+
+    import public_loader
+    path = str(tmp_path / "f.hdf5")
+    with h5py.File(path, "w") as f:
+        f["x"] = np.arange(6)
+
+    class LocalFileObject:  # what fsspec's local file system hands out: a file and its path
+        def __init__(self, path):
+            self.path, self.raw = path, open(path, "rb")
+
+        def read(self, n=-1):
+            return self.raw.read(n)
+
+        def seek(self, *args):
+            return self.raw.seek(*args)
+
+        def tell(self):
+            return self.raw.tell()
+
+        def close(self):
+            self.raw.close()
+
+    by_path = public_loader._ByPath(h5py)
+    assert by_path.Dataset is h5py.Dataset  # everything but File() is h5py's own
+    obj = LocalFileObject(path)
+    with by_path.File(obj, "r", driver_kwds={"rdcc_nbytes": 1 << 20}) as f:
+        assert f.driver == "sec2" and f.filename == path and list(f["x"][:]) == list(range(6))
+    assert obj.raw.closed
+    # A file object without a local path stays a file object.
+    with open(path, "rb") as raw, by_path.File(raw, "r") as f:
+        assert f.driver == "fileobj" and list(f["x"][:]) == list(range(6))
