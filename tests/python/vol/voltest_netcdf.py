@@ -1,0 +1,174 @@
+"""Reads netCDF-4 files through the clients climate loaders use, for the netCDF differential test.
+
+    python3 voltest_netcdf.py write DIR
+    python3 voltest_netcdf.py read CLIENT DIR OUT.pkl      CLIENT: netcdf4 | h5netcdf | xarray
+
+netCDF-4 files are HDF5 files, and three clients read them: netCDF4-python through the netCDF C
+library (libnetcdf, which calls the HDF5 C API itself, not through h5py), h5netcdf (through
+h5py), and xarray over either, as ERA5/WeatherBench-style loaders do (a sample is a time step
+of several variables). DIR gets the files of a small reanalysis: per file, variables over
+(time, latitude, longitude) stored the ways netCDF writers store them (compressed chunks of a
+time step, contiguous, packed int16 with a scale, a fill value and missing values, shuffled
+doubles in chunks across time steps, big-endian, an unlimited time axis), a string variable
+and a variable in a group. OUT records, per read, a digest of the values the client returned
+with their dtype and shape; the test compares the native and connector runs.
+"""
+
+import hashlib
+import os
+import pickle
+import sys
+
+import numpy as np
+
+STEPS, LAT, LON = 24, 19, 36
+FILES = 2
+
+
+def write(directory):
+    import netCDF4
+
+    os.makedirs(directory, exist_ok=True)
+    rng = np.random.default_rng(11)
+    for index in range(FILES):
+        with netCDF4.Dataset(os.path.join(directory, f"era_{index}.nc"), "w") as ds:
+            ds.createDimension("time", STEPS)
+            ds.createDimension("latitude", LAT)
+            ds.createDimension("longitude", LON)
+            ds.createDimension("record", None)
+            ds.createVariable("time", "i8", ("time",))[:] = np.arange(STEPS) * 6 + index * 1000
+            ds.createVariable("latitude", "f4", ("latitude",))[:] = np.linspace(90, -90, LAT)
+            ds.createVariable("longitude", "f4", ("longitude",))[:] = np.linspace(0, 350, LON)
+            grid = ("time", "latitude", "longitude")
+            shape = (STEPS, LAT, LON)
+            t2m = ds.createVariable("t2m", "f4", grid, zlib=True, complevel=1,
+                                    chunksizes=(1, LAT, LON))
+            t2m[:] = rng.standard_normal(shape, dtype=np.float32) * 10 + 280
+            ds.createVariable("u10", "f4", grid, contiguous=True)[:] = rng.standard_normal(
+                shape, dtype=np.float32)
+            z = ds.createVariable("z", "i2", grid, chunksizes=(4, LAT, LON), fill_value=-32767)
+            z.scale_factor, z.add_offset = 0.5, 100.0
+            z.set_auto_maskandscale(False)
+            packed = rng.integers(-30000, 30000, shape, dtype=np.int16)
+            packed[:, 3, 5] = -32767  # missing values, masked when read with auto-masking
+            z[:] = packed
+            ds.createVariable("v10", "f8", grid, chunksizes=(8, 10, 18), shuffle=True,
+                              zlib=True)[:] = rng.standard_normal(shape)
+            ds.createVariable("sp", ">f4", grid, endian="big", chunksizes=(2, LAT, LON))[:] = (
+                rng.standard_normal(shape, dtype=np.float32))
+            ds.createVariable("obs", "f4", ("record", "longitude"))[:] = rng.standard_normal(
+                (STEPS, LON), dtype=np.float32)
+            station = ds.createVariable("station", str, ("latitude",))
+            for row in range(LAT):
+                station[row] = f"station-{index}-{row}" * (1 + row % 3)
+            land = ds.createGroup("land")
+            land.createDimension("time", STEPS)
+            land.createVariable("swvl1", "f4", ("time", "latitude", "longitude"),
+                                chunksizes=(1, LAT, LON))[:] = rng.random(shape, dtype=np.float32)
+
+
+class Recorder:
+    def __init__(self):
+        self.records = []
+
+    def add(self, name, value):
+        value = np.asarray(value)
+        mask = np.ma.getmaskarray(value) if np.ma.isMaskedArray(value) else None
+        data = np.ma.getdata(value)
+        if data.dtype.kind == "O":
+            digest = hashlib.sha256(repr(data.tolist()).encode()).hexdigest()
+        else:
+            digest = hashlib.sha256(np.ascontiguousarray(data).tobytes()).hexdigest()
+        if mask is not None:
+            digest += hashlib.sha256(np.packbits(mask).tobytes()).hexdigest()[:16]
+        self.records.append((name, str(data.dtype), data.shape, digest))
+
+
+def samples(rng, epochs=2, per_epoch=20):
+    """(file, time step) pairs in a new random order each epoch, like a shuffled sampler."""
+    for _ in range(epochs):
+        order = rng.permutation(FILES * STEPS)[:per_epoch]
+        yield [(int(i) // STEPS, int(i) % STEPS) for i in order]
+
+
+def read_netcdf4(directory, rec):
+    import netCDF4
+
+    rng = np.random.default_rng(3)
+    for epoch in samples(rng):
+        files = [netCDF4.Dataset(os.path.join(directory, f"era_{i}.nc")) for i in range(FILES)]
+        for k, (f, t) in enumerate(epoch):
+            ds = files[f]
+            for name in ("t2m", "u10", "v10", "sp"):
+                rec.add(f"{name}[{t}]", ds[name][t])
+            rec.add(f"z[{t}] scaled and masked", ds["z"][t])
+            ds["z"].set_auto_maskandscale(False)
+            rec.add(f"z[{t}] packed", ds["z"][t])
+            ds["z"].set_auto_maskandscale(True)
+            rec.add(f"land/swvl1[{t}]", ds["land"]["swvl1"][t])
+            if k % 5 == 0:  # batch and window reads
+                rec.add("t2m window", ds["t2m"][t:t + 3, 2:15, ::3])
+                rec.add("u10 rows", ds["u10"][[t, (t + 5) % STEPS, (t + 9) % STEPS]])
+                rec.add("v10 column", ds["v10"][t, :, 7])
+                rec.add("obs", ds["obs"][t:t + 4])
+                rec.add("station", ds["station"][:])
+                rec.add("axes", np.concatenate([ds["latitude"][:], ds["longitude"][:]]))
+        for ds in files:
+            ds.close()
+
+
+def read_h5netcdf(directory, rec):
+    import h5netcdf
+
+    rng = np.random.default_rng(4)
+    for epoch in samples(rng):
+        files = [h5netcdf.File(os.path.join(directory, f"era_{i}.nc"), "r") for i in range(FILES)]
+        for k, (f, t) in enumerate(epoch):
+            ds = files[f]
+            for name in ("t2m", "u10", "v10", "sp", "z"):
+                rec.add(f"{name}[{t}]", ds[name][t])
+            rec.add(f"land/swvl1[{t}]", ds["land"]["swvl1"][t])
+            if k % 5 == 0:
+                rec.add("t2m window", ds["t2m"][t:t + 3, 2:15, ::3])
+                rec.add("obs", ds["obs"][t:t + 4])
+                rec.add("station", ds["station"][:])
+        for ds in files:
+            ds.close()
+
+
+def read_xarray(directory, rec):
+    import xarray
+
+    rng = np.random.default_rng(5)
+    for engine in ("netcdf4", "h5netcdf"):
+        for epoch in samples(rng):
+            files = [xarray.open_dataset(os.path.join(directory, f"era_{i}.nc"), engine=engine,
+                                         cache=False) for i in range(FILES)]
+            for k, (f, t) in enumerate(epoch):
+                step = files[f].isel(time=t)
+                for name in ("t2m", "u10", "v10", "sp", "z"):
+                    rec.add(f"{engine} {name}[{t}]", step[name].values)
+                if k % 5 == 0:
+                    rec.add(f"{engine} window", files[f]["t2m"].isel(
+                        time=slice(t, t + 4), latitude=slice(3, 12)).values)
+                    rec.add(f"{engine} z rows", files[f]["z"].isel(time=[t, (t + 7) % STEPS]).values)
+            for ds in files:
+                ds.close()
+
+
+READERS = {"netcdf4": read_netcdf4, "h5netcdf": read_h5netcdf, "xarray": read_xarray}
+
+
+def main(argv):
+    if argv[1] == "write":
+        write(argv[2])
+        return 0
+    rec = Recorder()
+    READERS[argv[2]](argv[3], rec)
+    with open(argv[4], "wb") as f:
+        pickle.dump(rec.records, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
