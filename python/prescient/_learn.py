@@ -403,13 +403,20 @@ class LearnedMap:
         samples = self._learned_samples(index)
         first = pattern.first_sample(index)
         if first is None:  # in no piece: a file with too little evidence so far ...
-            # ... or a file of a piece, at an index outside it
-            return not self._in_piece_files(samples) and self._let_in_unplaced()
+            if not self._in_piece_files(samples):
+                return self._let_in_unplaced()
+            # ... or a file of a piece, at an index outside it: a boundary case
+            return self._taken_as_exception(index)
         per = pattern.per
         if (len(samples) == per and samples[0] == first
                 and samples[-1] - samples[0] == per - 1 and len(set(samples)) == per):
             self._exceptions.discard(index)
             return True
+        return self._taken_as_exception(index)
+
+    def _taken_as_exception(self, index: int) -> bool:
+        """Keeps a learned index the pattern does not describe as an exception
+        while they are at most one in _EXCEPTION_SHARE; False (rebuild) past that."""
         if index in self._exceptions or len(self._exceptions) < len(self._reads) // _EXCEPTION_SHARE:
             self._exceptions.add(index)
             return True
@@ -749,11 +756,15 @@ class LearnedMap:
         """One piece per file when each file's learned indices fit a pattern of
         their own (same samples per index, one offset per file) and the
         files' index ranges do not overlap: files concatenated in an order
-        other than sorted. A file read fewer than _MIN_PIECE_EVIDENCE times
-        gets no piece yet (its indices are not predicted, and another look
-        may give it one); a contradiction (an index of two files, a file's
-        indices at two offsets, overlapping ranges) ends the search for good
-        (_pattern_possible)."""
+        other than sorted, or indices that skip one or more between files
+        (CREDIT's ERA5 datasets leave an index out after each year's file).
+        Up to one learned index in _EXCEPTION_SHARE may fit no piece, as over
+        the whole map (_find_pattern): a loader's boundary cases (CREDIT's
+        last indices of a year read the year's last window again). A file
+        read fewer than _MIN_PIECE_EVIDENCE times gets no piece yet (its
+        indices are not predicted, and another look may give it one); a
+        contradiction (more exceptions than that, overlapping ranges) ends
+        the search for good (_pattern_possible)."""
         m = self._map
         self._file_firsts = [m.first_sample[f.path] for f in m.files]
         self._piece_files = frozenset()
@@ -761,36 +772,38 @@ class LearnedMap:
         if len(self._reads) < _MIN_PATTERN_EVIDENCE:
             self._pattern_possible = True
             return None
-        per = None
-        of_file: Dict[int, Dict[int, int]] = collections.defaultdict(dict)  # k -> {index: first}
-        learned: List[Tuple[int, int]] = []  # (index, file position)
-        for index in self._reads:
-            samples = self._learned_samples(index)
-            if not samples:
-                return None
-            if per is None:
-                per = len(samples)
-            if (len(samples) != per or samples[-1] - samples[0] != per - 1
-                    or len(set(samples)) != per):
-                return None
-            k = self._file_of(samples[0])
-            if self._file_of(samples[-1]) != k:
-                return None  # one index across two files: not a concatenation
-            of_file[k][index] = samples[0]
-            learned.append((index, k))
-        # One stride for every file, from those read at two indices or more
-        # (per when none is: windows side by side, as before strides).
-        strides = {_stride(firsts) for firsts in of_file.values() if len(firsts) >= 2}
-        if None in strides or len(strides) > 1:
+        learned = {index: self._learned_samples(index) for index in self._reads}
+        if not all(learned.values()):
             return None
-        stride = strides.pop() if strides else per
-        offsets: Dict[int, int] = {}  # file position -> the offset of its indices
+        # The shape most indices have: `per` samples in a row, all distinct, in one file.
+        per = collections.Counter(len(v) for v in learned.values()).most_common(1)[0][0]
+        of_file: Dict[int, Dict[int, int]] = collections.defaultdict(dict)  # k -> {index: first}
+        for index, samples in learned.items():
+            if len(samples) != per or samples[-1] - samples[0] != per - 1 or len(set(samples)) != per:
+                continue
+            k = self._file_of(samples[0])
+            if self._file_of(samples[-1]) == k:
+                of_file[k][index] = samples[0]
+        # One stride for every file: the one most neighbouring indices of a file
+        # agree on (per when no file was read at two indices: windows side by side).
+        strides = collections.Counter()
+        for firsts in of_file.values():
+            ordered = sorted(firsts)
+            for a, b in zip(ordered, ordered[1:]):
+                step, rest = divmod(firsts[b] - firsts[a], b - a)
+                if rest == 0 and step > 0:
+                    strides[step] += 1
+        stride = strides.most_common(1)[0][0] if strides else per
+        # Each file's offset: the one most of its indices agree on.
+        fitting: Dict[int, set] = {}
+        offsets: Dict[int, int] = {}
         for k, firsts in of_file.items():
-            index, first = next(iter(firsts.items()))
-            offsets[k] = first - index * stride
-            if any(f != i * stride + offsets[k] for i, f in firsts.items()):
-                return None
-        kept = sorted(k for k in offsets if len(of_file[k]) >= _MIN_PIECE_EVIDENCE)
+            offsets[k] = collections.Counter(f - i * stride for i, f in firsts.items()).most_common(1)[0][0]
+            fitting[k] = {i for i, f in firsts.items() if f == i * stride + offsets[k]}
+        exceptions = set(learned).difference(*fitting.values())
+        if len(exceptions) > len(learned) // _EXCEPTION_SHARE:
+            return None
+        kept = sorted(k for k in offsets if len(fitting[k]) >= _MIN_PIECE_EVIDENCE)
         self._pattern_possible = len(kept) < len(offsets)  # more reads may add pieces
         pieces = []
         for k in kept:
@@ -808,11 +821,12 @@ class LearnedMap:
         # An index of a file without a piece inside another file's piece
         # contradicts the concatenation.
         piece_of = {p[3]: i for i, p in enumerate(pieces)}
-        for index, k in learned:
-            if k not in piece_of and pattern.first_sample(index) is not None:
+        for k, indices in fitting.items():
+            if k not in piece_of and any(pattern.first_sample(i) is not None for i in indices):
                 self._pattern_possible = False
                 return None
         self._piece_files = frozenset(piece_of)
+        self._exceptions = exceptions
         return pattern
 
     def samples_of(self, index: int) -> Tuple[int, ...]:

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._learn import PREDICTED, LearnedMap
+from ._learn import _EXCEPTION_SHARE, PREDICTED, LearnedMap
 from ._schedule_writer import WriterField, WriterFile, write_atomically, write_schedule
 
 _ORDER = re.compile(r"order-r(\d+)-e(\d+)\.npy$")
@@ -99,6 +99,11 @@ def _orders(directory: str) -> Dict[Tuple[int, int], str]:
 # the indices learned so far in an epoch are the ones already read, so a
 # partly learned epoch would only describe its past.
 _MIN_LEARNED = 0.99
+# ... or, with a pattern that predicts the rest, when at most one index in this
+# many is neither learned nor predicted: a loader's boundary indices outside
+# every piece, not read yet (CREDIT's last two of a year's file in 96), which
+# the pattern tolerates as many of among the learned ones.
+_UNDESCRIBED_WITH_PATTERN = _EXCEPTION_SHARE
 
 
 def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
@@ -112,7 +117,11 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
         idx = np.asarray(indices, dtype=np.int64)
         first = pattern.first_samples(idx)
         exceptions = learned.exceptions()
-        if (len(idx) == 0 or first.min() >= 0) and all(len(v) == per for v in exceptions.values()):
+        # Learned exceptions may lie outside every piece (a boundary index).
+        described = first >= 0
+        if exceptions and not described.all():
+            described |= np.isin(idx, np.fromiter(exceptions, dtype=np.int64))
+        if described.all() and all(len(v) == per for v in exceptions.values()):
             samples = first[:, None] + np.arange(per, dtype=np.int64)
             # Learned indices the pattern does not describe read their own rows.
             for position in np.flatnonzero(np.isin(idx, list(exceptions))).tolist():
@@ -128,6 +137,8 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray):
     # (each at least once). While the first epoch of such a map is learned,
     # every look ends here, not in the loop below.
     allowed = (1 - _MIN_LEARNED) * len(indices)
+    if pattern is not None:
+        allowed = max(allowed, len(indices) / _UNDESCRIBED_WITH_PATTERN)
     if pattern is None and (len(np.unique(np.asarray(indices, dtype=np.int64))) - len(learned)
                             > allowed):
         return None
