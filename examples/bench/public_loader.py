@@ -6,6 +6,7 @@
     python3 examples/bench/public_loader.py unet3d --src DIR [--volumes 8] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py fastmri --src DIR [--files 24] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py thewell --src DIR [--files 4] [--open-by-path] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py credit --src DIR [--years 2] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -85,6 +86,20 @@ package imports einops for augmentations this loader does not use; where it is n
 stand-in takes its place. With --open-by-path, the same loader opens each file by its path
 instead (h5py's File() in its datasets module is given the path of the file object fsspec
 opened): what a loader of local files does, and what the connector can serve.
+
+`credit`: NCAR's CREDIT platform for AI weather models (github.com/NCAR/miles-credit,
+credit/datasets/gen_1/era5_singlestep.py, class ERA5_and_Forcing_SingleStep over
+credit/data.py's ERA5_and_Forcing_Dataset), --src the repository's root. Yearly netCDF-4 files
+of ERA5's layout, as xarray writes them (DIR/train/era5_YYYY.nc: U, V, T, Q over (time, level,
+latitude, longitude) and SP, t2m over (time, latitude, longitude), float32, 6-hourly
+datetime64 times; default 2 years of 96 steps, 8 levels, 181 x 360, 1.7 GB) and a static file
+(DIR/static.nc). The dataset opens the files with `xr.open_dataset` (the netCDF4 engine: the
+netCDF C library calls HDF5 itself, not through h5py) in the training process, and the forked
+workers read through the inherited handles: a sample is one time step of every variable and
+the next as its target (`history_len=1`, `forecast_len=0`), so each step is read twice an
+epoch. Its example's DataLoader (batch 2, `shuffle=True`, `drop_last=True`), with 2 workers
+where it has 4, and the harness's transform to tensors (CREDIT's own also normalises with
+statistics files).
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
@@ -600,9 +615,93 @@ def well_loader(src, directory, workers, by_path=False):
     return module.train_dataloader(), _NoEpochs(), os.path.join(directory, "train")
 
 
+CREDIT_UPPER = ["U", "V", "T", "Q"]
+CREDIT_SURFACE = ["SP", "t2m"]
+CREDIT_STATIC = ["Z_GDS4_SFC", "LSM"]
+
+
+def make_credit_files(directory, years, steps, levels, height, width, log=print):
+    """CREDIT's layout: a netCDF-4 file a year (DIR/train/era5_YYYY.nc) holding the upper-air
+    variables (time, level, latitude, longitude) and the surface ones (time, latitude,
+    longitude) at 6-hourly datetime64 times, written by xarray as its to_netcdf writes them by
+    default (contiguous), and DIR/static.nc."""
+    import numpy as np
+    import pandas as pd
+    import xarray as xr
+
+    def write(train, rng):
+        lat = np.linspace(90, -90, height, dtype=np.float32)
+        lon = np.linspace(0, 360, width, endpoint=False, dtype=np.float32)
+        for year in range(2018, 2018 + years):
+            time_axis = pd.date_range(f"{year}-01-01", periods=steps, freq="6h")
+            coords = {"time": time_axis, "level": np.arange(levels, dtype=np.int64),
+                      "latitude": lat, "longitude": lon}
+            upper = {name: (("time", "level", "latitude", "longitude"),
+                            rng.standard_normal((steps, levels, height, width), dtype=np.float32))
+                     for name in CREDIT_UPPER}
+            surface = {name: (("time", "latitude", "longitude"),
+                              rng.standard_normal((steps, height, width), dtype=np.float32))
+                       for name in CREDIT_SURFACE}
+            xr.Dataset({**upper, **surface}, coords=coords).to_netcdf(
+                os.path.join(train, f"era5_{year}.nc"), engine="netcdf4")
+        static = {name: (("latitude", "longitude"), rng.random((height, width), dtype=np.float32))
+                  for name in CREDIT_STATIC}
+        xr.Dataset(static, coords={"latitude": lat, "longitude": lon}).to_netcdf(
+            os.path.join(directory, "static.nc"), engine="netcdf4")
+        return (f"{years} yearly files of {steps} steps x {levels} levels x {height} x {width} "
+                f"({len(CREDIT_UPPER)} upper-air, {len(CREDIT_SURFACE)} surface variables) float32")
+
+    return files_of_layout(directory, {"years": years, "steps": steps, "levels": levels,
+                                       "height": height, "width": width}, write, log)
+
+
+def _credit_to_tensors(sample):
+    """The harness's transform of CREDIT's xarray samples (its own ToTensor also normalises
+    with statistics files): each of the input and target states as the upper-air variables
+    stacked along the levels, and the surface (and, for the input, static) variables."""
+    import numpy as np
+    import torch
+
+    out = {}
+    for key, name in (("historical_ERA5_images", "x"), ("target_ERA5_images", "y")):
+        state = sample[key]
+        out[name] = torch.from_numpy(np.concatenate([state[v].values for v in CREDIT_UPPER], 1))
+        surface = [v for v in CREDIT_SURFACE + CREDIT_STATIC if v in state]
+        out[f"{name}_surf"] = torch.from_numpy(np.stack([state[v].values for v in surface], 1))
+    return out
+
+
+def credit_loader(src, directory, workers):
+    import glob
+
+    import torch
+
+    if not os.path.isfile(os.path.join(src, "credit", "datasets", "gen_1", "era5_singlestep.py")):
+        raise SystemExit(f"public-loader: no credit/datasets/gen_1/era5_singlestep.py in {src} "
+                         "(--src: the root of github.com/NCAR/miles-credit)")
+    sys.path.insert(0, src)
+    from credit.datasets.gen_1.era5_singlestep import ERA5_and_Forcing_SingleStep
+
+    train = os.path.join(directory, "train")
+    files = sorted(glob.glob(os.path.join(train, "era5_*.nc")))
+    # As its training scripts build it for a single-step model: upper-air and surface
+    # variables from the same yearly files, statics from their own file, one input state
+    # and the next as the target.
+    dataset = ERA5_and_Forcing_SingleStep(
+        varname_upper_air=CREDIT_UPPER, varname_surface=CREDIT_SURFACE, varname_dyn_forcing=[],
+        varname_forcing=[], varname_static=CREDIT_STATIC, varname_diagnostic=[],
+        filenames=files, filename_surface=files,
+        filename_static=os.path.join(directory, "static.nc"), history_len=1, forecast_len=0,
+        skip_periods=1, one_shot=False, max_forecast_len=None, transform=_credit_to_tensors)
+    # Its example's DataLoader (batch 2, shuffle, drop_last), with 2 workers where it has 4.
+    loader = torch.utils.data.DataLoader(dataset, batch_size=2, shuffle=True, drop_last=True,
+                                         num_workers=workers)
+    return loader, _NoEpochs(), train
+
+
 LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
            "pdebench": pdebench_loader, "unet3d": unet3d_loader, "fastmri": fastmri_loader,
-           "thewell": well_loader,
+           "thewell": well_loader, "credit": credit_loader,
            "thewell-by-path": lambda src, directory, workers: well_loader(src, directory, workers,
                                                                           by_path=True)}
 
@@ -615,6 +714,24 @@ def make_cold(directory):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+def _digest(item, crc):
+    """CRC-32 of a batch in delivery order: tensors by their bytes, strings by their text,
+    dicts (the Well's and CREDIT's samples) in their keys' order, sequences item by item."""
+    import torch
+
+    if isinstance(item, torch.Tensor):
+        return zlib.crc32(memoryview(item.contiguous().numpy()).cast("B"), crc)
+    if isinstance(item, str):
+        return zlib.crc32(item.encode(), crc)
+    if isinstance(item, dict):
+        item = [zlib.crc32(str(key).encode()) for key in item] + list(item.values())
+    if isinstance(item, (list, tuple)):
+        for part in item:
+            crc = _digest(part, crc)
+        return crc
+    return zlib.crc32(repr(item).encode(), crc)
 
 
 def run_epochs(kind, src, directory, epochs, workers=2):
@@ -637,12 +754,7 @@ def run_epochs(kind, src, directory, epochs, workers=2):
         crc = 0
         start = time.perf_counter()
         for batch in loader:
-            # A dict of named tensors (the Well's samples) in its keys' order, else a sequence.
-            for item in (batch.values() if isinstance(batch, dict) else batch):
-                if isinstance(item, torch.Tensor):
-                    crc = zlib.crc32(memoryview(item.contiguous().numpy()).cast("B"), crc)
-                else:
-                    crc = zlib.crc32("\n".join(item).encode(), crc)
+            crc = _digest(batch, crc)
         out.append({"seconds": time.perf_counter() - start, "digest": f"{crc:08x}"})
     return out
 
@@ -735,6 +847,8 @@ def compare(args):
         make_unet3d_files(data_dir, args.volumes, args.depth, args.side)
     elif args.loader == "fastmri":
         make_fastmri_files(data_dir, args.files, args.slices, args.height, args.width)
+    elif args.loader == "credit":
+        make_credit_files(data_dir, args.years, args.steps, args.levels, args.height, args.width)
     elif args.loader == "thewell":
         make_well_files(data_dir, args.files, args.trajectories, args.steps, args.height,
                         args.width)
@@ -776,7 +890,7 @@ def compare(args):
     report = {"loader": args.loader, "src": args.src, "layout": {
         k: getattr(args, k)
         for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth",
-                  "slices", "trajectories")
+                  "slices", "trajectories", "levels")
         if hasattr(args, k)},
         "open_by_path": getattr(args, "open_by_path", False), "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
@@ -857,6 +971,14 @@ def main(argv=None):
     p.add_argument("--width", type=int, default=384, help="grid points along y (384)")
     p.add_argument("--open-by-path", action="store_true",
                    help="open each file by its path (HDF5's POSIX driver), not through fsspec")
+    common(p)
+    p = sub.add_parser("credit", help="NCAR's CREDIT (ERA5_and_Forcing_SingleStep, xarray)")
+    p.add_argument("--src", required=True, help="the root of a miles-credit checkout")
+    p.add_argument("--years", type=int, default=2, help="yearly files (2)")
+    p.add_argument("--steps", type=int, default=96, help="6-hourly time steps per file (96)")
+    p.add_argument("--levels", type=int, default=8, help="vertical levels (8)")
+    p.add_argument("--height", type=int, default=181, help="latitudes (181)")
+    p.add_argument("--width", type=int, default=360, help="longitudes (360)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

@@ -669,3 +669,43 @@ def test_public_loader_well_by_path_opens_the_path_of_a_local_file_object(tmp_pa
     # A file object without a local path stays a file object.
     with open(path, "rb") as raw, by_path.File(raw, "r") as f:
         assert f.driver == "fileobj" and list(f["x"][:]) == list(range(6))
+
+
+def test_public_loader_credit_layout_is_what_its_era5_dataset_reads(tmp_path):
+    xarray = pytest.importorskip("xarray")
+    pytest.importorskip("netCDF4")
+    import numpy as np
+
+    import public_loader
+    d = str(tmp_path)
+    train = public_loader.make_credit_files(d, 2, 6, 3, 4, 5, log=lambda *_: None)
+    names = sorted(os.listdir(train))
+    assert names == ["era5_2018.nc", "era5_2019.nc"]  # a year in each file's name
+    with xarray.open_dataset(os.path.join(train, names[1])) as ds:
+        assert ds["T"].dims == ("time", "level", "latitude", "longitude")
+        assert ds["T"].shape == (6, 3, 4, 5) and ds["t2m"].shape == (6, 4, 5)
+        assert ds["time"].dtype == np.dtype("datetime64[ns]")
+        assert str(ds["time"].values[1]).startswith("2019-01-01T06")
+    with xarray.open_dataset(os.path.join(d, "static.nc")) as ds:
+        assert set(ds.data_vars) == set(public_loader.CREDIT_STATIC)
+    # The transform stacks the levels of the upper-air variables, and the surface ones.
+    state = xarray.Dataset({
+        **{v: (("time", "level", "latitude", "longitude"), np.zeros((1, 3, 4, 5), np.float32))
+           for v in public_loader.CREDIT_UPPER},
+        **{v: (("time", "latitude", "longitude"), np.ones((1, 4, 5), np.float32))
+           for v in public_loader.CREDIT_SURFACE}})
+    out = public_loader._credit_to_tensors({"historical_ERA5_images": state,
+                                            "target_ERA5_images": state})
+    assert tuple(out["x"].shape) == (1, 12, 4, 5) and tuple(out["y_surf"].shape) == (1, 2, 4, 5)
+
+
+def test_public_loader_digests_nested_batches_in_order():
+    import torch
+
+    import public_loader
+    a = {"x": torch.arange(4), "datetime": [torch.tensor([1, 2]), torch.tensor([3, 4])]}
+    b = {"x": torch.arange(4), "datetime": [torch.tensor([3, 4]), torch.tensor([1, 2])]}
+    assert public_loader._digest(a, 0) == public_loader._digest(dict(a), 0)
+    assert public_loader._digest(a, 0) != public_loader._digest(b, 0)
+    assert public_loader._digest(("name", torch.zeros(2)), 0) != public_loader._digest(
+        ("other", torch.zeros(2)), 0)
