@@ -1,7 +1,7 @@
 """Reads netCDF-4 files through the clients climate loaders use, for the netCDF differential test.
 
     python3 voltest_netcdf.py write DIR
-    python3 voltest_netcdf.py read CLIENT DIR OUT.pkl      CLIENT: netcdf4 | h5netcdf | xarray
+    python3 voltest_netcdf.py read CLIENT DIR OUT.pkl      CLIENT: netcdf4 | h5netcdf | xarray | forked
 
 netCDF-4 files are HDF5 files, and three clients read them: netCDF4-python through the netCDF C
 library (libnetcdf, which calls the HDF5 C API itself, not through h5py), h5netcdf (through
@@ -11,7 +11,8 @@ of several variables). DIR gets the files of a small reanalysis: per file, varia
 time step, contiguous, packed int16 with a scale, a fill value and missing values, shuffled
 doubles in chunks across time steps, big-endian, an unlimited time axis), a string variable
 and a variable in a group. OUT records, per read, a digest of the values the client returned
-with their dtype and shape; the test compares the native and connector runs.
+with their dtype and shape; the test compares the native and connector runs. `forked` reads
+as a DataLoader's forked workers do, through handles the parent opened.
 """
 
 import hashlib
@@ -156,7 +157,49 @@ def read_xarray(directory, rec):
                 ds.close()
 
 
-READERS = {"netcdf4": read_netcdf4, "h5netcdf": read_h5netcdf, "xarray": read_xarray}
+def read_forked(directory, rec):
+    """As CREDIT's ERA5 dataset under a DataLoader: xarray opens the files (netCDF4 engine) in
+    the training process, which reads a little; forked workers read the samples through the
+    inherited handles and leave with os._exit. Each worker's records come back in a file."""
+    import xarray
+
+    files = [xarray.open_dataset(os.path.join(directory, f"era_{i}.nc"), engine="netcdf4",
+                                 cache=False) for i in range(FILES)]
+    rec.add("parent t2m[0]", files[0]["t2m"].isel(time=0).values)
+    order = [pair for epoch in samples(np.random.default_rng(6)) for pair in epoch]
+    workers = 2
+    children = []
+    for w in range(workers):
+        out = os.path.join(directory, f"worker-{w}.pkl")
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                mine = Recorder()
+                for f, t in order[w::workers]:
+                    step = files[f].isel(time=t)
+                    for name in ("t2m", "u10", "v10", "sp", "z"):
+                        mine.add(f"worker {name}[{t}]", step[name].values)
+                with open(out, "wb") as handle:
+                    pickle.dump(mine.records, handle)
+                status = 0
+            finally:
+                os._exit(status)
+        children.append((pid, out))
+    for pid, out in children:
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            raise RuntimeError(f"worker {pid} failed ({status})")
+        with open(out, "rb") as handle:
+            rec.records.extend(pickle.load(handle))
+        os.unlink(out)
+    rec.add("parent after the workers", files[1]["z"].isel(time=slice(0, 3)).values)
+    for ds in files:
+        ds.close()
+
+
+READERS = {"netcdf4": read_netcdf4, "h5netcdf": read_h5netcdf, "xarray": read_xarray,
+           "forked": read_forked}
 
 
 def main(argv):
