@@ -217,6 +217,15 @@ class StandInDataset:
         return data, label, self.files[idx]
 
 
+def _public_source(src, module_file, repository):
+    """Puts a fetched repository's root on sys.path, as its own scripts run from it; exits
+    with what --src should be when it lacks the loader's module."""
+    if not os.path.isfile(os.path.join(src, module_file)):
+        raise SystemExit(f"public-loader: no {module_file} in {src} (--src: the root of "
+                         f"github.com/{repository})")
+    sys.path.insert(0, src)
+
+
 def dataset_class(src):
     if src == "stand-in":
         return StandInDataset
@@ -292,10 +301,7 @@ def fourcastnet_loader(src, directory, workers):
     _stand_in_modules({name: [] for name in (
         "matplotlib", "matplotlib.pyplot", "torchvision", "torchvision.transforms",
         "torchvision.transforms.functional")})
-    if not os.path.isfile(os.path.join(src, "utils", "data_loader_multifiles.py")):
-        raise SystemExit(f"public-loader: no utils/data_loader_multifiles.py in {src} (--src: "
-                         "the root of github.com/NVlabs/FourCastNet)")
-    sys.path.insert(0, src)
+    _public_source(src, "utils/data_loader_multifiles.py", "NVlabs/FourCastNet")
     from utils.data_loader_multifiles import get_data_loader
 
     if not dist.is_initialized():
@@ -345,10 +351,7 @@ class _NoEpochs:
 def pdebench_loader(src, directory, workers):
     from torch.utils.data import DataLoader
 
-    if not os.path.isfile(os.path.join(src, "pdebench", "models", "fno", "utils.py")):
-        raise SystemExit(f"public-loader: no pdebench/models/fno/utils.py in {src} (--src: the "
-                         "root of github.com/pdebench/PDEBench)")
-    sys.path.insert(0, src)
+    _public_source(src, "pdebench/models/fno/utils.py", "pdebench/PDEBench")
     from pdebench.models.fno.utils import FNODatasetMult
 
     train = os.path.join(directory, "train")
@@ -392,15 +395,12 @@ def make_unet3d_files(directory, volumes, depth, side, log=print):
 
 
 def unet3d_loader(src, directory, workers):
-    if not os.path.isfile(os.path.join(src, "pytorch3dunet", "datasets", "hdf5.py")):
-        raise SystemExit(f"public-loader: no pytorch3dunet/datasets/hdf5.py in {src} (--src: "
-                         "the root of github.com/wolny/pytorch-3dunet)")
+    _public_source(src, "pytorch3dunet/datasets/hdf5.py", "wolny/pytorch-3dunet")
     # Imported by its transforms and utilities for augmentations and plots this configuration
     # does not use.
     _stand_in_modules({"skimage": [], "skimage.color": ["label2rgb"], "skimage.exposure": [],
                        "skimage.measure": [], "skimage.filters": ["gaussian"],
                        "skimage.segmentation": ["find_boundaries"], "imageio": ["imread"]})
-    sys.path.insert(0, src)
     from pytorch3dunet.datasets.utils import get_train_loaders
 
     train = os.path.join(directory, "train")
@@ -472,11 +472,8 @@ def _fastmri_worker_init(worker_id):
 def fastmri_loader(src, directory, workers):
     from torch.utils.data import DataLoader
 
-    if not os.path.isfile(os.path.join(src, "fastmri", "data", "mri_data.py")):
-        raise SystemExit(f"public-loader: no fastmri/data/mri_data.py in {src} (--src: the root "
-                         "of github.com/facebookresearch/fastMRI)")
+    _public_source(src, "fastmri/data/mri_data.py", "facebookresearch/fastMRI")
     _stand_in_modules({"pandas": ["read_csv", "Series"]})
-    sys.path.insert(0, src)
     from fastmri.data import SliceDataset
     from fastmri.data.subsample import create_mask_for_mask_type
     from fastmri.data.transforms import UnetDataTransform
@@ -592,11 +589,8 @@ class _ByPath:
 
 
 def well_loader(src, directory, workers, by_path=False):
-    if not os.path.isfile(os.path.join(src, "the_well", "data", "datamodule.py")):
-        raise SystemExit(f"public-loader: no the_well/data/datamodule.py in {src} (--src: the "
-                         "root of github.com/PolymathicAI/the_well)")
+    _public_source(src, "the_well/data/datamodule.py", "PolymathicAI/the_well")
     _stand_in_modules({"einops": ["rearrange", "repeat", "reduce"]})
-    sys.path.insert(0, src)
     from the_well.data import WellDataModule
     from the_well.data.normalization import ZScoreNormalization
 
@@ -676,10 +670,7 @@ def credit_loader(src, directory, workers):
 
     import torch
 
-    if not os.path.isfile(os.path.join(src, "credit", "datasets", "gen_1", "era5_singlestep.py")):
-        raise SystemExit(f"public-loader: no credit/datasets/gen_1/era5_singlestep.py in {src} "
-                         "(--src: the root of github.com/NCAR/miles-credit)")
-    sys.path.insert(0, src)
+    _public_source(src, "credit/datasets/gen_1/era5_singlestep.py", "NCAR/miles-credit")
     from credit.datasets.gen_1.era5_singlestep import ERA5_and_Forcing_SingleStep
 
     train = os.path.join(directory, "train")

@@ -709,3 +709,15 @@ def test_public_loader_digests_nested_batches_in_order():
     assert public_loader._digest(a, 0) != public_loader._digest(b, 0)
     assert public_loader._digest(("name", torch.zeros(2)), 0) != public_loader._digest(
         ("other", torch.zeros(2)), 0)
+
+
+def test_public_loader_source_must_hold_the_loaders_module(tmp_path, monkeypatch):
+    import public_loader
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with pytest.raises(SystemExit, match=r"no a/b\.py in .*github\.com/owner/repo"):
+        public_loader._public_source(str(tmp_path), "a/b.py", "owner/repo")
+    assert str(tmp_path) not in sys.path
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "b.py").write_text("")
+    public_loader._public_source(str(tmp_path), "a/b.py", "owner/repo")
+    assert sys.path[0] == str(tmp_path)
