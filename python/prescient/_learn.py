@@ -267,16 +267,22 @@ def _piece(per: int, stride: int, offset: int, first: int, rows: int) -> Tuple[i
     return lo, max(lo, hi)
 
 
-def _stride(firsts: Dict[int, int]) -> Optional[int]:
-    """The samples between consecutive indices, from {index: its first sample}
-    of indices known to share one offset: the difference between the lowest
-    and the highest index's; None when it is not a whole positive number, or
-    with fewer than two indices."""
-    if len(firsts) < 2:
-        return None
-    lo, hi = min(firsts), max(firsts)
-    stride, rest = divmod(firsts[hi] - firsts[lo], hi - lo)
-    return stride if rest == 0 and stride > 0 else None
+def _is_run(samples: Tuple[int, ...], per: int) -> bool:
+    """Whether the samples are `per` distinct samples in a row (a regular index's)."""
+    return len(samples) == per and samples[-1] - samples[0] == per - 1 and len(set(samples)) == per
+
+
+def _neighbour_strides(firsts: Dict[int, int]) -> collections.Counter:
+    """The samples between neighbouring indices of {index: its first sample}, counted where
+    they are a whole positive number per index: the stride most of them agree on is the
+    pattern's (an exception among them cannot decide it)."""
+    strides = collections.Counter()
+    ordered = sorted(firsts)
+    for a, b in zip(ordered, ordered[1:]):
+        step, rest = divmod(firsts[b] - firsts[a], b - a)
+        if rest == 0 and step > 0:
+            strides[step] += 1
+    return strides
 
 
 def _other_rows(before, after) -> bool:
@@ -407,9 +413,7 @@ class LearnedMap:
                 return self._let_in_unplaced()
             # ... or a file of a piece, at an index outside it: a boundary case
             return self._taken_as_exception(index)
-        per = pattern.per
-        if (len(samples) == per and samples[0] == first
-                and samples[-1] - samples[0] == per - 1 and len(set(samples)) == per):
+        if samples and samples[0] == first and _is_run(samples, pattern.per):
             self._exceptions.discard(index)
             return True
         return self._taken_as_exception(index)
@@ -721,16 +725,9 @@ class LearnedMap:
             return None
         # The shape most indices have: `per` samples in a row, all distinct.
         per = collections.Counter(len(v) for v in learned.values()).most_common(1)[0][0]
-        regular = {i: v[0] for i, v in learned.items()
-                   if len(v) == per and v[-1] - v[0] == per - 1 and len(set(v)) == per}
-        # The stride and offset most neighbouring indices agree on (an
-        # exception among them cannot decide them).
-        ordered = sorted(regular)
-        strides = collections.Counter()
-        for a, b in zip(ordered, ordered[1:]):
-            step, rest = divmod(regular[b] - regular[a], b - a)
-            if rest == 0 and step > 0:
-                strides[step] += 1
+        regular = {i: v[0] for i, v in learned.items() if _is_run(v, per)}
+        # The stride and offset most neighbouring indices agree on.
+        strides = _neighbour_strides(regular)
         if not strides:
             return None
         stride = strides.most_common(1)[0][0]
@@ -779,26 +776,20 @@ class LearnedMap:
         per = collections.Counter(len(v) for v in learned.values()).most_common(1)[0][0]
         of_file: Dict[int, Dict[int, int]] = collections.defaultdict(dict)  # k -> {index: first}
         for index, samples in learned.items():
-            if len(samples) != per or samples[-1] - samples[0] != per - 1 or len(set(samples)) != per:
-                continue
             k = self._file_of(samples[0])
-            if self._file_of(samples[-1]) == k:
+            if _is_run(samples, per) and self._file_of(samples[-1]) == k:
                 of_file[k][index] = samples[0]
         # One stride for every file: the one most neighbouring indices of a file
         # agree on (per when no file was read at two indices: windows side by side).
-        strides = collections.Counter()
-        for firsts in of_file.values():
-            ordered = sorted(firsts)
-            for a, b in zip(ordered, ordered[1:]):
-                step, rest = divmod(firsts[b] - firsts[a], b - a)
-                if rest == 0 and step > 0:
-                    strides[step] += 1
+        strides = sum((_neighbour_strides(firsts) for firsts in of_file.values()),
+                      collections.Counter())
         stride = strides.most_common(1)[0][0] if strides else per
         # Each file's offset: the one most of its indices agree on.
         fitting: Dict[int, set] = {}
         offsets: Dict[int, int] = {}
         for k, firsts in of_file.items():
-            offsets[k] = collections.Counter(f - i * stride for i, f in firsts.items()).most_common(1)[0][0]
+            offset = collections.Counter(f - i * stride for i, f in firsts.items())
+            offsets[k] = offset.most_common(1)[0][0]
             fitting[k] = {i for i, f in firsts.items() if f == i * stride + offsets[k]}
         exceptions = set(learned).difference(*fitting.values())
         if len(exceptions) > len(learned) // _EXCEPTION_SHARE:
