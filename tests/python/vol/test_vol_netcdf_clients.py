@@ -9,6 +9,7 @@ shape and mask must be the same, and the connector must have served reads from i
 must read back natively as the natively written ones do.
 """
 
+import glob
 import importlib.util
 import os
 import pickle
@@ -26,9 +27,15 @@ MODULES = {"netcdf4": ["netCDF4"], "h5netcdf": ["h5netcdf"],
 
 
 def _netcdf_library_hdf5():
-    """The libhdf5 netCDF4-python's C library loads (resolved), or None."""
-    spec = importlib.util.find_spec("netCDF4._netCDF4")
-    return _libhdf5_of(spec.origin) if spec and spec.origin else None
+    """The libhdf5 netCDF4-python's C library loads (resolved), or None; found beside the
+    package without importing it into the test process."""
+    spec = importlib.util.find_spec("netCDF4")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for directory in spec.submodule_search_locations:
+        for extension in glob.glob(os.path.join(directory, "_netCDF4*.so")):
+            return _libhdf5_of(extension)
+    return None
 
 
 @pytest.fixture
