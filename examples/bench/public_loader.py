@@ -6,7 +6,7 @@
     python3 examples/bench/public_loader.py unet3d --src DIR [--volumes 8] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py fastmri --src DIR [--files 24] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py thewell --src DIR [--files 4] [--open-by-path] [--rounds 2] [--out DIR]
-    python3 examples/bench/public_loader.py credit --src DIR [--years 2] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py credit --src DIR [--years 2] [--compressed] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -99,7 +99,8 @@ workers read through the inherited handles: a sample is one time step of every v
 the next as its target (`history_len=1`, `forecast_len=0`), so each step is read twice an
 epoch. Its example's DataLoader (batch 2, `shuffle=True`, `drop_last=True`), with 2 workers
 where it has 4, and the harness's transform to tensors (CREDIT's own also normalises with
-statistics files).
+statistics files). With --compressed, each variable is stored as ERA5's netCDF-4 downloads
+are: a chunk per time step, shuffled and deflated (the values kept to two decimals).
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
@@ -614,11 +615,14 @@ CREDIT_SURFACE = ["SP", "t2m"]
 CREDIT_STATIC = ["Z_GDS4_SFC", "LSM"]
 
 
-def make_credit_files(directory, years, steps, levels, height, width, log=print):
+def make_credit_files(directory, years, steps, levels, height, width, compressed=False,
+                      log=print):
     """CREDIT's layout: a netCDF-4 file a year (DIR/train/era5_YYYY.nc) holding the upper-air
     variables (time, level, latitude, longitude) and the surface ones (time, latitude,
     longitude) at 6-hourly datetime64 times, written by xarray as its to_netcdf writes them by
-    default (contiguous), and DIR/static.nc."""
+    default (contiguous), and DIR/static.nc. `compressed`: as ERA5's netCDF-4 downloads come,
+    a chunk per time step, shuffled and deflated, the values kept to two decimals (which is
+    what makes them compress)."""
     import numpy as np
     import pandas as pd
     import xarray as xr
@@ -636,17 +640,25 @@ def make_credit_files(directory, years, steps, levels, height, width, log=print)
             surface = {name: (("time", "latitude", "longitude"),
                               rng.standard_normal((steps, height, width), dtype=np.float32))
                        for name in CREDIT_SURFACE}
+            encoding = {}
+            if compressed:
+                for name, (dims, values) in {**upper, **surface}.items():
+                    np.round(values, 2, out=values)
+                    encoding[name] = {"zlib": True, "complevel": 1, "shuffle": True,
+                                      "chunksizes": (1,) + values.shape[1:]}
             xr.Dataset({**upper, **surface}, coords=coords).to_netcdf(
-                os.path.join(train, f"era5_{year}.nc"), engine="netcdf4")
+                os.path.join(train, f"era5_{year}.nc"), engine="netcdf4", encoding=encoding)
         static = {name: (("latitude", "longitude"), rng.random((height, width), dtype=np.float32))
                   for name in CREDIT_STATIC}
         xr.Dataset(static, coords={"latitude": lat, "longitude": lon}).to_netcdf(
             os.path.join(directory, "static.nc"), engine="netcdf4")
         return (f"{years} yearly files of {steps} steps x {levels} levels x {height} x {width} "
-                f"({len(CREDIT_UPPER)} upper-air, {len(CREDIT_SURFACE)} surface variables) float32")
+                f"({len(CREDIT_UPPER)} upper-air, {len(CREDIT_SURFACE)} surface variables) float32"
+                + (", a deflated chunk per step" if compressed else ""))
 
     return files_of_layout(directory, {"years": years, "steps": steps, "levels": levels,
-                                       "height": height, "width": width}, write, log)
+                                       "height": height, "width": width, "compressed": compressed},
+                           write, log)
 
 
 def _credit_to_tensors(sample):
@@ -839,7 +851,8 @@ def compare(args):
     elif args.loader == "fastmri":
         make_fastmri_files(data_dir, args.files, args.slices, args.height, args.width)
     elif args.loader == "credit":
-        make_credit_files(data_dir, args.years, args.steps, args.levels, args.height, args.width)
+        make_credit_files(data_dir, args.years, args.steps, args.levels, args.height, args.width,
+                          args.compressed)
     elif args.loader == "thewell":
         make_well_files(data_dir, args.files, args.trajectories, args.steps, args.height,
                         args.width)
@@ -881,7 +894,7 @@ def compare(args):
     report = {"loader": args.loader, "src": args.src, "layout": {
         k: getattr(args, k)
         for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth",
-                  "slices", "trajectories", "levels")
+                  "slices", "trajectories", "levels", "compressed")
         if hasattr(args, k)},
         "open_by_path": getattr(args, "open_by_path", False), "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
@@ -970,6 +983,8 @@ def main(argv=None):
     p.add_argument("--levels", type=int, default=8, help="vertical levels (8)")
     p.add_argument("--height", type=int, default=181, help="latitudes (181)")
     p.add_argument("--width", type=int, default=360, help="longitudes (360)")
+    p.add_argument("--compressed", action="store_true",
+                   help="a shuffled, deflated chunk per time step (as ERA5's netCDF downloads)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))
