@@ -122,13 +122,11 @@ def _translate(learned: LearnedMap, lengths: np.ndarray, indices: np.ndarray,
         first = pattern.first_samples(idx)
         exceptions = learned.exceptions()
         # Learned exceptions may lie outside every piece (a boundary index).
-        described = first >= 0
-        if exceptions and not described.all():
-            described |= np.isin(idx, np.fromiter(exceptions, dtype=np.int64))
-        if described.all() and all(len(v) == per for v in exceptions.values()):
+        is_exception = np.isin(idx, np.fromiter(exceptions, dtype=np.int64, count=len(exceptions)))
+        if ((first >= 0) | is_exception).all() and all(len(v) == per for v in exceptions.values()):
             samples = first[:, None] + np.arange(per, dtype=np.int64)
             # Learned indices the pattern does not describe read their own rows.
-            for position in np.flatnonzero(np.isin(idx, list(exceptions))).tolist():
+            for position in np.flatnonzero(is_exception).tolist():
                 samples[position] = exceptions[int(idx[position])]
             samples = learned.sample_map().with_companions(samples)
             width = samples.shape[1]
