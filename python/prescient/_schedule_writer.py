@@ -1,5 +1,6 @@
-"""Writer for Prescient schedule files (format version 2, or 3 when a field is kept in a
-file of its own; storage "lists"), in pure Python + NumPy.
+"""Writer for Prescient schedule files (format version 2, 3 when a field is kept in a
+file of its own, 4 when a file of the map is a group; storage "lists"), in pure
+Python + NumPy.
 
 The byte layout is specified in scheduler/README.md ("Schedule file format");
 this module mirrors scheduler/core/schedule_writer.cc and schedule_format.cc
@@ -34,9 +35,11 @@ import numpy as np
 
 MAGIC = b"\x89PSCH\r\n\x1a"
 # Written: version 2 when no file of the map keeps a field in a file of its
-# own, else 3 (which adds each file's field files), as the C++ writer does, so
-# readers that predate version 3 still read ordinary schedules.
-FORMAT_VERSION = 3
+# own or is a group, else 3 (which adds each file's field files), or 4 (each
+# file's group) when a file is a group, as the C++ writer does, so readers
+# that predate a version still read the schedules that do not need it.
+FORMAT_VERSION = 4
+_VERSION_WITH_FIELD_FILES = 3
 _VERSION_WITHOUT_FIELD_FILES = 2
 STORAGE_LISTS = 0
 PREAMBLE_SIZE = 80
@@ -75,6 +78,9 @@ class WriterFile:
     mtime_ns: int   # st_mtime_ns
     # Fields kept in files of their own; the others are in `path` (at least one).
     field_files: Tuple[WriterFieldFile, ...] = ()
+    # The group the fields are in, without leading or trailing '/' ("" = the
+    # root): a group per sample (PDEBench's "0000/data") is a file of the map each.
+    group: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "field_files", tuple(self.field_files))
@@ -149,7 +155,11 @@ def _check_field_files(f: WriterFile, fields: int) -> None:
 
 
 def _format_version(files: Sequence[WriterFile]) -> int:
-    return FORMAT_VERSION if any(f.field_files for f in files) else _VERSION_WITHOUT_FIELD_FILES
+    if any(f.group for f in files):
+        return FORMAT_VERSION
+    if any(f.field_files for f in files):
+        return _VERSION_WITH_FIELD_FILES
+    return _VERSION_WITHOUT_FIELD_FILES
 
 
 def _check_map(files: Sequence[WriterFile], fields: Sequence[WriterField],
@@ -165,18 +175,22 @@ def _check_map(files: Sequence[WriterFile], fields: Sequence[WriterField],
         if bare in seen_datasets:
             raise ValueError(f"sample map: dataset {f.dataset!r} is listed twice")
         seen_datasets.add(bare)
-    owner = {}  # every path of the map -> index of the file it belongs to
+    owner = {}  # every (path, group) of the map -> index of the file it belongs to
     total_rows = 0
     for i, f in enumerate(files):
         if not isinstance(f.path, str) or not os.path.isabs(f.path):
             raise ValueError(f"sample map: file path {f.path!r} is not absolute")
-        if f.path in owner:
-            raise ValueError(f"sample map: file {f.path!r} is listed twice")
-        owner[f.path] = i
+        if (not isinstance(f.group, str) or f.group.startswith("/") or f.group.endswith("/")
+                or "//" in f.group or "\0" in f.group):
+            raise ValueError(f"sample map: file {f.path!r} has group {f.group!r}: write it "
+                             "without leading or trailing '/'")
+        if (f.path, f.group) in owner:
+            raise ValueError(f"sample map: file {f.path!r} (group {f.group!r}) is listed twice")
+        owner[(f.path, f.group)] = i
         _check_field_files(f, len(fields))
         for ff in f.field_files:
             # Two fields of one file may share a path; two files may not.
-            if owner.setdefault(ff.path, i) != i:
+            if owner.setdefault((ff.path, f.group), i) != i:
                 raise ValueError(f"sample map: file {ff.path!r} is listed twice")
         rows = _integer(f"rows of {f.path!r}", f.rows, 0, _U64_MAX)
         if rows == 0:
@@ -295,7 +309,7 @@ def _encode_header(*, version: int, source: str, parameters: str, generator: str
                    ranks_per_node: int, workers: int, batch_size: int, epochs: int,
                    num_samples: int, seed: int, files: Sequence[WriterFile],
                    fields: Sequence[WriterField]) -> bytes:
-    """format::EncodeHeader, version 2 or 3."""
+    """format::EncodeHeader, version 2, 3 or 4."""
     out = _Encoder()
     out.string(_string_bytes("source", source))
     out.string(_string_bytes("parameters", parameters))
@@ -317,6 +331,8 @@ def _encode_header(*, version: int, source: str, parameters: str, generator: str
         out.u64(f.rows)
         out.u64(_integer(f"size of {f.path!r}", f.size, 0, _U64_MAX))
         out.i64(_integer(f"mtime_ns of {f.path!r}", f.mtime_ns, _I64_MIN, _I64_MAX))
+        if version >= 4:
+            out.string(_string_bytes(f"group of {f.path!r}", f.group))
         if version >= 3:
             _encode_field_files(out, f)
     return out.getvalue()
@@ -396,8 +412,9 @@ def write_atomically(path: str, write) -> None:
 def write_schedule(path, *, parts, ranks, ranks_per_node, num_samples, files=(), fields=(),
                    workers=0, batch_size=1, seed=0, source="import", parameters="",
                    generator="prescient-follow 0.1.0") -> None:
-    """Writes a schedule file (storage lists) at `path`: format version 2, or 3
-    when a file of the map keeps fields in files of their own.
+    """Writes a schedule file (storage lists) at `path`: format version 2, 3
+    when a file of the map keeps fields in files of their own, 4 when a file of
+    the map is a group (WriterFile.group).
 
     parts: {(epoch, rank): (samples, boundaries)} for every rank in
     range(ranks) of every epoch in range(1 + max epoch); samples are sample

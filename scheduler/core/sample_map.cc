@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace prescient::scheduler {
@@ -13,7 +14,10 @@ struct SampleMap::Tables {
   std::vector<std::uint64_t> first_sample;  // files.size() + 1 entries
   std::uint64_t uniform_rows = 0;           // > 0: every file but the last has this many rows
   bool has_field_files = false;
-  std::unordered_map<std::string_view, std::uint32_t> by_path;  // views into `files`
+  bool has_groups = false;
+  // PlaceKey(path, group) -> file, for its own path and its field files'.
+  std::unordered_map<std::string, std::uint32_t> by_place;
+  std::unordered_set<std::string_view> paths;  // views into `files`
 };
 
 std::string_view BareDatasetName(std::string_view dataset) {
@@ -22,6 +26,22 @@ std::string_view BareDatasetName(std::string_view dataset) {
 }
 
 namespace {
+
+// A path and a group as one hash key ('\0' is in neither).
+std::string PlaceKey(std::string_view path, std::string_view group) {
+  std::string key;
+  key.reserve(path.size() + 1 + group.size());
+  key.append(path).push_back('\0');
+  key.append(group);
+  return key;
+}
+
+// "0003" and "train/0003" are groups; "", "/0003", "0003/" and "a//b" are not
+// written so (the root is the empty group).
+bool IsBareGroupName(std::string_view group) {
+  return !group.empty() && group.front() != '/' && group.back() != '/' &&
+         group.find("//") == std::string_view::npos && group.find('\0') == std::string_view::npos;
+}
 
 // A file's field files: each of a field of the map, once, not in the file's
 // own path, and not all of them (the file's own path holds a field).
@@ -69,7 +89,7 @@ SampleMap::SampleMap(std::vector<MapFile> files, std::vector<MapField> fields) {
   t->files = std::move(files);
   t->fields = std::move(fields);
   t->first_sample.assign(t->files.size() + 1, 0);
-  t->by_path.reserve(t->files.size());
+  t->by_place.reserve(t->files.size());
   bool uniform = true;
   for (std::size_t i = 0; i < t->files.size(); ++i) {
     const MapFile& f = t->files[i];
@@ -79,16 +99,29 @@ SampleMap::SampleMap(std::vector<MapFile> files, std::vector<MapField> fields) {
     if (t->first_sample[i + 1] > 0xffffffffull) {
       throw std::invalid_argument("sample map: 2^32 or more samples (sample ids are 32-bit)");
     }
-    if (!t->by_path.emplace(f.path, static_cast<std::uint32_t>(i)).second) {
-      throw std::invalid_argument("sample map: file '" + f.path + "' is listed twice");
+    const std::string in_group = f.group.empty() ? "" : " (group '" + f.group + "')";
+    if (!f.group.empty()) {
+      if (!IsBareGroupName(f.group)) {
+        throw std::invalid_argument("sample map: file '" + f.path + "' has group '" + f.group +
+                                    "': write it without leading or trailing '/'");
+      }
+      t->has_groups = true;
     }
+    if (!t->by_place.emplace(PlaceKey(f.path, f.group), static_cast<std::uint32_t>(i)).second) {
+      throw std::invalid_argument("sample map: file '" + f.path + "'" + in_group +
+                                  " is listed twice");
+    }
+    t->paths.insert(f.path);
     CheckFieldFiles(f, t->fields.size());
     for (const FieldFile& ff : f.field_files) {
       t->has_field_files = true;
-      const auto [at, fresh] = t->by_path.emplace(ff.path, static_cast<std::uint32_t>(i));
+      const auto [at, fresh] =
+          t->by_place.emplace(PlaceKey(ff.path, f.group), static_cast<std::uint32_t>(i));
       if (!fresh && at->second != i) {
-        throw std::invalid_argument("sample map: file '" + ff.path + "' is listed twice");
+        throw std::invalid_argument("sample map: file '" + ff.path + "'" + in_group +
+                                    " is listed twice");
       }
+      t->paths.insert(ff.path);
     }
     if (i + 1 < t->files.size() && f.rows != t->files[0].rows) uniform = false;
   }
@@ -102,6 +135,7 @@ const std::vector<MapFile>& SampleMap::files() const { return tables_->files; }
 const std::vector<MapField>& SampleMap::fields() const { return tables_->fields; }
 std::uint64_t SampleMap::num_samples() const { return tables_->first_sample.back(); }
 bool SampleMap::has_field_files() const { return tables_->has_field_files; }
+bool SampleMap::has_groups() const { return tables_->has_groups; }
 
 std::uint64_t SampleMap::bytes_per_sample() const {
   std::uint64_t total = 0;
@@ -130,10 +164,35 @@ std::uint64_t SampleMap::FirstSample(std::uint32_t file) const {
   return tables_->first_sample.at(file);
 }
 
-std::optional<std::uint32_t> SampleMap::FileIndex(std::string_view absolute_path) const {
-  const auto it = tables_->by_path.find(absolute_path);
-  if (it == tables_->by_path.end()) return std::nullopt;
+std::optional<std::uint32_t> SampleMap::FileIndex(std::string_view absolute_path,
+                                                  std::string_view group) const {
+  const auto it = tables_->by_place.find(PlaceKey(absolute_path, group));
+  if (it == tables_->by_place.end()) return std::nullopt;
   return it->second;
+}
+
+bool SampleMap::HasPath(std::string_view absolute_path) const {
+  return tables_->paths.contains(absolute_path);
+}
+
+std::optional<MapSlot> SampleMap::Find(std::string_view absolute_path,
+                                       std::string_view dataset) const {
+  const std::string_view name = BareDatasetName(dataset);
+  // The root first, then each ancestor group of the dataset, nearest the
+  // root first ("a/b/c": field "a/b/c" of the root, "b/c" of "a", "c" of "a/b").
+  std::size_t split = 0;
+  for (std::string_view group;;) {
+    if (const std::optional<std::uint32_t> file = FileIndex(absolute_path, group)) {
+      if (const std::optional<std::uint32_t> field = FieldIndex(name.substr(split))) {
+        return MapSlot{*file, *field};
+      }
+    }
+    if (!tables_->has_groups) return std::nullopt;
+    const std::size_t slash = name.find('/', split);
+    if (slash == std::string_view::npos) return std::nullopt;
+    group = name.substr(0, slash);
+    split = slash + 1;
+  }
 }
 
 FieldPlace SampleMap::PlaceOf(std::uint32_t file, std::uint32_t field) const {
@@ -142,6 +201,18 @@ FieldPlace SampleMap::PlaceOf(std::uint32_t file, std::uint32_t field) const {
     if (ff.field == field) return {ff.path, ff.size, ff.mtime_ns};
   }
   return {f.path, f.size, f.mtime_ns};
+}
+
+std::string SampleMap::DatasetOf(std::uint32_t file, std::uint32_t field) const {
+  const std::string& group = tables_->files.at(file).group;
+  const std::string& dataset = tables_->fields.at(field).dataset;
+  if (group.empty()) return dataset;  // as the map names it
+  const std::string_view name = BareDatasetName(dataset);
+  std::string full;
+  full.reserve(group.size() + 1 + name.size());
+  full.append(group).push_back('/');
+  full.append(name);
+  return full;
 }
 
 std::vector<std::string_view> SampleMap::PathsOf(std::uint32_t file) const {
@@ -174,7 +245,7 @@ std::string SampleMap::Mismatch(std::uint32_t file, std::uint32_t field, std::ui
   const MapField& d = t.fields[field];
   const FieldPlace place = PlaceOf(file, field);
   const std::string path(place.path);
-  const std::string where = "dataset '" + d.dataset + "' of '" + path + "'";
+  const std::string where = "dataset '" + DatasetOf(file, field) + "' of '" + path + "'";
   if (place.size != size || place.mtime_ns != mtime_ns) {
     return "'" + path + "' changed since the schedule was made (size or modification time differ)";
   }

@@ -14,14 +14,20 @@
 // single-dataset schedule; a map with no files describes abstract samples (a
 // schedule made without --dataset) and may still carry row sizes.
 //
+// A "file" of the map may also be a group inside an HDF5 file: datasets that
+// keep one sample's data each in a group of their own (PDEBench's
+// "0000/data", "0001/data", ... in one file) are a map of one entry per
+// (path, group), its fields named relative to the group, its rows the rows of
+// that group's datasets. The same path then appears once per group.
+//
 // The connector binds what it opens to the map:
 //
 //   const SampleMap& map = reader.header().map;
-//   std::optional<std::uint32_t> file = map.FileIndex(realpath_of_opened_file);
-//   std::optional<std::uint32_t> field = map.FieldIndex(dataset_name);   // "/images" == "images"
-//   // the field must live in the opened file: map.PlaceOf(*file, *field).path
-//   std::string why = map.Mismatch(*file, *field, rows, row_bytes, st_size, mtime_ns);
-//   if (why.empty()) sample = map.FirstSample(*file) + row;
+//   std::optional<MapSlot> slot = map.Find(realpath_of_opened_file, dataset_name);
+//   // "/images" == "images"; "/0003/data" is field "data" of group "0003"
+//   // the field must live in the opened file: map.PlaceOf(slot->file, slot->field).path
+//   std::string why = map.Mismatch(slot->file, slot->field, rows, row_bytes, st_size, mtime_ns);
+//   if (why.empty()) sample = map.FirstSample(slot->file) + row;
 //
 // A value type: copies share the (immutable) tables.
 #ifndef PRESCIENT_SCHEDULER_CORE_SAMPLE_MAP_H_
@@ -58,6 +64,10 @@ struct MapFile {
   // The fields kept elsewhere, each with `rows` rows; every field not listed
   // here is in `path`, and at least one is.
   std::vector<FieldFile> field_files = {};
+  // The group the fields are in, without leading or trailing '/' ("" = the
+  // root; format version 4 otherwise): field "data" of group "0003" is the
+  // dataset "0003/data" (of the field file too, for a field kept elsewhere).
+  std::string group = {};
 
   bool operator==(const MapFile&) const = default;
 };
@@ -77,6 +87,13 @@ struct MapField {
   bool operator==(const MapField&) const = default;
 };
 
+// A dataset's place in the map: which of its files (or groups) and fields.
+struct MapSlot {
+  std::uint32_t file = 0;
+  std::uint32_t field = 0;
+  bool operator==(const MapSlot&) const = default;
+};
+
 struct SampleLocation {
   std::uint32_t file = 0;
   std::uint64_t row = 0;
@@ -91,7 +108,8 @@ class SampleMap {
 
   SampleMap();  // no files, no fields
   // Throws std::invalid_argument: a file with no rows or no path, the same
-  // path in two files of the map, two fields of the same dataset, files
+  // path and group in two files of the map, a group that is not a bare
+  // '/'-separated name, two fields of the same dataset, files
   // without fields, a field file of no field, of a field listed twice or in
   // the file's own path, a file whose every field is elsewhere, or 2^32
   // samples or more (sample ids are 32-bit).
@@ -102,6 +120,8 @@ class SampleMap {
   bool has_files() const { return !files().empty(); }
   // Whether any field is kept in a file of its own (format version 3).
   bool has_field_files() const;
+  // Whether any file of the map is a group (format version 4).
+  bool has_groups() const;
 
   // Sum of the files' rows (0 without files).
   std::uint64_t num_samples() const;
@@ -115,12 +135,23 @@ class SampleMap {
   // The first sample of `file` (REQUIRES file <= files().size(); the value
   // for files().size() is num_samples()).
   std::uint64_t FirstSample(std::uint32_t file) const;
-  // The file with this absolute path, as its own path or one of its field
-  // files (compared byte for byte: resolve the opened file's path with
-  // realpath() first). A hash lookup.
-  std::optional<std::uint32_t> FileIndex(std::string_view absolute_path) const;
+  // The file with this absolute path and group, as its own path or one of
+  // its field files (compared byte for byte: resolve the opened file's path
+  // with realpath() first). A hash lookup.
+  std::optional<std::uint32_t> FileIndex(std::string_view absolute_path,
+                                         std::string_view group = {}) const;
+  // Whether any file of the map (or field file) has this absolute path.
+  bool HasPath(std::string_view absolute_path) const;
+  // The file and field that dataset `dataset` of the HDF5 file at
+  // `absolute_path` is: the file of that path whose group is the dataset's
+  // parent (or an ancestor) and the field named by the rest of the name.
+  // Does not check where the field lives (PlaceOf) or its shape (Mismatch).
+  std::optional<MapSlot> Find(std::string_view absolute_path, std::string_view dataset) const;
   // Where `field` of `file` lives (REQUIRES both in range).
   FieldPlace PlaceOf(std::uint32_t file, std::uint32_t field) const;
+  // The dataset's full name inside PlaceOf(file, field).path: the field's
+  // name under the file's group (REQUIRES both in range).
+  std::string DatasetOf(std::uint32_t file, std::uint32_t field) const;
   // Every path of `file`: its own first, then its field files' (once each).
   std::vector<std::string_view> PathsOf(std::uint32_t file) const;
   // The field of this dataset ("/images" and "images" are the same).

@@ -65,10 +65,14 @@ SampleMap MapOfFingerprint(const DatasetFingerprint& d) {
                    {{d.dataset_name, d.row_bytes}});
 }
 
-std::uint32_t HeaderVersion(const ScheduleHeader& h) { return h.map.has_field_files() ? 3 : 2; }
+std::uint32_t HeaderVersion(const ScheduleHeader& h) {
+  if (h.map.has_groups()) return 4;
+  return h.map.has_field_files() ? 3 : 2;
+}
 
 std::vector<std::byte> EncodeHeader(const ScheduleHeader& h) {
-  const bool field_files = HeaderVersion(h) >= 3;
+  const std::uint32_t version = HeaderVersion(h);
+  const bool field_files = version >= 3;
   Encoder out;
   out.Str(h.source);
   out.Str(h.parameters);
@@ -93,6 +97,7 @@ std::vector<std::byte> EncodeHeader(const ScheduleHeader& h) {
     out.U64(f.rows);
     out.U64(f.size);
     out.I64(f.mtime_ns);
+    if (version >= 4) out.Str(f.group);
     if (!field_files) continue;
     out.U32(static_cast<std::uint32_t>(f.field_files.size()));
     for (const FieldFile& ff : f.field_files) {
@@ -139,7 +144,7 @@ bool DecodeVersion1(Decoder& in, ScheduleHeader* h) {
   return true;
 }
 
-// Versions 2 and 3 (which adds each file's field files).
+// Versions 2, 3 (which adds each file's field files) and 4 (each file's group).
 bool DecodeMapVersions(Decoder& in, std::uint32_t version, ScheduleHeader* h, std::string* why) {
   h->source = in.Str();
   h->parameters = in.Str();
@@ -171,6 +176,7 @@ bool DecodeMapVersions(Decoder& in, std::uint32_t version, ScheduleHeader* h, st
     f.rows = in.U64();
     f.size = in.U64();
     f.mtime_ns = in.I64();
+    if (version >= 4) f.group = in.Str();
     if (version < 3) continue;
     // Each field file takes at least 24 bytes.
     const std::uint32_t field_file_count = in.U32();

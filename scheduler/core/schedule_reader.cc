@@ -332,7 +332,17 @@ void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
     mismatch("the schedule names no dataset (it was made without --dataset)");
   }
   std::uint32_t file = 0;
-  if (check.path || map.files().size() > 1) {
+  std::uint32_t field = 0;
+  if (map.has_groups()) {
+    // A file of the map is a group: the path and the dataset's name say which.
+    const std::optional<MapSlot> slot = map.Find(actual.file_path, actual.dataset_name);
+    if (!slot) {
+      mismatch("dataset '" + actual.dataset_name + "' of '" + actual.file_path +
+               "' is no field of a group of the schedule's files");
+    }
+    file = slot->file;
+    field = slot->field;
+  } else if (check.path || map.files().size() > 1) {
     const std::optional<std::uint32_t> found = map.FileIndex(actual.file_path);
     if (!found) {
       mismatch("file path is '" + actual.file_path + "' but the schedule's files are '" +
@@ -343,8 +353,7 @@ void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
     }
     file = *found;
   }
-  std::uint32_t field = 0;
-  if (check.dataset_name || map.fields().size() > 1) {
+  if (!map.has_groups() && (check.dataset_name || map.fields().size() > 1)) {
     const std::optional<std::uint32_t> found = map.FieldIndex(actual.dataset_name);
     if (!found) {
       std::string names;
@@ -359,8 +368,8 @@ void ScheduleReader::CheckDataset(const DatasetFingerprint& actual,
   const MapField& d = map.fields()[field];
   const FieldPlace place = map.PlaceOf(file, field);
   if (check.path && place.path != actual.file_path) {
-    mismatch("dataset '" + d.dataset + "' of '" + f.path + "' is in '" + std::string(place.path) +
-             "', not in '" + actual.file_path + "'");
+    mismatch("dataset '" + map.DatasetOf(file, field) + "' of '" + f.path + "' is in '" +
+             std::string(place.path) + "', not in '" + actual.file_path + "'");
   }
   auto differs = [&](const std::string& what, const std::string& stored, const std::string& found) {
     mismatch(what + " is " + found + " but the schedule was made for " + stored);

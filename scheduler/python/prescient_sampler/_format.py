@@ -1,4 +1,4 @@
-"""Reader for Prescient schedule files (format versions 1 to 3), in pure Python + NumPy.
+"""Reader for Prescient schedule files (format versions 1 to 4), in pure Python + NumPy.
 
 The byte layout is specified in scheduler/README.md ("Schedule file format");
 this module and scheduler/core/schedule_reader.cc implement the same checks.
@@ -23,9 +23,9 @@ from ._sample_map import FieldFile, MapField, MapFile, SampleMap
 
 MAGIC = b"\x89PSCH\r\n\x1a"
 # The newest version read. 3: a file of the map may keep fields in files of
-# their own; writers still write 2 for a map without any, so older readers
-# read ordinary schedules.
-FORMAT_VERSION = 3
+# their own; 4: a file of the map may be a group; writers still write 2 for a
+# map without either, so older readers read ordinary schedules.
+FORMAT_VERSION = 4
 OLDEST_FORMAT_VERSION = 1   # version 1: one dataset fingerprint instead of a map
 PREAMBLE_SIZE = 80
 INDEX_ENTRY_SIZE = 40
@@ -128,6 +128,7 @@ def _fingerprint_of_map(m: SampleMap, num_samples: int) -> DatasetFingerprint:
 
 def _decode_map_file(d: _Decoder, version: int) -> MapFile:
     path, rows, size, mtime_ns = d.string(), d.take("<Q"), d.take("<Q"), d.take("<q")
+    group = d.string() if version >= 4 else ""
     if version < 3:
         return MapFile(path, rows, size, mtime_ns)
     count = d.take("<I")
@@ -137,7 +138,7 @@ def _decode_map_file(d: _Decoder, version: int) -> MapFile:
         raise ValueError("impossible field file count")
     field_files = [FieldFile(d.take("<I"), d.string(), d.take("<Q"), d.take("<q"))
                    for _ in range(count)]
-    return MapFile(path, rows, size, mtime_ns, tuple(field_files))
+    return MapFile(path, rows, size, mtime_ns, tuple(field_files), group)
 
 
 def _decode_header(data: bytes, version: int) -> Header:
@@ -382,11 +383,20 @@ class ScheduleFile:
 
         if not m.has_files:
             mismatch("the schedule names no dataset (it was made without --dataset)")
-        file, opened = 0, None
-        if path or len(m.files) > 1:
+        file, opened, field = 0, None, 0
+        if m.has_groups:
+            # A file of the map is a group: the path and the dataset's name say which.
+            for candidate in {actual.file_path, os.path.realpath(actual.file_path)}:
+                slot = m.find(candidate, actual.dataset_name)
+                if slot is not None:
+                    (file, field), opened = slot, candidate
+                    break
+            else:
+                mismatch(f"dataset {actual.dataset_name!r} of {actual.file_path!r} is no field "
+                         "of a group of the schedule's files")
+        elif path or len(m.files) > 1:
             file, opened = self._find_file(actual.file_path, mismatch)
-        field = 0
-        if dataset_name or len(m.fields) > 1:
+        if not m.has_groups and (dataset_name or len(m.fields) > 1):
             found = m.field_index(actual.dataset_name)
             if found is None:
                 mismatch(f"dataset name is {actual.dataset_name!r} but the schedule was made "
@@ -397,7 +407,7 @@ class ScheduleFile:
         # The path named one of the file's paths, but perhaps not the one
         # this field is in (the labels file given with the images' dataset).
         if opened is not None and opened != place.path:
-            mismatch(f"dataset {d.dataset!r} of {f.path!r} is in {place.path!r}, not in "
+            mismatch(f"dataset {m.dataset_of(file, field)!r} of {f.path!r} is in {place.path!r}, not in "
                      f"{opened!r}")
 
         def differs(what, stored, found):

@@ -6,13 +6,17 @@ Samples are numbered over the files in order, then rows:
 of its file. A file of the map may keep some fields in files of their own
 (format version 3: PatchCamelyon's images in one file, its labels in another,
 with the same rows), listed in its ``field_files``; ``place_of(file, field)``
-says where a field lives. Mirrors scheduler/core/sample_map.h.
+says where a field lives. A file of the map may also be a group inside a file
+(format version 4: PDEBench's "0000/data", "0001/data", ... in one file, one
+entry per group), its fields named relative to the group;
+``dataset_of(file, field)`` gives the full name. Mirrors
+scheduler/core/sample_map.h.
 
     m = ScheduleFile("train.sched").header.map
     file, row = m.locate(12345)              # one sample
     files, rows = m.locate_many(batch)       # a batch, vectorised
     with h5py.File(m.place_of(file, 0).path) as f:
-        x = f[m.fields[0].dataset][row]
+        x = f[m.dataset_of(file, 0)][row]
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ class MapFile:
     # The fields kept elsewhere, each with `rows` rows; every field not listed
     # here is in `path`, and at least one is.
     field_files: Tuple[FieldFile, ...] = ()
+    # The group the fields are in, without leading or trailing '/' ("" = the root).
+    group: str = ""
 
     def __post_init__(self):
         # A tuple whatever the caller passed, so the file stays hashable and
@@ -69,6 +75,11 @@ class FieldPlace(NamedTuple):
 
 def bare_dataset_name(name: str) -> str:
     return name.lstrip("/")
+
+
+def _is_bare_group_name(group: str) -> bool:
+    return (not group.startswith("/") and not group.endswith("/") and "//" not in group
+            and "\0" not in group)
 
 
 def _check_field_files(f: MapFile, fields: int) -> None:
@@ -103,18 +114,22 @@ class SampleMap:
         if len(set(names)) != len(names):
             raise ValueError("sample map: a dataset is listed twice")
         first = [0]
-        # Every path of the map (own and field files) -> its file; a path
-        # belongs to one file only, though two fields of a file may share one.
-        self._by_path: Dict[str, int] = {}
+        # Every (path, group) of the map (own and field files) -> its file; a
+        # path and group belong to one file only, though two fields of a file
+        # may share one.
+        self._by_place: Dict[Tuple[str, str], int] = {}
         for i, f in enumerate(self.files):
             if f.rows <= 0 or not f.path:
                 raise ValueError(f"sample map: file {f.path!r} has no rows or no path")
-            if f.path in self._by_path:
-                raise ValueError(f"sample map: file {f.path!r} is listed twice")
-            self._by_path[f.path] = i
+            if not _is_bare_group_name(f.group):
+                raise ValueError(f"sample map: file {f.path!r} has group {f.group!r}: write it "
+                                 "without leading or trailing '/'")
+            if (f.path, f.group) in self._by_place:
+                raise ValueError(f"sample map: file {f.path!r} (group {f.group!r}) is listed twice")
+            self._by_place[(f.path, f.group)] = i
             _check_field_files(f, len(self.fields))
             for ff in f.field_files:
-                if self._by_path.setdefault(ff.path, i) != i:
+                if self._by_place.setdefault((ff.path, f.group), i) != i:
                     raise ValueError(f"sample map: file {ff.path!r} is listed twice")
             first.append(first[-1] + f.rows)
         if first[-1] > 0xFFFFFFFF:
@@ -130,6 +145,11 @@ class SampleMap:
     def has_field_files(self) -> bool:
         """Whether any field is kept in a file of its own (format version 3)."""
         return any(f.field_files for f in self.files)
+
+    @property
+    def has_groups(self) -> bool:
+        """Whether any file of the map is a group (format version 4)."""
+        return any(f.group for f in self.files)
 
     @property
     def num_samples(self) -> int:
@@ -156,10 +176,28 @@ class SampleMap:
         files = np.searchsorted(self._first_array, s, side="right") - 1
         return files, s - self._first_array[files]
 
-    def file_index(self, path: str) -> Optional[int]:
-        """The file with this path, as its own path or one of its field files
-        (compared as stored: absolute and resolved)."""
-        return self._by_path.get(path)
+    def file_index(self, path: str, group: str = "") -> Optional[int]:
+        """The file with this path and group, as its own path or one of its
+        field files (compared as stored: absolute and resolved)."""
+        return self._by_place.get((path, group))
+
+    def find(self, path: str, dataset: str) -> Optional[Tuple[int, int]]:
+        """(file, field) of dataset `dataset` of the HDF5 file at `path`: the
+        file of that path whose group is the dataset's ancestor, the root
+        first, and the field named by the rest; None when none."""
+        name = bare_dataset_name(dataset)
+        parts = name.split("/")
+        for k in range(len(parts)):
+            file = self.file_index(path, "/".join(parts[:k]))
+            field = self.field_index("/".join(parts[k:])) if file is not None else None
+            if field is not None:
+                return file, field
+        return None
+
+    def dataset_of(self, file: int, field: int) -> str:
+        """The dataset's full name in place_of(file, field).path."""
+        group, dataset = self.files[file].group, self.fields[field].dataset
+        return f"{group}/{bare_dataset_name(dataset)}" if group else dataset
 
     def place_of(self, file: int, field: int) -> FieldPlace:
         """Where `field` of `file` lives: a field file of it, else its own path."""

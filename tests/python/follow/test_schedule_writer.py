@@ -95,8 +95,11 @@ def assert_reads_back(path, parts, *, ranks, ranks_per_node, num_samples, files=
     assert (h.layout.ranks, h.layout.ranks_per_node, h.layout.workers,
             h.layout.batch_size) == (ranks, ranks_per_node, workers, batch_size)
     assert (h.epochs, h.num_samples, h.seed, h.storage) == (epochs, num_samples, seed, 0)
-    assert [(m.path, m.rows, m.size, m.mtime_ns) for m in h.map.files] == \
-        [(w.path, w.rows, w.size, w.mtime_ns) for w in files]
+    assert [(m.path, m.rows, m.size, m.mtime_ns, m.group) for m in h.map.files] == \
+        [(w.path, w.rows, w.size, w.mtime_ns, w.group) for w in files]
+    version = 4 if any(w.group for w in files) else 3 if any(w.field_files for w in files) else 2
+    with open(path, "rb") as raw:
+        assert int.from_bytes(raw.read(12)[8:], "little") == version
     assert [(m.dataset, m.row_bytes) for m in h.map.fields] == \
         [(w.dataset, w.row_bytes) for w in fields]
     for (epoch, rank), (samples, bounds) in parts.items():
@@ -149,8 +152,23 @@ def case_zero_steps(tmp_path):
     return parts, dict(ranks=1, ranks_per_node=1, num_samples=5)
 
 
+def case_groups(tmp_path):
+    """A map of groups of one file (format version 4): PDEBench's seeds, 3 groups of
+    101 rows, and the file's root beside them."""
+    p = tmp_path / "seeds.h5"
+    p.write_bytes(b"\0" * 300)
+    st = os.stat(p)
+    path = os.path.realpath(p)
+    files = [WriterFile(path, 101, st.st_size, st.st_mtime_ns, group=g)
+             for g in ("0000", "0001", "train/0002")]
+    files.append(WriterFile(path, 5, st.st_size, st.st_mtime_ns))
+    parts = {(0, 0): ([300, 0, 101, 307], [0, 2, 4])}
+    return parts, dict(ranks=1, ranks_per_node=1, num_samples=308, files=files,
+                       fields=(WriterField("data", 16),))
+
+
 CASES = [case_ranks_epochs_empty_parts, case_abstract, case_abstract_with_row_size,
-         case_zero_steps]
+         case_zero_steps, case_groups]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
@@ -167,7 +185,7 @@ def test_cpp_reader_reads_what_was_written(tool, tmp_path, case):
     out = tmp_path / "w.sched"
     write_schedule(str(out), parts=parts, **kwargs)
     report = assert_cpp_reads_back(tool, out, parts, ranks=kwargs["ranks"])
-    if kwargs.get("files"):
+    if kwargs.get("files") and len(kwargs["files"]) == 3:
         assert f"map:         3 files, 30..50 rows per file, {kwargs['num_samples']}" in report
         assert "fields:      images (12 bytes per row), /labels (8 bytes per row)" in report
 
@@ -273,6 +291,13 @@ INVALID = {
                        fields=[WriterField("x")]),
     "file of no rows": dict(files=[FILE_A, FILE_B, WriterFile("/data/c.h5", 0, 1, 1)],
                             fields=[WriterField("x")]),
+    "group twice in a file": dict(
+        files=[WriterFile("/data/a.h5", 2, 10, 1, group="g"),
+               WriterFile("/data/a.h5", 1, 10, 1, group="g")], fields=[WriterField("x")]),
+    "group with a leading /": dict(
+        files=[FILE_A, WriterFile("/data/a.h5", 1, 10, 1, group="/g")], fields=[WriterField("x")]),
+    "group with a trailing /": dict(
+        files=[FILE_A, WriterFile("/data/a.h5", 1, 10, 1, group="g/")], fields=[WriterField("x")]),
     "relative path": dict(files=[WriterFile("a.h5", 3, 10, 1)], fields=[WriterField("x")]),
     "dataset twice (leading / not significant)": dict(
         files=[FILE_A, FILE_B], fields=[WriterField("x"), WriterField("/x")]),

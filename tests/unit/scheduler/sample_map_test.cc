@@ -153,6 +153,56 @@ TEST(SampleMapTest, RejectsImpossibleFieldFiles) {
   EXPECT_THROW(with([](auto& f) { f[1].field_files[0].path = f[0].path; }), std::invalid_argument);
 }
 
+// A group per sample (PDEBench's seeds): one entry per group of one file.
+std::vector<MapFile> Groups(const std::vector<std::string>& groups, std::uint64_t rows) {
+  std::vector<MapFile> files;
+  for (const std::string& g : groups) files.push_back({"/pde/seeds.h5", rows, 900, 3, {}, g});
+  return files;
+}
+
+TEST(SampleMapTest, GroupsOfOneFileAreFilesOfTheMap) {
+  const SampleMap map(Groups({"0000", "0001", "train/0002"}, 101),
+                      {{"data", 128 * 128 * 4}, {"grid/t", 4}});
+  EXPECT_TRUE(map.has_groups());
+  EXPECT_FALSE(SampleMap(Files({4}), {{"x", 64}}).has_groups());
+  EXPECT_EQ(map.num_samples(), 303u);
+  EXPECT_EQ(map.Locate(150), (SampleLocation{1, 49}));
+  EXPECT_EQ(map.FileIndex("/pde/seeds.h5", "0001"), 1u);
+  EXPECT_EQ(map.FileIndex("/pde/seeds.h5"), std::nullopt);  // no entry of the root
+  EXPECT_TRUE(map.HasPath("/pde/seeds.h5"));
+  EXPECT_FALSE(map.HasPath("/pde/other.h5"));
+  // A dataset's group and field come from its name, with or without '/'.
+  EXPECT_EQ(map.Find("/pde/seeds.h5", "/0001/data"), (MapSlot{1, 0}));
+  EXPECT_EQ(map.Find("/pde/seeds.h5", "0000/grid/t"), (MapSlot{0, 1}));
+  EXPECT_EQ(map.Find("/pde/seeds.h5", "train/0002/data"), (MapSlot{2, 0}));
+  EXPECT_EQ(map.Find("/pde/seeds.h5", "0003/data"), std::nullopt);    // a group not mapped
+  EXPECT_EQ(map.Find("/pde/seeds.h5", "0000/grid/x"), std::nullopt);  // not a field
+  EXPECT_EQ(map.Find("/pde/seeds.h5", "data"), std::nullopt);
+  EXPECT_EQ(map.Find("/pde/other.h5", "0000/data"), std::nullopt);
+  EXPECT_EQ(map.DatasetOf(2, 1), "train/0002/grid/t");
+  EXPECT_EQ(map.PlaceOf(1, 0).path, "/pde/seeds.h5");
+  EXPECT_EQ(map.Mismatch(1, 0, 101, 128 * 128 * 4, 900, 3), "");
+  EXPECT_NE(map.Mismatch(1, 0, 100, 128 * 128 * 4, 900, 3)
+                .find("dataset '0001/data' of '/pde/seeds.h5' has 100 rows"),
+            std::string::npos);
+  // The root and groups of one file may be mapped side by side.
+  std::vector<MapFile> mixed = Groups({"a"}, 2);
+  mixed.push_back({"/pde/seeds.h5", 5, 900, 3});
+  const SampleMap both(mixed, {{"x", 0}});
+  EXPECT_EQ(both.Find("/pde/seeds.h5", "/x"), (MapSlot{1, 0}));
+  EXPECT_EQ(both.Find("/pde/seeds.h5", "/a/x"), (MapSlot{0, 0}));
+  EXPECT_EQ(both.DatasetOf(1, 0), "x");
+}
+
+TEST(SampleMapTest, RejectsImpossibleGroups) {
+  const std::vector<MapField> fields = {{"data", 0}};
+  EXPECT_THROW(SampleMap(Groups({"0000", "0000"}, 1), fields), std::invalid_argument);
+  for (const char* group : {"/0000", "0000/", "a//b"}) {
+    EXPECT_THROW(SampleMap(Groups({group}, 1), fields), std::invalid_argument) << group;
+  }
+  EXPECT_NO_THROW(SampleMap(Groups({"a/b"}, 1), fields));
+}
+
 TEST(SampleMapTest, CopiesShareTablesAndCompareByValue) {
   const SampleMap a(Files({2, 3}), {{"x", 1}});
   const SampleMap b = a;

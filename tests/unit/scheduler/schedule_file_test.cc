@@ -396,6 +396,51 @@ TEST_F(ScheduleFileTest, FieldFilesRoundTripInVersionThree) {
   }
 }
 
+// Format version 4: files of the map that are groups. Written only when a
+// map has them.
+TEST_F(ScheduleFileTest, GroupsRoundTripInVersionFour) {
+  auto version_of = [](const std::string& path) {
+    const Bytes bytes = Read(path);
+    std::uint32_t version = 0;
+    std::memcpy(&version, bytes.data() + 8, sizeof version);
+    return version;
+  };
+  std::vector<MapFile> files;
+  for (int i = 0; i < 2; ++i) {
+    files.push_back({"/pde/seeds.h5", i == 0 ? 50u : 47u, 1000u, 5, {}, "000" + std::to_string(i)});
+  }
+  ScheduleHeader h = header_;
+  h.map = SampleMap(files, {{"data", 4096}});
+  WriteScheduleFile(Path("groups.sched"), h, schedule_);
+  WriteRecipeFile(Path("groups.recipe"), h);
+  for (const char* name : {"groups.sched", "groups.recipe"}) {
+    EXPECT_EQ(version_of(Path(name)), 4u);
+    const ScheduleReader reader = ScheduleReader::Open(Path(name));
+    EXPECT_EQ(reader.header().map, h.map);
+    EXPECT_EQ(reader.header().map.files()[1].group, "0001");
+    EXPECT_NO_THROW(reader.CheckDataset({"/pde/seeds.h5", "/0001/data", 47, 4096, 1000, 5}));
+    EXPECT_THROW(reader.CheckDataset({"/pde/seeds.h5", "/0001/data", 50, 4096, 1000, 5}),
+                 ScheduleFileError);
+    EXPECT_THROW(reader.CheckDataset({"/pde/seeds.h5", "/0002/data", 47, 4096, 1000, 5}),
+                 ScheduleFileError);
+  }
+  // A group that could not have been written ("/001", checksums made good)
+  // is refused as corrupt.
+  Bytes bytes = Read(Path("groups.sched"));
+  const std::string group = "0001";
+  const auto at = std::search(bytes.begin(), bytes.end(), group.begin(), group.end());
+  ASSERT_NE(at, bytes.end());
+  *at = '/';
+  auto* raw = reinterpret_cast<const std::byte*>(bytes.data());
+  format::Preamble pre = format::DecodePreamble(
+      std::span<const std::byte, format::kPreambleSize>(raw, format::kPreambleSize));
+  pre.header_crc = format::Crc32({raw + pre.header_offset, pre.header_size});
+  const std::vector<std::byte> sealed = format::EncodePreamble(pre);
+  std::memcpy(bytes.data(), sealed.data(), sealed.size());
+  Write(Path("slash.sched"), bytes);
+  EXPECT_EQ(ErrorOf(Path("slash.sched")), static_cast<int>(ScheduleFileErrorCode::kCorrupt));
+}
+
 TEST_F(ScheduleFileTest, AHundredThousandFiles) {
   // One sample per file: the header is several MB; string caps are per
   // string, not per header.
