@@ -17,8 +17,12 @@ scheduler/core/sample_map.h), and an index stands for the samples its primary
 reads touched, in the order read. A batch index list that read as many
 primary rows as it has indices is taken apart in sorted order (the usual
 `d[sorted(batch)]`); anything else is not learned from, and its reads are
-served unscheduled. Indices that each read datasets of their own (a group per
-sample) make no map: their reads are cached without a schedule. Where the
+served unscheduled. Indices that each read datasets of their own in a group
+of their own (PDEBench's `f[seed]["data"]`) make a map of groups: each
+index's group (the parent its datasets share) is a file of the map, its
+datasets fields named in the group. Indices that each read datasets of their
+own with no group of their own make no map: their reads are cached without a
+schedule. Where the
 learned indices show a pattern (Pattern: index i stands for samples
 i * per + offset ..., with one offset per file for files concatenated in
 another order than sorted), it predicts the indices not read yet.
@@ -71,9 +75,11 @@ _EXCEPTION_SHARE = 16
 # A map needs a primary dataset that indices share: once this many indices are
 # learned, a most-read dataset read by no more than _OWN_DATASET_READERS of
 # them means every index reads datasets of its own (a group per sample,
-# `f[key]["data"]`, as PDEBench keeps its seeds), which a map of rows cannot
-# describe. Without this, such records gave a "map" of the first sample's
-# dataset alone, its rows standing for samples no index reads.
+# `f[key]["data"]`, as PDEBench keeps its seeds). The map is then one of
+# groups (each index's group a file of the map, _in_groups) when the indices
+# have groups of their own, else none. Without this, such records gave a "map"
+# of the first sample's dataset alone, its rows standing for samples no index
+# reads.
 _OWN_DATASET_EVIDENCE = 32
 _OWN_DATASET_READERS = 2
 
@@ -145,10 +151,42 @@ def format_record(key: Sequence[int], recorded: bytes) -> bytes:
     return b"K %s\n%sE\n" % (b",".join(b"%d" % int(k) for k in key), recorded)
 
 
+# A file of a map of groups is named "<file realpath>\0<group>" ('\0' is in
+# no path): the learner compares and sorts it as one string, the publisher
+# writes its parts (MapFile.file_path, MapFile.group).
+_GROUP_MARK = "\0"
+
+
 @dataclasses.dataclass(frozen=True)
 class MapFile:
-    path: str
+    path: str  # the file's realpath, or "<realpath>\0<group>" for a group of it
     rows: int
+
+    @property
+    def file_path(self) -> str:
+        return self.path.partition(_GROUP_MARK)[0]
+
+    @property
+    def group(self) -> str:
+        return self.path.partition(_GROUP_MARK)[2]
+
+
+def _in_groups(reads):
+    """An index's reads as reads of its group (a file of a map of groups):
+    ("<file>\\0<group>", dataset in the group, rows), where the group is the
+    parent every dataset the index read shares ("0003" of "0003/data" and
+    "0003/grid/t"); None when they share none (a dataset of the root, or
+    datasets of two groups)."""
+    common = None
+    for _, dataset, _ in reads:
+        parents = dataset.split("/")[:-1]
+        common = parents if common is None else os.path.commonprefix([common, parents])
+        if not common:
+            return None
+    group = "/".join(common)
+    cut = len(group) + 1
+    return tuple((path + _GROUP_MARK + group, dataset[cut:], rows)
+                 for path, dataset, rows in reads)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,6 +340,17 @@ def _other_rows(before, after) -> bool:
     return not common
 
 
+def _most_read(records) -> Optional[Tuple[collections.Counter, str]]:
+    """(indices per dataset, the most read: among equals the first by name)
+    of {index: reads}, or None without reads."""
+    counts = collections.Counter()
+    for reads in records.values():
+        counts.update({dataset for _, dataset, _ in reads})
+    if not counts:
+        return None
+    return counts, min(counts, key=lambda d: (-counts[d], d))
+
+
 class LearnedMap:
     """Everything learned so far, from every worker file of the job."""
 
@@ -312,8 +361,12 @@ class LearnedMap:
         self._offsets: Dict[str, int] = {}
         self._realpaths: Dict[str, str] = {}
         self.unlearnable = 0  # records nothing could be learned from
-        # The last map built found that every index reads datasets of its own.
+        # The last map built found that every index reads datasets of its own,
+        # with no group of its own to make a map of groups from.
         self.datasets_of_their_own = False
+        # The last map built is one of groups: {index: its reads as _in_groups
+        # gives them} (reads with no group of their own left out), else None.
+        self._grouped: Optional[Dict[int, tuple]] = None
         self.rechecked = 0    # indices read again while learning
         self.changed = 0      # ... that read other rows than before
         self._map: Optional[LearnedSampleMap] = None
@@ -378,6 +431,13 @@ class LearnedMap:
             if not changed and len(reads) <= len(known):
                 return  # the same rows, fewer of its reads looked at: keep the fuller record
         self._reads[index] = reads
+        if self._grouped is not None:
+            grouped = _in_groups(reads)
+            if grouped is None:
+                self._grouped.pop(index, None)
+                self._map = None
+                return
+            self._grouped[index] = reads = grouped
         if not self._still_fits(index, reads, new=known is None):
             self._map = None
 
@@ -584,7 +644,8 @@ class LearnedMap:
         connector checks each file's size and rows before binding it)."""
         m = self._map
         rows = {f.rows for f in m.files}
-        if len(rows) != 1 or len(self._reads) < _MIN_PATTERN_EVIDENCE or m.companions:
+        if (len(rows) != 1 or len(self._reads) < _MIN_PATTERN_EVIDENCE or m.companions
+                or self._grouped is not None):
             return
         per_file = rows.pop()
         seen = {f.path for f in m.files}
@@ -616,25 +677,41 @@ class LearnedMap:
             self._sibling_cache[key] = found
         return found
 
+    def _map_reads(self, index: int):
+        """An index's reads as the map describes them (in groups for a map of groups)."""
+        if self._grouped is not None:
+            return self._grouped.get(index)
+        return self._reads.get(index)
+
+    def _rows_in(self, path: str, dataset: str, default=None):
+        """The rows of `dataset` of a file of the map (a group's: named in it)."""
+        real, _, group = path.partition(_GROUP_MARK)
+        return self._dataset_rows.get((real, f"{group}/{dataset}" if group else dataset), default)
+
     def _build_map(self) -> Optional[LearnedSampleMap]:
-        counts = collections.Counter()
-        for reads in self._reads.values():
-            counts.update({dataset for _, dataset, _ in reads})
-        if not counts:
+        self._grouped = None
+        records = self._reads
+        primary = _most_read(records)
+        if primary is None:
             return None
-        # The most read; among equals the first by name (set order is arbitrary).
-        primary = min(counts, key=lambda d: (-counts[d], d))
-        self.datasets_of_their_own = (len(self._reads) >= _OWN_DATASET_EVIDENCE
-                                      and counts[primary] <= _OWN_DATASET_READERS)
-        if self.datasets_of_their_own:
-            return None
+        counts, primary = primary
+        self.datasets_of_their_own = False
+        if len(records) >= _OWN_DATASET_EVIDENCE and counts[primary] <= _OWN_DATASET_READERS:
+            # Every index reads datasets of its own: a map of their groups, if they have any.
+            grouped = {i: g for i, r in records.items() if (g := _in_groups(r)) is not None}
+            found = _most_read(grouped)
+            if found is None or found[0][found[1]] <= _OWN_DATASET_READERS:
+                self.datasets_of_their_own = True
+                return None
+            (counts, primary), records = found, grouped
+            self._grouped = grouped
         # Other fields: read at the primary's file and rows by (almost) every index;
         # companions: read at the primary's rows in another file (see _companions).
         same = collections.Counter()
         beside = collections.Counter()  # (primary file, other file, dataset) -> indices
         with_primary = 0
         of_file = collections.Counter()  # primary file -> indices that read it
-        for reads in self._reads.values():
+        for reads in records.values():
             primary_reads = {(p, rows) for p, d, rows in reads if d == primary}
             if not primary_reads:
                 continue
@@ -648,13 +725,12 @@ class LearnedMap:
             beside.update({(at_rows[rows], p, d) for p, d, rows in reads
                            if rows in at_rows and p != at_rows[rows]})
         fields = [primary] + sorted(d for d, n in same.items() if n >= 0.99 * with_primary)
-        paths = sorted({p for reads in self._reads.values() for p, d, _ in reads if d == primary})
+        paths = sorted({p for reads in records.values() for p, d, _ in reads if d == primary})
         files = []
         for path in paths:
-            rows = self._dataset_rows[(path, primary)]
+            rows = self._rows_in(path, primary)
             # A field of another length in this file cannot share the primary's rows.
-            fields = [f for f in fields
-                      if f == primary or self._dataset_rows.get((path, f), rows) == rows]
+            fields = [f for f in fields if f == primary or self._rows_in(path, f, rows) == rows]
             files.append(MapFile(path, rows))
         companions, companion_fields = self._companions(files, of_file, beside)
         fields += [d for d in companion_fields if d not in fields]
@@ -683,7 +759,7 @@ class LearnedMap:
         for (p, q, d), n in beside.items():
             owners[q].add(p)
             if (q not in primaries and n >= 0.99 * of_file[p]
-                    and self._dataset_rows.get((q, d)) == rows_of[p]):
+                    and self._rows_in(q, d) == rows_of[p]):
                 found[(p, q)].add(d)
         of_primary: Dict[str, List[str]] = collections.defaultdict(list)
         for p, q in found:
@@ -697,7 +773,7 @@ class LearnedMap:
 
     def _learned_samples(self, index: int) -> Tuple[int, ...]:
         m = self._map
-        reads = self._reads.get(index)
+        reads = self._map_reads(index)
         if m is None or not reads:
             return ()
         primary = m.fields[0]

@@ -132,7 +132,7 @@ std::string NodeAgent::PrepareDatasets() {
   for (std::uint32_t f = 0; f < map.files().size(); ++f) {
     for (std::uint32_t j = 0; j < map.fields().size(); ++j) {
       const std::string path(map.PlaceOf(f, j).path);
-      const std::string& name = map.fields()[j].dataset;
+      const std::string name = map.DatasetOf(f, j);
       auto resolved = DatasetResolver::Resolve(path, name, /*only_hdf5_thread=*/true);
       if (!resolved.ok()) {
         runtime.Log(LogLevel::kWarn, "node agent: " + resolved.status().message() +

@@ -42,8 +42,13 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
   std::shared_ptr<FileState> file = FileState::Make(path.c_str(), /*writable=*/false,
                                                     /*posix_driver=*/true);
   if (!file->identity.valid) return io::Status::IoError("cannot stat " + path);
-  if (OpenFiles::Find(file->identity) != nullptr) {
-    return io::Status::Unsupported(path + " is open in the application");
+  // A file the application has open for writing (or SWMR reading) may change
+  // under us; one it reads is opened again here, apart from its open (below):
+  // a group per sample keeps datasets the application has not opened yet in
+  // the very file it reads.
+  if (const std::shared_ptr<FileState> open = OpenFiles::Find(file->identity);
+      open != nullptr && open->writable) {
+    return io::Status::Unsupported(path + " is open for writing in the application");
   }
   PreservedErrorStack keep;  // nothing of this may reach the application's error stack
   QuietErrorPrinting quiet;  // ... nor its stderr: a dataset not in the file is an answer here

@@ -14,8 +14,10 @@
 // With a library that is not thread-safe Available() is false, and only the
 // datasets the application opened are prefetched.
 //
-// Files the application has open are never opened a second time here (their
-// datasets are prepared by the application's own opens).
+// A file the application has open for reading is opened a second time here,
+// apart from the application's open (another driver: see Resolve): a group
+// per sample (PDEBench's seeds) keeps the datasets the application has not
+// opened yet in the file it reads. One it has open for writing is not.
 #ifndef PRESCIENT_VOL_SCHEDULE_DATASET_RESOLVER_H_
 #define PRESCIENT_VOL_SCHEDULE_DATASET_RESOLVER_H_
 

@@ -120,6 +120,7 @@ std::string ScheduleBinding::DescribeMap() const {
   text += files.front().path;
   if (files.size() > 1) text += " ... " + files.back().path;
   if (map_.has_field_files()) text += ", some fields in files of their own";
+  if (map_.has_groups()) text += ", each a group of a file";
   text += "), field";
   text += map_.fields().size() == 1 ? " " : "s ";
   for (std::size_t f = 0; f < map_.fields().size(); ++f)
@@ -127,40 +128,42 @@ std::string ScheduleBinding::DescribeMap() const {
   return text;
 }
 
-std::optional<std::uint32_t> ScheduleBinding::FileByIdentity(std::uint64_t device,
-                                                             std::uint64_t inode) const {
+std::optional<std::string_view> ScheduleBinding::PathByIdentity(std::uint64_t device,
+                                                                std::uint64_t inode) const {
   cache::MutexLock lock(&mutex_);
-  if (!files_by_identity_) {
-    files_by_identity_.emplace();
+  if (!paths_by_identity_) {
+    paths_by_identity_.emplace();
     for (std::uint32_t f = 0; f < map_.files().size(); ++f) {
       for (const std::string_view path : map_.PathsOf(f)) {
         struct stat st{};
         if (::stat(std::string(path).c_str(), &st) == 0) {
-          files_by_identity_->emplace(std::make_pair(static_cast<std::uint64_t>(st.st_dev),
+          paths_by_identity_->emplace(std::make_pair(static_cast<std::uint64_t>(st.st_dev),
                                                      static_cast<std::uint64_t>(st.st_ino)),
-                                      f);
+                                      path);
         }
       }
     }
   }
-  auto it = files_by_identity_->find({device, inode});
-  if (it == files_by_identity_->end()) return std::nullopt;
+  auto it = paths_by_identity_->find({device, inode});
+  if (it == paths_by_identity_->end()) return std::nullopt;
   return it->second;
 }
 
 std::variant<FieldRef, std::string> ScheduleBinding::BindField(const DatasetFacts& d) const {
   if (!map_.has_files()) return std::string("the schedule names no dataset");
   const std::string canonical = Canonical(d.path);
-  std::optional<std::uint32_t> file = map_.FileIndex(canonical);
-  const bool by_path = file.has_value();
-  if (!file) file = FileByIdentity(d.device, d.inode);
-  if (!file) return d.path + " is not one of the schedule's files";
-  const std::optional<std::uint32_t> field = map_.FieldIndex(d.name);
-  if (!field) return "dataset " + d.name + " is not one of the schedule's fields";
+  std::optional<std::string_view> path;
+  if (map_.HasPath(canonical)) path = canonical;
+  const bool by_path = path.has_value();
+  if (!path) path = PathByIdentity(d.device, d.inode);
+  if (!path) return d.path + " is not one of the schedule's files";
+  // A file of the map may be a group of the file: the dataset's name says which.
+  const std::optional<scheduler::MapSlot> slot = map_.Find(*path, d.name);
+  if (!slot) return "dataset " + d.name + " is not one of the schedule's fields";
   // A file of the map may keep fields in files of their own: the field must
   // be the one this very file holds (the labels in the labels' file).
   if (map_.has_field_files()) {
-    const scheduler::FieldPlace place = map_.PlaceOf(*file, *field);
+    const scheduler::FieldPlace place = map_.PlaceOf(slot->file, slot->field);
     const bool here =
         by_path ? place.path == canonical : SameFile(std::string(place.path), d.device, d.inode);
     if (!here) {
@@ -168,9 +171,10 @@ std::variant<FieldRef, std::string> ScheduleBinding::BindField(const DatasetFact
              std::string(place.path) + ")";
     }
   }
-  std::string mismatch = map_.Mismatch(*file, *field, d.rows, d.row_bytes, d.size, d.mtime_ns);
+  std::string mismatch =
+      map_.Mismatch(slot->file, slot->field, d.rows, d.row_bytes, d.size, d.mtime_ns);
   if (!mismatch.empty()) return mismatch;
-  return FieldRef{*file, *field};
+  return FieldRef{slot->file, slot->field};
 }
 
 std::uint64_t ScheduleBinding::NextUse(std::uint64_t sample,

@@ -132,7 +132,8 @@ class ScheduleBinding {
   ScheduleBinding(scheduler::ScheduleReader reader, std::uint32_t rank, const std::string& path,
                   const std::function<void(const std::string&)>& on_rebuild);
   std::optional<std::string> TryLoadIndex(const std::string& schedule_path);
-  std::optional<std::uint32_t> FileByIdentity(std::uint64_t device, std::uint64_t inode) const;
+  // The map's path of the file with this identity (a view into map_).
+  std::optional<std::string_view> PathByIdentity(std::uint64_t device, std::uint64_t inode) const;
 
   scheduler::ScheduleReader reader_;
   scheduler::SampleMap map_;
@@ -146,9 +147,10 @@ class ScheduleBinding {
       GUARDED_BY(mutex_);
   mutable std::map<std::uint32_t, std::shared_ptr<const EpochPositions>> positions_
       GUARDED_BY(mutex_);
-  // (device, inode) -> file, built on the first lookup a path did not answer.
-  mutable std::optional<std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t>>
-      files_by_identity_ GUARDED_BY(mutex_);
+  // (device, inode) -> the map's path, built on the first lookup a path did
+  // not answer.
+  mutable std::optional<std::map<std::pair<std::uint64_t, std::uint64_t>, std::string_view>>
+      paths_by_identity_ GUARDED_BY(mutex_);
 };
 
 }  // namespace prescient::vol

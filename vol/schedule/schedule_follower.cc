@@ -151,7 +151,7 @@ void ScheduleFollower::Bind(const std::shared_ptr<CachedDataset>& dataset, Field
   if (field_row_bytes_[ref.field] == 0) field_row_bytes_[ref.field] = dataset->row_bytes();
   Runtime::Get().Log(LogLevel::kInfo, "schedule bound to " + dataset->description() + " (file " +
                                           std::to_string(ref.file) + ", field " +
-                                          binding_->map().fields()[ref.field].dataset + ")");
+                                          binding_->map().DatasetOf(ref.file, ref.field) + ")");
 }
 
 std::uint64_t ScheduleFollower::BytesPerSample() const {
@@ -187,7 +187,7 @@ std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool r
   }
   // Prepared here, on the prefetch thread, without any lock of ours held.
   const std::string path(binding_->map().PlaceOf(ref.file, ref.field).path);
-  const std::string& name = binding_->map().fields()[ref.field].dataset;
+  const std::string name = binding_->map().DatasetOf(ref.file, ref.field);
   cache::io::Result<std::shared_ptr<CachedDataset>> resolved = DatasetResolver::Resolve(path, name);
   std::shared_ptr<CachedDataset> dataset;
   std::string why;

@@ -55,6 +55,7 @@ SAMPLES = FILES * ROWS_PER_FILE
 # "patches": raw float32 (4 MiB) and label uint8 (1 MiB) volumes, 735 patches.
 VOLUME, PATCH, STRIDE = (64, 128, 128), (8, 32, 32), (4, 16, 16)
 SEEDS, SEED_SHAPE = 96, (16, 32, 32, 2)  # "seeds": 128 KiB of float32 a sample, 12 MiB in all
+SEED_BATCH = 4
 COMPUTE_S = 0.02
 # How workers start (test_follow.py runs both): forked, as on Linux before Python 3.14, or
 # from a forkserver, Python 3.14's default.
@@ -301,7 +302,9 @@ def loader_for(shape, directory):
     if shape == "pairs":
         return fresh_loader(Pairs(directory))
     if shape == "seeds":
-        return fresh_loader(Seeds(directory))
+        # Batches of a few seeds as PDEBench trains (5 for its 2D data): 24 steps an epoch.
+        return DataLoader(Seeds(directory), batch_size=SEED_BATCH, shuffle=True, num_workers=2,
+                          multiprocessing_context=MP)
     if shape == "patches":
         return fresh_loader(Patches(directory))
     if shape == "batches":

@@ -188,28 +188,80 @@ def test_one_sample_per_file_is_predicted_from_the_sibling_files(tmp_path):
     assert learned.samples_of(3) == (3,)  # never read: predicted
 
 
-def test_datasets_of_their_own_per_index_are_no_map():
+def test_a_group_per_index_is_a_map_of_groups():
     """A group per sample (PDEBench's seeds: `f[key]["data"]`, `f[key]["grid"]["x"]`): every
-    index reads datasets no other index reads. Such records once gave a map of the first
-    sample's dataset alone (its 16 rows standing for 16 samples of index 0); they are no map.
-    The same records over datasets that the indices share are one."""
+    index reads datasets no other index reads, in a group of its own. Each group is a file
+    of the map, its datasets fields named in the group: index 7 stands for the 16 rows of
+    "0007/data". (Such records once gave a map of the first sample's dataset alone, its 16
+    rows standing for 16 samples of index 0, and then no map.)"""
     learned = LearnedMap()
-    for i in (7, 3, 90, 41) + tuple(range(10, 40)):  # 34 indices, in no order
+    order = (7, 3, 90, 41) + tuple(range(10, 40))  # 34 indices, in no order
+    for i in order:
         record(learned, [i], [f"/d/seeds.h5\t/{i:04d}/data\t16\t0+16\n",
+                              f"/d/seeds.h5\t/{i:04d}/grid/t\t16\t0+16\n",
                               f"/d/seeds.h5\t/{i:04d}/grid/x\t32\t0+32\n"])
-        if len(learned) == 20:
-            assert learned.sample_map() is not None  # too few indices to tell yet
-    assert learned.sample_map() is None and learned.datasets_of_their_own
-    assert learned.samples_of(7) == () and not learned.predicts()
-    # An index read again (workers re-check) does not make its dataset shared.
+    m = learned.sample_map()
+    assert not learned.datasets_of_their_own
+    # grid/t has the rows of data, grid/x does not: it is not a field.
+    assert m.fields == ("data", "grid/t") and m.num_samples == 34 * 16
+    groups = sorted(f"{i:04d}" for i in order)
+    assert [(f.file_path, f.group, f.rows) for f in m.files] == [
+        ("/d/seeds.h5", g, 16) for g in groups]
+    first = 16 * groups.index("0007")
+    assert learned.samples_of(7) == tuple(range(first, first + 16))
+    assert learned.samples_of(8) == ()  # a group not read yet is not known
+    # An index read again (workers re-check) keeps its group.
     record(learned, [7], ["/d/seeds.h5\t/0007/data\t16\t0+16\n",
-                          "/d/seeds.h5\t/0007/grid/x\t32\t0+32\n"])
-    assert learned.sample_map() is None
+                          "/d/seeds.h5\t/0007/grid/t\t16\t0+16\n"])
+    assert learned.samples_of(7) == tuple(range(first, first + 16))
+    # A new index's group joins the map.
+    record(learned, [8], ["/d/seeds.h5\t/0008/data\t16\t0+16\n"])
+    assert learned.sample_map().num_samples == 35 * 16 and len(learned.samples_of(8)) == 16
+
+
+def test_datasets_of_their_own_without_groups_are_no_map():
+    """Every index reads a dataset of its own in the root ("/x_0007"), or datasets of two
+    groups: no group stands for the index, so no map (reads are cached without a
+    schedule). The same records over datasets that the indices share are one."""
+    for lines in (lambda i: [f"/d/flat.h5\t/x_{i:04d}\t16\t0+16\n"],
+                  lambda i: [f"/d/two.h5\t/a{i}/x\t16\t0+16\n", f"/d/two.h5\t/b{i}/x\t16\t0+16\n"]):
+        learned = LearnedMap()
+        for i in (7, 3, 90, 41) + tuple(range(10, 40)):
+            record(learned, [i], lines(i))
+            if len(learned) == 20:
+                assert learned.sample_map() is not None  # too few indices to tell yet
+        assert learned.sample_map() is None and learned.datasets_of_their_own
+        assert learned.samples_of(7) == () and not learned.predicts()
 
     shared = LearnedMap()
     for i in range(34):  # the same count of indices, one row each of shared datasets
         record(shared, [i], [f"/d/all.h5\t/data\t96\t{i}+1\n", f"/d/all.h5\t/y\t96\t{i}+1\n"])
     assert shared.sample_map().fields == ("data", "y") and not shared.datasets_of_their_own
+
+
+def test_a_map_of_groups_is_published_as_groups_of_its_file(tmp_path):
+    """The schedule of a map of groups names each group of the file (format version 4), as
+    the connector's reader reads it."""
+    from prescient import _publish
+    from prescient_sampler._format import ScheduleFile
+
+    data = tmp_path / "seeds.h5"
+    data.write_bytes(b"\0" * 64)
+    with open(tmp_path / "learn-1", "ab") as f:
+        for i in range(40):
+            f.write(format_record([i], f"{data}\t/{i:04d}/data\t101\t0+101\n".encode()))
+    schedule = tmp_path / "schedule.bin"
+    publisher = _publish.Publisher(str(tmp_path), str(schedule), 1)
+    order = [[i] for i in reversed(range(40))]
+    _publish.save_order(str(tmp_path), 0, 0, order, 2)
+    assert publisher.publish() and publisher.covered == {(0, 0)}
+    read = ScheduleFile(str(schedule))
+    m = read.header.map
+    assert m.has_groups and [f.group for f in m.files] == [f"{i:04d}" for i in range(40)]
+    assert {f.path for f in m.files} == {str(data)} and m.num_samples == 40 * 101
+    assert m.find(str(data), "/0039/data") == (39, 0) and m.dataset_of(39, 0) == "0039/data"
+    samples, _ = read.part(0, 0)
+    assert list(samples[:101]) == list(range(39 * 101, 40 * 101))  # index 39 first
 
 
 def test_siblings_that_break_the_numbering_are_not_believed(tmp_path):

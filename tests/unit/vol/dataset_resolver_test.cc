@@ -2,7 +2,8 @@
 // file has is prepared; one it lacks (a label dataset looked for in a file of
 // images, when a followed map's labels are in a file of their own) is an
 // answer, not an error of the application's: nothing on stderr, nothing left
-// on the thread's error stack, its printing setting as it was. Real HDF5.
+// on the thread's error stack, its printing setting as it was; a file the
+// application reads is opened again, one it writes is not. Real HDF5.
 #include "vol/schedule/dataset_resolver.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "tests/unit/vol/int_rows_file.h"
+#include "vol/objects/file_state.h"
 #include "vol/serve/cache_client.h"
 
 namespace prescient::vol {
@@ -32,6 +34,28 @@ TEST_F(DatasetResolverTest, ADatasetTheFileHasIsPrepared) {
   const auto resolved = DatasetResolver::Resolve(file_.path(), "x");
   ASSERT_TRUE(resolved.ok()) << resolved.status().message();
   EXPECT_NE(resolved.value(), nullptr);
+}
+
+// A group per sample keeps the datasets not opened yet in the file the
+// application reads: such a file is opened again, apart. One the application
+// writes may change under the prefetch thread: it is not.
+TEST_F(DatasetResolverTest, AFileTheApplicationReadsIsOpenedAgainOneItWritesIsNot) {
+  const std::shared_ptr<FileState> reading = FileState::Make(file_.path().c_str(), false);
+  ASSERT_TRUE(reading->identity.valid);
+  OpenFiles::Remember(reading);
+  const auto resolved = DatasetResolver::Resolve(file_.path(), "x");
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  EXPECT_NE(resolved.value(), nullptr);
+
+  testing::IntRowsFile written{"resolver-written", 16};
+  ASSERT_TRUE(written.ok());
+  const std::shared_ptr<FileState> writing = FileState::Make(written.path().c_str(), true);
+  OpenFiles::Remember(writing);
+  const auto refused = DatasetResolver::Resolve(written.path(), "x");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("open for writing in the application"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 // On a thread of its own, as the prefetch thread: a new thread's HDF5 prints
