@@ -16,7 +16,13 @@ std::uint64_t ScheduleOracle::Ask(
   const std::optional<BoundFields::Entry> entry = bound_.Get(ds);
   if (!entry) return kNever;
   const std::uint64_t floor = consumed ? std::max(now, consumed->second) : now;
-  if (entry->grouped) return floor + 1;
+  if (entry->grouped) {
+    // An entry holds several rows. Those of a group of a map of groups are
+    // read together, its index's (PDEBench's seed is read whole): the first
+    // row's next use is every entry's. Others are kept as needed right away.
+    if (binding_.map().files()[entry->field.file].group.empty()) return floor + 1;
+    row = 0;
+  }
   try {
     std::array<std::uint64_t, RankProgress::kMaxLocalRanks> progress;
     const std::size_t n = progress_.Snapshot(progress);

@@ -7,7 +7,9 @@
 // at or after the step that rank has reached, so rows a faster rank has
 // consumed are not kept as if urgent for it. Datasets of small rows cached
 // several to an entry (CachedDataset::grouped) are small by construction and
-// kept as needed right away. Unbound datasets are "never" (evicted first).
+// kept as needed right away, unless they are a group of a map of groups: its
+// index reads the group whole, so every entry has the next use of its first
+// row. Unbound datasets are "never" (evicted first).
 // While the node's agent runs, keys also say whether this node owns the
 // sample (node_ownership.h: HeldKey), so owned rows are evicted last.
 #ifndef PRESCIENT_VOL_SCHEDULE_SCHEDULE_ORACLE_H_

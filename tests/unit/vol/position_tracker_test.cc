@@ -337,6 +337,49 @@ TEST_F(PositionTrackerTest, OracleAnswersFromTheNodeIndex) {
   EXPECT_EQ(failures.load(), 0u);
 }
 
+// A group of a map of groups is read whole by its index: every entry of it
+// (small rows cached several to an entry) has its first row's next use.
+TEST(ScheduleOracleGroups, EntriesOfAGroupHaveItsFirstRowsNextUse) {
+  const std::string path =
+      ::testing::TempDir() + "/groups-oracle." + std::to_string(::getpid()) + ".sched";
+  std::vector<scheduler::MapFile> groups;
+  for (int g = 0; g < 50; ++g) {
+    groups.push_back({"/seeds.h5", 4, 1000, 1, {}, "s" + std::to_string(1000 + g)});
+  }
+  scheduler::ScheduleHeader header;
+  header.map = scheduler::SampleMap(groups, {{"data", 64}});
+  header.source = "torch-distributed";
+  scheduler::LoaderSpec spec;
+  spec.seed = 7;
+  header.parameters = scheduler::CanonicalLoaderParameters(spec);
+  header.layout = {.ranks = 1, .ranks_per_node = 1, .workers = 0, .batch_size = 4};
+  header.epochs = 2;
+  header.num_samples = kSamples;
+  header.seed = 7;
+  scheduler::WriteRecipeFile(path, header);
+  const std::shared_ptr<ScheduleBinding> binding =
+      ScheduleBinding::Open(path, 0, [](const std::string& m) { FAIL() << m; });
+  ASSERT_NE(binding, nullptr);
+  cache::CacheOptions options;
+  options.capacity_bytes = 4 << 20;
+  options.name_prefix = "prescient-groups-oracle-test-" + std::to_string(::getpid());
+  auto opened = cache::NodeCache::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  BoundFields bound;
+  RankProgress progress(*opened.value(), *binding);
+  std::atomic<std::uint64_t> failures{0};
+  ScheduleOracle oracle(*binding, bound, progress, failures, nullptr);
+  ASSERT_TRUE(bound.Set(6, {.field = {10, 0}, .grouped = true}));   // entries of 2 rows
+  ASSERT_TRUE(bound.Set(7, {.field = {10, 0}, .grouped = false}));  // the same group, row by row
+  const std::uint64_t now = 3;
+  const std::uint64_t first_row = oracle.NextUse(7, 0, now);
+  ASSERT_NE(first_row, now + 1);  // what a grouped entry of another map gets
+  EXPECT_EQ(oracle.NextUse(6, 0, now), first_row);
+  EXPECT_EQ(oracle.NextUse(6, 1, now), first_row);  // the entry of rows 2 and 3
+  EXPECT_EQ(failures.load(), 0u);
+  ::unlink(path.c_str());
+}
+
 TEST(ScheduleBindingOpen, UnusableFilesWarnOnce) {
   std::vector<std::string> warnings;
   auto warn = [&](const std::string& m) { warnings.push_back(m); };
