@@ -82,6 +82,15 @@ _EXCEPTION_SHARE = 16
 # reads.
 _OWN_DATASET_EVIDENCE = 32
 _OWN_DATASET_READERS = 2
+# A map of groups numbers every row of a group as a sample, so an index whose
+# group's primary dataset has many rows stands for as many samples: the
+# schedule, each process's next-use index and the position of every read grow
+# with them. Groups of up to this many rows are mapped (PDEBench's seeds: 101
+# time steps); longer ones are not (groups of 256 rows of 1 KiB each, followed
+# at a cache a quarter of the data, ran at 0.74-0.78x native against 0.98-1.02x
+# unfollowed, RESULTS.md "A group per sample, followed"): their reads are
+# cached without a schedule, as before maps of groups.
+_MAX_GROUP_ROWS = 128
 
 # The rows of a read, in the order read: a range when they are one run of
 # ascending rows (nearly every read: a sample's row, a contiguous block), else
@@ -338,6 +347,13 @@ def _other_rows(before, after) -> bool:
             if known != rows:
                 return True
     return not common
+
+
+def _rows_per_index(records, dataset: str) -> int:
+    """The rows of `dataset` most indices read (in {index: reads})."""
+    rows = collections.Counter(sum(len(r) for _, d, r in reads if d == dataset)
+                               for reads in records.values())
+    return rows.most_common(1)[0][0] if rows else 0
 
 
 def _most_read(records) -> Optional[Tuple[collections.Counter, str]]:
@@ -700,7 +716,8 @@ class LearnedMap:
             # Every index reads datasets of its own: a map of their groups, if they have any.
             grouped = {i: g for i, r in records.items() if (g := _in_groups(r)) is not None}
             found = _most_read(grouped)
-            if found is None or found[0][found[1]] <= _OWN_DATASET_READERS:
+            if (found is None or found[0][found[1]] <= _OWN_DATASET_READERS
+                    or _rows_per_index(grouped, found[1]) > _MAX_GROUP_ROWS):
                 self.datasets_of_their_own = True
                 return None
             (counts, primary), records = found, grouped

@@ -9,6 +9,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "python"))
+sys.path.insert(0, str(REPO / "scheduler" / "python"))
 
 from prescient._learn import LearnedMap, format_record  # noqa: E402
 
@@ -217,6 +218,19 @@ def test_a_group_per_index_is_a_map_of_groups():
     # A new index's group joins the map.
     record(learned, [8], ["/d/seeds.h5\t/0008/data\t16\t0+16\n"])
     assert learned.sample_map().num_samples == 35 * 16 and len(learned.samples_of(8)) == 16
+
+
+def test_groups_of_more_rows_than_a_map_of_groups_takes_are_no_map():
+    """A group whose dataset has more rows than _MAX_GROUP_ROWS would stand for as many
+    samples per index: such groups are cached without a schedule, as before maps of groups."""
+    from prescient._learn import _MAX_GROUP_ROWS
+
+    for rows, mapped in ((_MAX_GROUP_ROWS, True), (_MAX_GROUP_ROWS + 1, False)):
+        learned = LearnedMap()
+        for i in range(40):
+            record(learned, [i], [f"/d/s.h5\t/s{i:06d}/data\t{rows}\t0+{rows}\n"])
+        assert (learned.sample_map() is not None) == mapped, rows
+        assert learned.datasets_of_their_own != mapped
 
 
 def test_datasets_of_their_own_without_groups_are_no_map():
