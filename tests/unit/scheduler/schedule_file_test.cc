@@ -59,6 +59,14 @@ class ScheduleFileTest : public ::testing::Test {
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
 
+  // The format version in a file's preamble.
+  static std::uint32_t VersionOf(const std::string& path) {
+    const Bytes bytes = Read(path);
+    std::uint32_t version = 0;
+    std::memcpy(&version, bytes.data() + 8, sizeof version);
+    return version;
+  }
+
   // Opens, verifies and materialises; returns the error code or -1.
   static int ErrorOf(const std::string& path) {
     try {
@@ -357,14 +365,8 @@ TEST_F(ScheduleFileTest, SampleMapRoundTripsAndChecksDatasets) {
 // Format version 3: fields in files of their own. Written only when a map
 // has them, so other schedules stay readable by builds that read version 2.
 TEST_F(ScheduleFileTest, FieldFilesRoundTripInVersionThree) {
-  auto version_of = [](const std::string& path) {
-    const Bytes bytes = Read(path);
-    std::uint32_t version = 0;
-    std::memcpy(&version, bytes.data() + 8, sizeof version);
-    return version;
-  };
   WriteScheduleFile(Path("plain.sched"), header_, schedule_);
-  EXPECT_EQ(version_of(Path("plain.sched")), 2u);
+  EXPECT_EQ(VersionOf(Path("plain.sched")), 2u);
 
   std::vector<MapFile> files;
   for (int i = 0; i < 2; ++i) {
@@ -376,7 +378,7 @@ TEST_F(ScheduleFileTest, FieldFilesRoundTripInVersionThree) {
   WriteScheduleFile(Path("pair.sched"), h, schedule_);
   WriteRecipeFile(Path("pair.recipe"), h);
   for (const char* name : {"pair.sched", "pair.recipe"}) {
-    EXPECT_EQ(version_of(Path(name)), 3u);
+    EXPECT_EQ(VersionOf(Path(name)), 3u);
     const ScheduleReader reader = ScheduleReader::Open(Path(name));
     EXPECT_EQ(reader.header().map, h.map);
     ASSERT_EQ(reader.header().map.files()[1].field_files.size(), 1u);
@@ -399,12 +401,6 @@ TEST_F(ScheduleFileTest, FieldFilesRoundTripInVersionThree) {
 // Format version 4: files of the map that are groups. Written only when a
 // map has them.
 TEST_F(ScheduleFileTest, GroupsRoundTripInVersionFour) {
-  auto version_of = [](const std::string& path) {
-    const Bytes bytes = Read(path);
-    std::uint32_t version = 0;
-    std::memcpy(&version, bytes.data() + 8, sizeof version);
-    return version;
-  };
   std::vector<MapFile> files;
   for (int i = 0; i < 2; ++i) {
     files.push_back({"/pde/seeds.h5", i == 0 ? 50u : 47u, 1000u, 5, {}, "000" + std::to_string(i)});
@@ -414,7 +410,7 @@ TEST_F(ScheduleFileTest, GroupsRoundTripInVersionFour) {
   WriteScheduleFile(Path("groups.sched"), h, schedule_);
   WriteRecipeFile(Path("groups.recipe"), h);
   for (const char* name : {"groups.sched", "groups.recipe"}) {
-    EXPECT_EQ(version_of(Path(name)), 4u);
+    EXPECT_EQ(VersionOf(Path(name)), 4u);
     const ScheduleReader reader = ScheduleReader::Open(Path(name));
     EXPECT_EQ(reader.header().map, h.map);
     EXPECT_EQ(reader.header().map.files()[1].group, "0001");
