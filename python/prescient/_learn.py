@@ -707,10 +707,10 @@ class LearnedMap:
     def _build_map(self) -> Optional[LearnedSampleMap]:
         self._grouped = None
         records = self._reads
-        primary = _most_read(records)
-        if primary is None:
+        found = _most_read(records)
+        if found is None:
             return None
-        counts, primary = primary
+        counts, primary = found
         self.datasets_of_their_own = False
         if len(records) >= _OWN_DATASET_EVIDENCE and counts[primary] <= _OWN_DATASET_READERS:
             # Every index reads datasets of its own: a map of their groups, if they have any.
