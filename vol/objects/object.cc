@@ -81,7 +81,9 @@ VolObject* VolObject::Wrap(void* under, hid_t under_vol_id, ObjectKind kind,
   object->under_vol_id = under_vol_id;
   object->kind = kind;
   object->file = std::move(file);
-  H5Iinc_ref(under_vol_id);
+  // The library holds the native connector's id from its initialisation to
+  // its end, after every file (and so every wrapper) is closed.
+  if (under_vol_id != H5VL_NATIVE) object->holds_vol_ref = H5Iinc_ref(under_vol_id) >= 0;
   return object;
 }
 
@@ -97,12 +99,14 @@ VolObject* VolObject::WrapOpened(void* under, hid_t under_vol_id, ObjectKind kin
 
 void VolObject::Free(VolObject* object) {
   if (object == nullptr) return;
-  {
-    PreservedErrorStack keep;
-    H5Idec_ref(object->under_vol_id);
-    object->magic = 0;
-    delete object;  // DatasetState's destructor may close HDF5 ids: still inside `keep`
+  object->magic = 0;
+  if (!object->holds_vol_ref && object->dataset == nullptr) {
+    delete object;  // nothing left that calls HDF5 (a FileState's destructor does not)
+    return;
   }
+  PreservedErrorStack keep;
+  if (object->holds_vol_ref) H5Idec_ref(object->under_vol_id);
+  delete object;  // DatasetState's destructor may close HDF5 ids: still inside `keep`
 }
 
 }  // namespace prescient::vol

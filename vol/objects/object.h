@@ -3,9 +3,11 @@
 // Every file, group, dataset, datatype, attribute and request that passes
 // through the connector is wrapped in a VolObject: the under object, the under
 // connector's id (one reference held per wrapper, as HDF5's pass-through
-// contract requires) and what Prescient knows about it: the file it belongs to
-// and, for datasets, their identity. Wrappers are created on the caller's
-// thread inside a callback and freed by the close that ends them.
+// contract requires, except for the native connector, whose id the library
+// itself holds while it is initialised) and what Prescient knows about it: the
+// file it belongs to and, for datasets, their identity. Wrappers are created
+// on the caller's thread inside a callback and freed by the close that ends
+// them.
 #ifndef PRESCIENT_VOL_OBJECTS_OBJECT_H_
 #define PRESCIENT_VOL_OBJECTS_OBJECT_H_
 
@@ -46,7 +48,8 @@ void SetCloseUnderRecorder(void (*recorder)(void* under, hid_t under_vol_id, Obj
 struct VolObject {
   static constexpr std::uint32_t kMagic = 0x50524553;  // "PRES": catches stray pointers in debug
 
-  // Takes a new reference on under_vol_id. Throws std::bad_alloc; a caller
+  // Takes a new reference on under_vol_id unless it is the native
+  // connector's (holds_vol_ref). Throws std::bad_alloc; a caller
   // that just opened `under` then closes it (CloseUnder), so nothing leaks.
   static VolObject* Wrap(void* under, hid_t under_vol_id, ObjectKind kind,
                          std::shared_ptr<FileState> file);
@@ -54,7 +57,12 @@ struct VolObject {
   // fails, the under object is closed (CloseUnder) before the exception goes on.
   static VolObject* WrapOpened(void* under, hid_t under_vol_id, ObjectKind kind,
                                std::shared_ptr<FileState> file);
-  // Drops the reference; safe after a failed call (keeps the error stack).
+  // Drops the reference, if one is held; safe after a failed call (keeps the
+  // error stack). A wrapper of the native connector's object that holds no
+  // dataset state calls no HDF5 function here: a job that opens some twenty
+  // small datasets and groups per sample (MACE's configurations) frees as many
+  // wrappers a sample, and a reference and an error-stack check each were
+  // about 1,300 instructions of locked library entries.
   static void Free(VolObject* object);
 
   static VolObject* From(void* p) { return static_cast<VolObject*>(p); }
@@ -62,6 +70,9 @@ struct VolObject {
   std::uint32_t magic = kMagic;
   void* under = nullptr;
   hid_t under_vol_id = H5I_INVALID_HID;
+  // Whether this wrapper took a reference on under_vol_id (Wrap decides, Free
+  // follows: the two never disagree, whatever the library's ids are by then).
+  bool holds_vol_ref = false;
   ObjectKind kind = ObjectKind::kOther;
   std::shared_ptr<FileState> file;        // null when unknown (e.g. wrapped blindly)
   std::shared_ptr<DatasetState> dataset;  // datasets Prescient identified

@@ -557,9 +557,11 @@ bool CacheClient::TooSmallToCache(const VolObject& dataset) noexcept {
     PreservedErrorStack keep;
     const UnderDataset queries(dataset);
     const haddr_t address = queries.Offset();
-    if (address == HADDR_UNDEF) return false;
+    if (address == HADDR_UNDEF) return false;  // chunked, or a failure: `keep` looks
     const std::optional<std::uint64_t> bytes = queries.StorageSize();
-    if (!bytes || *bytes >= min_bytes) return false;
+    if (!bytes) return false;
+    keep.CallsSucceeded();
+    if (*bytes >= min_bytes) return false;
     if (!options.follow) return true;
     const FileIdentity& file = dataset.file->identity;
     if (!file.valid) return false;

@@ -1,12 +1,13 @@
 // The generated forwarder, on fake callback/forwarding-function pairs: objects
 // are unwrapped, the id lands at its declared position, new objects and
 // requests are wrapped, a successful close frees the wrapper, failures pass
-// through untouched.
+// through untouched; and which wrappers hold a reference on their connector.
 #include "vol/passthrough/forwarding.h"
 
 #include <gtest/gtest.h>
 
 #include "vol/objects/file_state.h"
+#include "vol/passthrough/callbacks.h"
 
 namespace prescient::vol {
 namespace {
@@ -149,6 +150,43 @@ TEST_F(ForwarderTest, TwoObjectsBothUnwrappedNullAllowed) {
   EXPECT_EQ(g_seen.obj, nullptr);
   EXPECT_EQ(g_seen.id, H5VL_NATIVE);
   VolObject::Free(other);
+}
+
+// HDF5 holds the native connector's id for as long as it is initialised, so a
+// wrapper of a native object takes no reference (and its free calls no HDF5
+// function); a wrapper of another connector's object holds one until freed.
+// Either way an error stack the application has is left as it was.
+TEST(VolObjectTest, OnlyAWrapperOfANonNativeConnectorHoldsAReferenceOnIt) {
+  H5open();
+  const hid_t native = H5VL_NATIVE;
+  // Any connector but the native one: this one's own class serves.
+  const hid_t other = H5VLregister_connector(&ConnectorClass(), H5P_VOL_INITIALIZE_DEFAULT);
+  ASSERT_GE(other, 0);
+  ASSERT_NE(other, native);
+  const int native_refs = H5Iget_ref(native);
+  const int other_refs = H5Iget_ref(other);
+  int under = 0;
+
+  VolObject* of_native = VolObject::Wrap(&under, native, ObjectKind::kDataset, nullptr);
+  VolObject* of_other = VolObject::Wrap(&under, other, ObjectKind::kDataset, nullptr);
+  EXPECT_FALSE(of_native->holds_vol_ref);
+  EXPECT_TRUE(of_other->holds_vol_ref);
+  EXPECT_EQ(H5Iget_ref(native), native_refs);
+  EXPECT_EQ(H5Iget_ref(other), other_refs + 1);
+
+  // The application's error stack, which a public call (H5Iget_ref among
+  // them) would clear, is as it was after each free.
+  (void)H5Iinc_ref(H5I_INVALID_HID);
+  const hssize_t errors = H5Eget_num(H5E_DEFAULT);
+  ASSERT_GT(errors, 0);
+  VolObject::Free(of_native);
+  EXPECT_EQ(H5Eget_num(H5E_DEFAULT), errors);
+  VolObject::Free(of_other);
+  EXPECT_EQ(H5Eget_num(H5E_DEFAULT), errors);
+
+  EXPECT_EQ(H5Iget_ref(native), native_refs);
+  EXPECT_EQ(H5Iget_ref(other), other_refs);
+  EXPECT_GE(H5VLunregister_connector(other), 0);
 }
 
 }  // namespace
