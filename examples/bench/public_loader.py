@@ -7,6 +7,7 @@
     python3 examples/bench/public_loader.py fastmri --src DIR [--files 24] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py thewell --src DIR [--files 4] [--open-by-path] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py credit --src DIR [--years 2] [--compressed] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py mace --src DIR [--files 4] [--configs 500] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -101,6 +102,25 @@ epoch. Its example's DataLoader (batch 2, `shuffle=True`, `drop_last=True`), wit
 where it has 4, and the harness's transform to tensors (CREDIT's own also normalises with
 statistics files). With --compressed, each variable is stored as ERA5's netCDF-4 downloads
 are: a chunk per time step, shuffled and deflated (the values kept to two decimals).
+
+`mace`: MACE's HDF5 loader of atomistic configurations (github.com/ACEsuit/mace,
+mace/data/hdf5_dataset.py, class HDF5Dataset, and its dataset_from_sharded_hdf5), --src the
+repository's root (`git clone --depth 1 https://github.com/ACEsuit/mace build/public/mace`).
+Files of the layout its `mace_prepare_data` writes (save_configurations_as_HDF5: DIR/train/
+train_K.h5, one per preprocessing process): a group `config_batch_0` of groups `config_J`, one
+per configuration, each holding some twenty small datasets: `atomic_numbers` (N,) and
+`positions` (N, 3), `properties/energy` and `properties/forces` (N, 3), `properties/stress`
+(6,), `cell` (3, 3), `pbc` (3,) bool, the scalars `weight` and `property_weights/*`, and the
+variable-length strings `config_type` and "None" for each property the data lacks (virials,
+dipole, charges), N from 8 to 64 atoms (default 4 files of 500 configurations, about 3 KB
+of values each). A sample reads every one of them whole (`[()]`) through the file its worker
+opened once. The training loader as its run_train builds it for sharded HDF5 (a ConcatDataset
+of the files' datasets, DataLoader(batch 10, shuffle=True, drop_last=True) with its seeded
+generator), 2 workers, and a collate that keeps the samples as a list where its own builds a
+torch_geometric batch. The dataset's imports of the rest of MACE (AtomicData, which needs e3nn
+and matscipy to build graphs, and Configuration, from a module that needs ASE) are given
+stand-ins: a Configuration that keeps what it is given, and a from_config that turns it into
+tensors, since building neighbour graphs is model work, not I/O.
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
@@ -702,9 +722,110 @@ def credit_loader(src, directory, workers):
     return loader, _NoEpochs(), train
 
 
+
+def make_mace_files(directory, files, configs, log=print):
+    """MACE's sharded HDF5 layout (save_configurations_as_HDF5): DIR/train/train_K.h5."""
+    import h5py
+    import numpy as np
+
+    def write(train, rng):
+        atoms = 0
+        for k in range(files):
+            with h5py.File(os.path.join(train, f"train_{k}.h5"), "w") as f:
+                f.attrs["drop_last"] = False
+                batch = f.create_group("config_batch_0")
+                for j in range(configs):
+                    n = int(rng.integers(8, 65))
+                    atoms += n
+                    g = batch.create_group(f"config_{j}")
+                    g["atomic_numbers"] = rng.integers(1, 84, n)
+                    g["positions"] = rng.standard_normal((n, 3)) * 5
+                    properties = g.create_group("properties")
+                    properties["energy"] = float(rng.standard_normal() * 100)
+                    properties["forces"] = rng.standard_normal((n, 3))
+                    properties["stress"] = rng.standard_normal(6)
+                    for absent in ("virials", "dipole", "charges"):
+                        properties[absent] = "None"  # write_value(None)
+                    g["cell"] = np.diag(rng.uniform(8, 12, 3))
+                    g["pbc"] = np.array([True, True, bool(j % 2)])
+                    g["weight"] = 1.0
+                    weights = g.create_group("property_weights")
+                    for name, w in (("energy", 1.0), ("forces", 1.0), ("stress", 1.0),
+                                    ("virials", 0.0), ("dipole", 0.0), ("charges", 0.0)):
+                        weights[name] = w
+                    g["config_type"] = "Default"
+        return f"{files} files of {configs} configurations, {atoms} atoms in all"
+
+    return files_of_layout(directory, {"files": files, "configs": configs}, write, log)
+
+
+class _MaceConfiguration:
+    """Stands in for mace.data.utils.Configuration (a dataclass): keeps what it is given."""
+
+    def __init__(self, **fields):
+        self.head = None
+        self.__dict__.update(fields)
+
+
+class _MaceTensors:
+    """Stands in for MACE's AtomicData: from_config gives the configuration's values as
+    tensors (AtomicData builds the neighbour graph from them, model work this harness leaves
+    out), strings as they are."""
+
+    @classmethod
+    def from_config(cls, config, **_):
+        import numpy as np
+        import torch
+
+        def tensor(value):
+            return value if isinstance(value, str) else torch.as_tensor(np.asarray(value))
+
+        return {"atomic_numbers": tensor(config.atomic_numbers),
+                "positions": tensor(config.positions), "cell": tensor(config.cell),
+                "pbc": tensor(config.pbc), "weight": tensor(config.weight),
+                "config_type": config.config_type, "head": str(config.head),
+                "properties": {k: tensor(v) if v is not None else "None"
+                               for k, v in config.properties.items()},
+                "property_weights": {k: tensor(v) for k, v in config.property_weights.items()}}
+
+
+def _keep_as_list(samples):
+    return samples
+
+
+def mace_loader(src, directory, workers):
+    import types
+
+    import torch
+    from torch.utils.data import ConcatDataset, DataLoader
+
+    _public_source(src, "mace/data/hdf5_dataset.py", "ACEsuit/mace")
+    # The module's imports of the rest of MACE, given stand-ins before it is loaded (the
+    # packages' own __init__ files import e3nn and ASE).
+    for name in ("mace", "mace.data", "mace.tools"):
+        module = sys.modules.setdefault(name, types.ModuleType(name))
+        module.__path__ = [os.path.join(src, *name.split("."))]
+    stand_ins = {"mace.data.atomic_data": {"AtomicData": _MaceTensors},
+                 "mace.data.utils": {"Configuration": _MaceConfiguration},
+                 "mace.tools.utils": {"AtomicNumberTable": object}}
+    for name, attributes in stand_ins.items():
+        module = sys.modules.setdefault(name, types.ModuleType(name))
+        module.__dict__.update(attributes)
+    from mace.data.hdf5_dataset import dataset_from_sharded_hdf5
+
+    train = os.path.join(directory, "train")
+    # As run_train builds it for sharded HDF5 with one head: the shards' ConcatDataset in a
+    # ConcatDataset of heads, shuffled with its seeded generator, drop_last.
+    dataset = ConcatDataset([dataset_from_sharded_hdf5(train, z_table=None, r_max=5.0)])
+    loader = DataLoader(dataset, batch_size=10, shuffle=True, drop_last=True,
+                        num_workers=workers, collate_fn=_keep_as_list,
+                        generator=torch.Generator().manual_seed(123))
+    return loader, _NoEpochs(), train
+
+
 LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
            "pdebench": pdebench_loader, "unet3d": unet3d_loader, "fastmri": fastmri_loader,
-           "thewell": well_loader, "credit": credit_loader,
+           "thewell": well_loader, "credit": credit_loader, "mace": mace_loader,
            "thewell-by-path": lambda src, directory, workers: well_loader(src, directory, workers,
                                                                           by_path=True)}
 
@@ -856,6 +977,8 @@ def compare(args):
     elif args.loader == "thewell":
         make_well_files(data_dir, args.files, args.trajectories, args.steps, args.height,
                         args.width)
+    elif args.loader == "mace":
+        make_mace_files(data_dir, args.files, args.configs)
     else:
         make_fourcastnet_files(data_dir, args.years, args.steps, args.height, args.width)
     plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
@@ -894,7 +1017,7 @@ def compare(args):
     report = {"loader": args.loader, "src": args.src, "layout": {
         k: getattr(args, k)
         for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth",
-                  "slices", "trajectories", "levels", "compressed")
+                  "slices", "trajectories", "levels", "compressed", "configs")
         if hasattr(args, k)},
         "open_by_path": getattr(args, "open_by_path", False), "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
@@ -985,6 +1108,11 @@ def main(argv=None):
     p.add_argument("--width", type=int, default=360, help="longitudes (360)")
     p.add_argument("--compressed", action="store_true",
                    help="a shuffled, deflated chunk per time step (as ERA5's netCDF downloads)")
+    common(p)
+    p = sub.add_parser("mace", help="MACE's sharded HDF5 loader (HDF5Dataset)")
+    p.add_argument("--src", required=True, help="the root of a mace checkout")
+    p.add_argument("--files", type=int, default=4, help="files, one per preprocessing process (4)")
+    p.add_argument("--configs", type=int, default=500, help="configurations per file (500)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

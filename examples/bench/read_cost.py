@@ -14,7 +14,18 @@ DataLoader, the file in the page cache, under callgrind, as:
   quarter       a cache of a quarter of the data: misses, admissions and evictions in every epoch
 
 For each it prints the instructions spent inside H5Dread per read (inclusive: HDF5's own read
-and everything the connector does inside it), and the whole program's instructions. The
+and everything the connector does inside it), and the whole program's instructions.
+
+    env/run python3 examples/bench/read_cost.py --shape small-datasets [--samples 200]
+
+measures instead what a loop of many small datasets costs, one visit being the open of a dataset
+and its whole read (`g[name][()]`): the layout of MACE's sharded HDF5 files (public_loader.py
+mace: a group per configuration, some twenty datasets of a few hundred bytes each, scalars and
+strings among them), every dataset of the first --samples configurations visited in order, the
+file in the page cache. Opens, group lookups and closes are most of such a visit, so it counts
+the whole program, not H5Dread: a run that visits nothing is subtracted, and the rest divided by
+the visits. Variants: native, pass-through and cache as above, and `hdf5-pass-through` (HDF5's
+own pass-through connector over the native one: what stacking any connector costs). The
 connector runs without its admission thread (PRESCIENT_ADMIT_BEHIND=0: each read places its own
 misses), whose use depends on the machine's load at the moment. Wall time
 on this machine moves by 10% between runs minutes apart; instruction counts move by less than
@@ -38,6 +49,7 @@ import cachesize  # noqa: E402
 import workloads  # noqa: E402
 
 VARIANTS = ("native", "pass-through", "cache", "quarter")
+SMALL_VARIANTS = ("native", "pass-through", "cache", "hdf5-pass-through")
 
 # The child: one process, every row of both datasets per epoch, in a new order each epoch.
 CHILD = r"""
@@ -53,10 +65,34 @@ for _ in range(epochs):
 """
 
 
+# The small-datasets child: every dataset of the first n configurations, opened and read whole
+# (as MACE's HDF5Dataset.__getitem__ does); n = 0 measures the rest of the program.
+SMALL_CHILD = r"""
+import sys, h5py
+path, n = sys.argv[1], int(sys.argv[2])
+with h5py.File(path, "r") as f:
+    batch = f["config_batch_0"]
+    visits = 0
+    for j in range(n):
+        g = batch["config_" + str(j)]
+        for group in ("properties", "property_weights"):
+            for k in g[group]:
+                g[group][k][()]
+                visits += 1
+        for k in ("atomic_numbers", "positions", "weight", "config_type", "pbc", "cell"):
+            g[k][()]
+            visits += 1
+    print(visits)
+"""
+
+
 def variant_env(variant, plugin_dir, workload):
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith("PRESCIENT_") or k.startswith("HDF5_VOL") or k == "HDF5_PLUGIN_PATH")}
     if variant == "native":
+        return env
+    if variant == "hdf5-pass-through":
+        env["HDF5_VOL_CONNECTOR"] = "pass_through under_vol=0;under_info={}"
         return env
     # No admission thread: whether it takes a read's rows depends on the machine's load at that
     # moment (PRESCIENT_ADMIT_BEHIND_WHEN), which would make the count depend on it too.
@@ -89,11 +125,51 @@ def instructions(out_file):
     return counts
 
 
+def program_instructions(out_file):
+    text = subprocess.run(["callgrind_annotate", out_file], check=True, capture_output=True,
+                          text=True).stdout
+    total = re.search(r"^\s*([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text, re.M)
+    if not total:
+        raise SystemExit(f"read-cost: no total in {out_file}")
+    return int(total.group(1).replace(",", ""))
+
+
+def small_datasets(args, tmp):
+    """--shape small-datasets: instructions per visit of a small dataset (open and whole read)."""
+    import public_loader
+
+    data = os.path.join(args.workdir, "mace")
+    train = public_loader.make_mace_files(data, 1, max(args.samples, 1), log=print)
+    path = os.path.join(train, "train_0.h5")
+    print("| run | instructions per visit (open and read of a small dataset) | against native |")
+    print("|---|---|---|")
+    native = None
+    for variant in args.variants:
+        counts = []
+        for n in (0, args.samples):
+            out = os.path.join(tmp, f"callgrind.{variant}.{n}")
+            proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                   sys.executable, "-c", SMALL_CHILD, path, str(n)],
+                                  env=variant_env(variant, args.plugin_dir, None), check=True,
+                                  capture_output=True, text=True)
+            counts.append((int(proc.stdout.split()[-1]), program_instructions(out)))
+        visits = counts[1][0]
+        per_visit = (counts[1][1] - counts[0][1]) / visits
+        native = per_visit if variant == "native" else native
+        against = f"{per_visit / native - 1:+.1%}" if native and variant != "native" else ""
+        print(f"| {variant} | {per_visit:,.0f} | {against} |", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--samples", type=int, default=8000, help="rows of the workload (8000)")
+    p.add_argument("--shape", choices=("rows", "small-datasets"), default="rows",
+                   help="rows of one file (default), or many small datasets (MACE's layout)")
+    p.add_argument("--samples", type=int,
+                   help="rows of the workload (8000); configurations for small-datasets (200)")
     p.add_argument("--epochs", type=int, default=2, help="passes over every row (2)")
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--variants", nargs="+", choices=sorted(set(VARIANTS + SMALL_VARIANTS)),
+                   help=f"of {', '.join(VARIANTS)} (rows); {', '.join(SMALL_VARIANTS)} "
+                        "(small-datasets); all of the shape's by default")
     p.add_argument("--plugin-dir", default=os.path.join(REPO, "build", "bench", "plugins"),
                    help="where libprescient_vol.so is (build/bench/plugins)")
     p.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-data", "workloads"))
@@ -101,10 +177,22 @@ def main():
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
             raise SystemExit(f"read-cost: {tool} not found (env/run apt-get install -y valgrind)")
-    if any(v != "native" for v in args.variants) and not os.path.isfile(
+    small = args.shape == "small-datasets"
+    shape_variants = SMALL_VARIANTS if small else VARIANTS
+    args.variants = args.variants or list(shape_variants)
+    unknown = [v for v in args.variants if v not in shape_variants]
+    if unknown:
+        raise SystemExit(f"read-cost: {', '.join(unknown)}: not a variant of --shape {args.shape}")
+    if args.samples is None:
+        args.samples = 200 if small else 8000
+    if any(v not in ("native", "hdf5-pass-through") for v in args.variants) and not os.path.isfile(
             os.path.join(args.plugin_dir, "libprescient_vol.so")):
         raise SystemExit(f"read-cost: no libprescient_vol.so in {args.plugin_dir} (build it: "
                          "examples/bench/run --help builds build/bench; or --plugin-dir)")
+    if small:
+        with tempfile.TemporaryDirectory(prefix="read-cost-") as tmp:
+            small_datasets(args, tmp)
+        return
     workload = workloads.ensure(args.workdir, workloads.recipe("imglab", samples=args.samples))
     path = workload.files[0]
     reads = 2 * args.samples * args.epochs

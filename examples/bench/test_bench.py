@@ -721,3 +721,73 @@ def test_public_loader_source_must_hold_the_loaders_module(tmp_path, monkeypatch
     (tmp_path / "a" / "b.py").write_text("")
     public_loader._public_source(str(tmp_path), "a/b.py", "owner/repo")
     assert sys.path[0] == str(tmp_path)
+
+
+def test_public_loader_mace_layout_is_what_its_hdf5_dataset_reads(tmp_path):
+    """MACE's sharded layout (save_configurations_as_HDF5), and the harness's stand-ins for the
+    modules its HDF5Dataset imports, through a module of the same imports and reads (the public
+    source is not fetched in tests): one process per run, so the stand-ins stay in it."""
+    import h5py
+
+    import public_loader
+    d = str(tmp_path / "data")
+    train = public_loader.make_mace_files(d, 2, 7, log=lambda *_: None)
+    assert sorted(os.listdir(train)) == ["train_0.h5", "train_1.h5"]
+    with h5py.File(os.path.join(train, "train_1.h5"), "r") as f:
+        assert list(f) == ["config_batch_0"] and len(f["config_batch_0"]) == 7
+        g = f["config_batch_0/config_3"]
+        n = g["atomic_numbers"].shape[0]
+        assert 8 <= n <= 64 and g["positions"].shape == (n, 3)
+        assert g["properties/forces"].shape == (n, 3) and g["properties/energy"].shape == ()
+        assert g["properties/virials"][()] == b"None" and g["config_type"][()] == b"Default"
+        assert g["pbc"].dtype == bool and g["cell"].shape == (3, 3) and g["weight"][()] == 1.0
+        assert set(g["property_weights"]) == set(g["properties"])
+    src = tmp_path / "src"
+    (src / "mace" / "data").mkdir(parents=True)
+    (src / "mace" / "data" / "hdf5_dataset.py").write_text('''
+from glob import glob
+
+import h5py
+from torch.utils.data import ConcatDataset, Dataset
+
+from mace.data.atomic_data import AtomicData
+from mace.data.utils import Configuration
+from mace.tools.utils import AtomicNumberTable
+
+
+class HDF5Dataset(Dataset):
+    def __init__(self, path):
+        self.file = h5py.File(path, "r")
+        self.batch_size = len(self.file["config_batch_0"])
+
+    def __len__(self):
+        return len(self.file) * self.batch_size
+
+    def __getitem__(self, index):
+        g = self.file["config_batch_0"]["config_" + str(index)]
+        properties = {k: unpack(g["properties"][k][()]) for k in g["properties"]}
+        weights = {k: g["property_weights"][k][()] for k in g["property_weights"]}
+        config = Configuration(atomic_numbers=g["atomic_numbers"][()], positions=g["positions"][()],
+                               properties=properties, property_weights=weights,
+                               weight=g["weight"][()], config_type=unpack(g["config_type"][()]),
+                               pbc=g["pbc"][()], cell=g["cell"][()])
+        return AtomicData.from_config(config, z_table=None, cutoff=5.0)
+
+
+def unpack(value):
+    value = value.decode() if isinstance(value, bytes) else value
+    return None if str(value) == "None" else value
+
+
+def dataset_from_sharded_hdf5(files, z_table, r_max, **kwargs):
+    return ConcatDataset([HDF5Dataset(f) for f in sorted(glob(files + "/*"))])
+''')
+    result = tmp_path / "result.json"
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "public_loader.py"), "_run", "--loader",
+                           "mace", "--src", str(src), "--data", d, "--epochs", "2", "--result",
+                           str(result), "--workers", "0"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(result) as f:
+        epochs = json.load(f)
+    # 14 samples in batches of 10, the last one dropped; a new order each epoch.
+    assert len(epochs) == 2 and epochs[0]["digest"] != epochs[1]["digest"]
