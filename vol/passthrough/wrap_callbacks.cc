@@ -16,7 +16,8 @@ struct WrapContext {
   // One reference owned only while under_wrap_ctx is set: freeing that needs
   // the id after the call's objects may be gone. Without it (the native
   // connector has no wrap context) the id is used only to wrap objects during
-  // the call, while the object the context came from holds a reference.
+  // the call, while the object the context came from holds a reference (or,
+  // for the native connector's id, the library does).
   hid_t under_vol_id = H5I_INVALID_HID;
   void* under_wrap_ctx = nullptr;
   std::shared_ptr<FileState> file;
