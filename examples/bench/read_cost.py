@@ -25,7 +25,12 @@ strings among them), every dataset of the first --samples configurations visited
 file in the page cache. Opens, group lookups and closes are most of such a visit, so it counts
 the whole program, not H5Dread: a run that visits nothing is subtracted, and the rest divided by
 the visits. Variants: native, pass-through and cache as above, and `hdf5-pass-through` (HDF5's
-own pass-through connector over the native one: what stacking any connector costs). The
+own pass-through connector over the native one: what stacking any connector costs).
+
+    env/run python3 examples/bench/read_cost.py --shape file-per-sample [--samples 300]
+
+counts the same way a visit of a file per sample (the never-slower suite's `onefile`: open
+the file, read its `x` (64 x 64 float32) and `y` whole, close it), --samples files. The
 connector runs without its admission thread (PRESCIENT_ADMIT_BEHIND=0: each read places its own
 misses), whose use depends on the machine's load at the moment. Wall time
 on this machine moves by 10% between runs minutes apart; instruction counts move by less than
@@ -49,7 +54,7 @@ import cachesize  # noqa: E402
 import workloads  # noqa: E402
 
 VARIANTS = ("native", "pass-through", "cache", "quarter")
-SMALL_VARIANTS = ("native", "pass-through", "cache", "hdf5-pass-through")
+VISIT_VARIANTS = ("native", "pass-through", "cache", "hdf5-pass-through")
 
 # The child: one process, every row of both datasets per epoch, in a new order each epoch.
 CHILD = r"""
@@ -84,6 +89,33 @@ with h5py.File(path, "r") as f:
             visits += 1
     print(visits)
 """
+
+# The file-per-sample child: the first n files opened, both datasets read whole, closed.
+FILE_CHILD = r"""
+import os, sys, h5py
+directory, n = sys.argv[1], int(sys.argv[2])
+for name in sorted(os.listdir(directory))[:n]:
+    with h5py.File(os.path.join(directory, name), "r") as f:
+        f["x"][()]
+        f["y"][()]
+print(n)
+"""
+
+
+def make_sample_files(directory, files):
+    """`files` files of one sample each (x: 64 x 64 float32, y: int64), unless there already."""
+    import h5py
+    import numpy as np
+
+    os.makedirs(directory, exist_ok=True)
+    for i in range(files):
+        path = os.path.join(directory, f"sample_{i:06d}.h5")
+        if not os.path.exists(path):
+            with h5py.File(path + ".tmp", "w") as f:
+                f["x"] = np.full((64, 64), i, np.float32)
+                f["y"] = np.int64(i)
+            os.replace(path + ".tmp", path)
+    return directory
 
 
 def variant_env(variant, plugin_dir, workload):
@@ -134,14 +166,21 @@ def program_instructions(out_file):
     return int(total.group(1).replace(",", ""))
 
 
-def small_datasets(args, tmp):
-    """--shape small-datasets: instructions per visit of a small dataset (open and whole read)."""
-    import public_loader
+def instructions_per_visit(args, tmp):
+    """--shape small-datasets or file-per-sample: the program's instructions per visit, a run
+    that visits nothing subtracted."""
+    if args.shape == "small-datasets":
+        import public_loader
 
-    data = os.path.join(args.workdir, "mace")
-    train = public_loader.make_mace_files(data, 1, max(args.samples, 1), log=print)
-    path = os.path.join(train, "train_0.h5")
-    print("| run | instructions per visit (open and read of a small dataset) | against native |")
+        data = os.path.join(args.workdir, "mace")
+        train = public_loader.make_mace_files(data, 1, max(args.samples, 1), log=print)
+        child, path = SMALL_CHILD, os.path.join(train, "train_0.h5")
+        visit = "open and read of a small dataset"
+    else:
+        child = FILE_CHILD
+        path = make_sample_files(os.path.join(args.workdir, "file-per-sample"), args.samples)
+        visit = "open of a file, read of its two datasets, close"
+    print(f"| run | instructions per visit ({visit}) | against native |")
     print("|---|---|---|")
     native = None
     for variant in args.variants:
@@ -149,7 +188,7 @@ def small_datasets(args, tmp):
         for n in (0, args.samples):
             out = os.path.join(tmp, f"callgrind.{variant}.{n}")
             proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                                   sys.executable, "-c", SMALL_CHILD, path, str(n)],
+                                   sys.executable, "-c", child, path, str(n)],
                                   env=variant_env(variant, args.plugin_dir, None), check=True,
                                   capture_output=True, text=True)
             counts.append((int(proc.stdout.split()[-1]), program_instructions(out)))
@@ -162,14 +201,16 @@ def small_datasets(args, tmp):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--shape", choices=("rows", "small-datasets"), default="rows",
-                   help="rows of one file (default), or many small datasets (MACE's layout)")
+    p.add_argument("--shape", choices=("rows", "small-datasets", "file-per-sample"), default="rows",
+                   help="rows of one file (default), many small datasets (MACE's layout), or a "
+                        "file per sample")
     p.add_argument("--samples", type=int,
-                   help="rows of the workload (8000); configurations for small-datasets (200)")
+                   help="rows of the workload (8000); configurations for small-datasets (200); "
+                        "files for file-per-sample (300)")
     p.add_argument("--epochs", type=int, default=2, help="passes over every row (2)")
-    p.add_argument("--variants", nargs="+", choices=sorted(set(VARIANTS + SMALL_VARIANTS)),
-                   help=f"of {', '.join(VARIANTS)} (rows); {', '.join(SMALL_VARIANTS)} "
-                        "(small-datasets); all of the shape's by default")
+    p.add_argument("--variants", nargs="+", choices=sorted(set(VARIANTS + VISIT_VARIANTS)),
+                   help=f"of {', '.join(VARIANTS)} (rows); {', '.join(VISIT_VARIANTS)} (the "
+                        "other shapes); all of the shape's by default")
     p.add_argument("--plugin-dir", default=os.path.join(REPO, "build", "bench", "plugins"),
                    help="where libprescient_vol.so is (build/bench/plugins)")
     p.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-data", "workloads"))
@@ -177,21 +218,21 @@ def main():
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
             raise SystemExit(f"read-cost: {tool} not found (env/run apt-get install -y valgrind)")
-    small = args.shape == "small-datasets"
-    shape_variants = SMALL_VARIANTS if small else VARIANTS
+    visits = args.shape != "rows"
+    shape_variants = VISIT_VARIANTS if visits else VARIANTS
     args.variants = args.variants or list(shape_variants)
     unknown = [v for v in args.variants if v not in shape_variants]
     if unknown:
         raise SystemExit(f"read-cost: {', '.join(unknown)}: not a variant of --shape {args.shape}")
     if args.samples is None:
-        args.samples = 200 if small else 8000
+        args.samples = {"rows": 8000, "small-datasets": 200, "file-per-sample": 300}[args.shape]
     if any(v not in ("native", "hdf5-pass-through") for v in args.variants) and not os.path.isfile(
             os.path.join(args.plugin_dir, "libprescient_vol.so")):
         raise SystemExit(f"read-cost: no libprescient_vol.so in {args.plugin_dir} (build it: "
                          "examples/bench/run --help builds build/bench; or --plugin-dir)")
-    if small:
+    if visits:
         with tempfile.TemporaryDirectory(prefix="read-cost-") as tmp:
-            small_datasets(args, tmp)
+            instructions_per_visit(args, tmp)
         return
     workload = workloads.ensure(args.workdir, workloads.recipe("imglab", samples=args.samples))
     path = workload.files[0]
