@@ -138,32 +138,39 @@ def variant_env(variant, plugin_dir, workload):
     return env
 
 
+def program_total(text):
+    """The program's instructions from `callgrind_annotate` output, or None."""
+    total = re.search(r"^\s*([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text, re.M)
+    return int(total.group(1).replace(",", "")) if total else None
+
+
 def parse_annotate(text):
     """(instructions in H5Dread, inclusive; the program's total) from `callgrind_annotate
     --inclusive=yes` output, or None when either is missing."""
-    total = re.search(r"^\s*([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text, re.M)
+    total = program_total(text)
     read = re.search(r"^\s*([\d,]+) \([\d. ]+%\)\s+\S*:H5Dread \[", text, re.M)
-    if not total or not read:
+    if total is None or not read:
         return None
-    return int(read.group(1).replace(",", "")), int(total.group(1).replace(",", ""))
+    return int(read.group(1).replace(",", "")), total
+
+
+def annotate(out_file, *options):
+    return subprocess.run(["callgrind_annotate", *options, out_file], check=True,
+                          capture_output=True, text=True).stdout
 
 
 def instructions(out_file):
-    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", out_file], check=True,
-                          capture_output=True, text=True).stdout
-    counts = parse_annotate(text)
+    counts = parse_annotate(annotate(out_file, "--inclusive=yes"))
     if counts is None:
         raise SystemExit(f"read-cost: no H5Dread or total in {out_file}")
     return counts
 
 
 def program_instructions(out_file):
-    text = subprocess.run(["callgrind_annotate", out_file], check=True, capture_output=True,
-                          text=True).stdout
-    total = re.search(r"^\s*([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text, re.M)
-    if not total:
+    total = program_total(annotate(out_file))
+    if total is None:
         raise SystemExit(f"read-cost: no total in {out_file}")
-    return int(total.group(1).replace(",", ""))
+    return total
 
 
 def instructions_per_visit(args, tmp):
