@@ -1,5 +1,6 @@
 """Writer for Prescient schedule files (format version 2, 3 when a field is kept in a
-file of its own, 4 when a file of the map is a group; storage "lists"), in pure
+file of its own, 4 when a file of the map is a group, 5 when a sample is more than
+one row; storage "lists"), in pure
 Python + NumPy.
 
 The byte layout is specified in scheduler/README.md ("Schedule file format");
@@ -36,9 +37,11 @@ import numpy as np
 MAGIC = b"\x89PSCH\r\n\x1a"
 # Written: version 2 when no file of the map keeps a field in a file of its
 # own or is a group, else 3 (which adds each file's field files), or 4 (each
-# file's group) when a file is a group, as the C++ writer does, so readers
+# file's group) when a file is a group, or 5 (each file's rows per sample)
+# when a sample is more than one row, as the C++ writer does, so readers
 # that predate a version still read the schedules that do not need it.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
+_VERSION_WITH_GROUPS = 4
 _VERSION_WITH_FIELD_FILES = 3
 _VERSION_WITHOUT_FIELD_FILES = 2
 STORAGE_LISTS = 0
@@ -81,6 +84,9 @@ class WriterFile:
     # The group the fields are in, without leading or trailing '/' ("" = the
     # root): a group per sample (PDEBench's "0000/data") is a file of the map each.
     group: str = ""
+    # Consecutive rows that make one sample (divides `rows`): a group read
+    # whole by its sample has all its rows, and is one sample of the schedule.
+    rows_per_sample: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "field_files", tuple(self.field_files))
@@ -155,8 +161,10 @@ def _check_field_files(f: WriterFile, fields: int) -> None:
 
 
 def _format_version(files: Sequence[WriterFile]) -> int:
-    if any(f.group for f in files):
+    if any(f.rows_per_sample != 1 for f in files):
         return FORMAT_VERSION
+    if any(f.group for f in files):
+        return _VERSION_WITH_GROUPS
     if any(f.field_files for f in files):
         return _VERSION_WITH_FIELD_FILES
     return _VERSION_WITHOUT_FIELD_FILES
@@ -176,7 +184,7 @@ def _check_map(files: Sequence[WriterFile], fields: Sequence[WriterField],
             raise ValueError(f"sample map: dataset {f.dataset!r} is listed twice")
         seen_datasets.add(bare)
     owner = {}  # every (path, group) of the map -> index of the file it belongs to
-    total_rows = 0
+    total_samples = 0
     for i, f in enumerate(files):
         if not isinstance(f.path, str) or not os.path.isabs(f.path):
             raise ValueError(f"sample map: file path {f.path!r} is not absolute")
@@ -195,10 +203,14 @@ def _check_map(files: Sequence[WriterFile], fields: Sequence[WriterField],
         rows = _integer(f"rows of {f.path!r}", f.rows, 0, _U64_MAX)
         if rows == 0:
             raise ValueError(f"sample map: file {f.path!r} has no rows")
-        total_rows += rows
-    if files and total_rows != num_samples:
-        raise ValueError(f"sample map: the files hold {total_rows} rows but num_samples is "
-                         f"{num_samples}")
+        per_sample = _integer(f"rows_per_sample of {f.path!r}", f.rows_per_sample, 1, _U64_MAX)
+        if rows % per_sample:
+            raise ValueError(f"sample map: file {f.path!r} has {rows} rows, not samples of "
+                             f"{per_sample} rows each")
+        total_samples += rows // per_sample
+    if files and total_samples != num_samples:
+        raise ValueError(f"sample map: the files hold {total_samples} samples but num_samples "
+                         f"is {num_samples}")
 
 
 def _as_integer_array(name: str, values, dtype: str) -> np.ndarray:
@@ -309,7 +321,7 @@ def _encode_header(*, version: int, source: str, parameters: str, generator: str
                    ranks_per_node: int, workers: int, batch_size: int, epochs: int,
                    num_samples: int, seed: int, files: Sequence[WriterFile],
                    fields: Sequence[WriterField]) -> bytes:
-    """format::EncodeHeader, version 2, 3 or 4."""
+    """format::EncodeHeader, version 2 to 5."""
     out = _Encoder()
     out.string(_string_bytes("source", source))
     out.string(_string_bytes("parameters", parameters))
@@ -333,6 +345,8 @@ def _encode_header(*, version: int, source: str, parameters: str, generator: str
         out.i64(_integer(f"mtime_ns of {f.path!r}", f.mtime_ns, _I64_MIN, _I64_MAX))
         if version >= 4:
             out.string(_string_bytes(f"group of {f.path!r}", f.group))
+        if version >= 5:
+            out.u64(f.rows_per_sample)
         if version >= 3:
             _encode_field_files(out, f)
     return out.getvalue()
@@ -414,7 +428,8 @@ def write_schedule(path, *, parts, ranks, ranks_per_node, num_samples, files=(),
                    generator="prescient-follow 0.1.0") -> None:
     """Writes a schedule file (storage lists) at `path`: format version 2, 3
     when a file of the map keeps fields in files of their own, 4 when a file of
-    the map is a group (WriterFile.group).
+    the map is a group (WriterFile.group), 5 when a sample of a file is more
+    than one row (WriterFile.rows_per_sample).
 
     parts: {(epoch, rank): (samples, boundaries)} for every rank in
     range(ranks) of every epoch in range(1 + max epoch); samples are sample

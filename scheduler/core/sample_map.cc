@@ -12,9 +12,11 @@ struct SampleMap::Tables {
   std::vector<MapFile> files;
   std::vector<MapField> fields;
   std::vector<std::uint64_t> first_sample;  // files.size() + 1 entries
-  std::uint64_t uniform_rows = 0;           // > 0: every file but the last has this many rows
+  std::uint64_t uniform_samples = 0;        // > 0: every file but the last has this many samples
   bool has_field_files = false;
   bool has_groups = false;
+  bool has_row_blocks = false;  // a file's rows_per_sample > 1
+  std::uint64_t rows = 0;       // of every file
   // PlaceKey(path, group) -> file, for its own path and its field files'.
   std::unordered_map<std::string, std::uint32_t> by_place;
   std::unordered_set<std::string_view> paths;  // views into `files`
@@ -95,7 +97,15 @@ SampleMap::SampleMap(std::vector<MapFile> files, std::vector<MapField> fields) {
     const MapFile& f = t->files[i];
     if (f.rows == 0) throw std::invalid_argument("sample map: file '" + f.path + "' has no rows");
     if (f.path.empty()) throw std::invalid_argument("sample map: a file has no path");
-    t->first_sample[i + 1] = t->first_sample[i] + f.rows;
+    if (f.rows_per_sample == 0 || f.rows % f.rows_per_sample != 0) {
+      throw std::invalid_argument("sample map: file '" + f.path + "' has " +
+                                  std::to_string(f.rows) + " rows, not samples of " +
+                                  std::to_string(f.rows_per_sample) + " rows each");
+    }
+    if (f.rows_per_sample > 1) t->has_row_blocks = true;
+    t->rows += f.rows;
+    const std::uint64_t samples = f.rows / f.rows_per_sample;
+    t->first_sample[i + 1] = t->first_sample[i] + samples;
     if (t->first_sample[i + 1] > 0xffffffffull) {
       throw std::invalid_argument("sample map: 2^32 or more samples (sample ids are 32-bit)");
     }
@@ -124,9 +134,10 @@ SampleMap::SampleMap(std::vector<MapFile> files, std::vector<MapField> fields) {
       t->paths.insert(ff.path);
     }
     if (i + 1 < t->files.size() && f.rows != t->files[0].rows) uniform = false;
+    if (f.rows_per_sample != t->files[0].rows_per_sample) uniform = false;
   }
   if (!t->files.empty() && uniform && t->files.back().rows <= t->files[0].rows) {
-    t->uniform_rows = t->files[0].rows;
+    t->uniform_samples = t->files[0].rows / t->files[0].rows_per_sample;
   }
   tables_ = std::move(t);
 }
@@ -136,11 +147,20 @@ const std::vector<MapField>& SampleMap::fields() const { return tables_->fields;
 std::uint64_t SampleMap::num_samples() const { return tables_->first_sample.back(); }
 bool SampleMap::has_field_files() const { return tables_->has_field_files; }
 bool SampleMap::has_groups() const { return tables_->has_groups; }
+bool SampleMap::has_row_blocks() const { return tables_->has_row_blocks; }
 
 std::uint64_t SampleMap::bytes_per_sample() const {
-  std::uint64_t total = 0;
-  for (const MapField& f : tables_->fields) total += f.row_bytes;
-  return total;
+  std::uint64_t row = 0;
+  for (const MapField& f : tables_->fields) row += f.row_bytes;
+  return SampleBytes(row);
+}
+
+std::uint64_t SampleMap::SampleBytes(std::uint64_t row_bytes) const {
+  const Tables& t = *tables_;
+  if (!t.has_row_blocks || t.first_sample.back() == 0) return row_bytes;
+  // row_bytes * rows is at most the bytes of the whole dataset.
+  const std::uint64_t samples = t.first_sample.back();
+  return (row_bytes * t.rows + samples - 1) / samples;
 }
 
 SampleLocation SampleMap::Locate(SampleId sample) const {
@@ -150,18 +170,25 @@ SampleLocation SampleMap::Locate(SampleId sample) const {
                             " >= " + std::to_string(t.first_sample.back()) + " samples");
   }
   std::uint32_t file;
-  if (t.uniform_rows > 0) {
-    file = static_cast<std::uint32_t>(sample / t.uniform_rows);
+  if (t.uniform_samples > 0) {
+    file = static_cast<std::uint32_t>(sample / t.uniform_samples);
   } else {
     const auto it = std::upper_bound(t.first_sample.begin(), t.first_sample.end(),
                                      static_cast<std::uint64_t>(sample));
     file = static_cast<std::uint32_t>(it - t.first_sample.begin() - 1);
   }
-  return {file, sample - t.first_sample[file]};
+  const std::uint64_t rows = t.files[file].rows_per_sample;
+  return {file, (sample - t.first_sample[file]) * rows, rows};
 }
 
 std::uint64_t SampleMap::FirstSample(std::uint32_t file) const {
   return tables_->first_sample.at(file);
+}
+
+std::uint64_t SampleMap::SampleOf(std::uint32_t file, std::uint64_t row) const {
+  const Tables& t = *tables_;
+  const std::uint64_t rows = t.files[file].rows_per_sample;
+  return t.first_sample[file] + (rows == 1 ? row : row / rows);
 }
 
 std::optional<std::uint32_t> SampleMap::FileIndex(std::string_view absolute_path,

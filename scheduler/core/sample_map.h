@@ -18,7 +18,12 @@
 // keep one sample's data each in a group of their own (PDEBench's
 // "0000/data", "0001/data", ... in one file) are a map of one entry per
 // (path, group), its fields named relative to the group, its rows the rows of
-// that group's datasets. The same path then appears once per group.
+// that group's datasets. The same path then appears once per group. When
+// each index reads its group whole, the group is one sample of all its rows
+// (MapFile::rows_per_sample == rows): a sample then stands for a block of
+// rows, and
+//
+//   sample = FirstSample(file) + row / rows_per_sample
 //
 // The connector binds what it opens to the map:
 //
@@ -27,7 +32,7 @@
 //   // "/images" == "images"; "/0003/data" is field "data" of group "0003"
 //   // the field must live in the opened file: map.PlaceOf(slot->file, slot->field).path
 //   std::string why = map.Mismatch(slot->file, slot->field, rows, row_bytes, st_size, mtime_ns);
-//   if (why.empty()) sample = map.FirstSample(slot->file) + row;
+//   if (why.empty()) sample = map.SampleOf(slot->file, row);
 //
 // A value type: copies share the (immutable) tables.
 #ifndef PRESCIENT_SCHEDULER_CORE_SAMPLE_MAP_H_
@@ -68,6 +73,10 @@ struct MapFile {
   // root; format version 4 otherwise): field "data" of group "0003" is the
   // dataset "0003/data" (of the field file too, for a field kept elsewhere).
   std::string group = {};
+  // Consecutive rows that make one sample (format version 5 otherwise): a
+  // group read whole by its index has rows_per_sample == rows, so its index
+  // is one sample of the schedule, not one per row. Divides `rows`.
+  std::uint64_t rows_per_sample = 1;
 
   bool operator==(const MapFile&) const = default;
 };
@@ -96,7 +105,8 @@ struct MapSlot {
 
 struct SampleLocation {
   std::uint32_t file = 0;
-  std::uint64_t row = 0;
+  std::uint64_t row = 0;   // the sample's first row
+  std::uint64_t rows = 1;  // and how many it has (its file's rows_per_sample)
   bool operator==(const SampleLocation&) const = default;
 };
 
@@ -122,19 +132,27 @@ class SampleMap {
   bool has_field_files() const;
   // Whether any file of the map is a group (format version 4).
   bool has_groups() const;
+  // Whether any file's sample is more than one row (format version 5).
+  bool has_row_blocks() const;
 
-  // Sum of the files' rows (0 without files).
+  // Sum of the files' samples, rows / rows_per_sample each (0 without files).
   std::uint64_t num_samples() const;
-  // Sum of the known row sizes of the fields: the bytes a sample occupies.
+  // The bytes a sample occupies: the sum of the fields' known row sizes,
+  // times the rows of a sample (their mean over the map's samples, rounded
+  // up, when files differ in rows per sample).
   std::uint64_t bytes_per_sample() const;
+  // The bytes of a sample whose row (over every field) has `row_bytes`.
+  std::uint64_t SampleBytes(std::uint64_t row_bytes) const;
 
-  // The file and row of `sample`: O(1) when every file but the last has the
-  // same rows, else a binary search. Throws std::out_of_range when
-  // sample >= num_samples().
+  // The file and rows of `sample`: O(1) when every file but the last has the
+  // same number of samples, else a binary search. Throws std::out_of_range
+  // when sample >= num_samples().
   SampleLocation Locate(SampleId sample) const;
   // The first sample of `file` (REQUIRES file <= files().size(); the value
   // for files().size() is num_samples()).
   std::uint64_t FirstSample(std::uint32_t file) const;
+  // The sample row `row` of `file` belongs to (REQUIRES file < files().size()).
+  std::uint64_t SampleOf(std::uint32_t file, std::uint64_t row) const;
   // The file with this absolute path and group, as its own path or one of
   // its field files (compared byte for byte: resolve the opened file's path
   // with realpath() first). A hash lookup.

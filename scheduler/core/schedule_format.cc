@@ -66,6 +66,7 @@ SampleMap MapOfFingerprint(const DatasetFingerprint& d) {
 }
 
 std::uint32_t HeaderVersion(const ScheduleHeader& h) {
+  if (h.map.has_row_blocks()) return 5;
   if (h.map.has_groups()) return 4;
   return h.map.has_field_files() ? 3 : 2;
 }
@@ -98,6 +99,7 @@ std::vector<std::byte> EncodeHeader(const ScheduleHeader& h) {
     out.U64(f.size);
     out.I64(f.mtime_ns);
     if (version >= 4) out.Str(f.group);
+    if (version >= 5) out.U64(f.rows_per_sample);
     if (!field_files) continue;
     out.U32(static_cast<std::uint32_t>(f.field_files.size()));
     for (const FieldFile& ff : f.field_files) {
@@ -144,7 +146,8 @@ bool DecodeVersion1(Decoder& in, ScheduleHeader* h) {
   return true;
 }
 
-// Versions 2, 3 (which adds each file's field files) and 4 (each file's group).
+// Versions 2, 3 (which adds each file's field files), 4 (each file's group)
+// and 5 (each file's rows per sample).
 bool DecodeMapVersions(Decoder& in, std::uint32_t version, ScheduleHeader* h, std::string* why) {
   h->source = in.Str();
   h->parameters = in.Str();
@@ -177,6 +180,7 @@ bool DecodeMapVersions(Decoder& in, std::uint32_t version, ScheduleHeader* h, st
     f.size = in.U64();
     f.mtime_ns = in.I64();
     if (version >= 4) f.group = in.Str();
+    if (version >= 5) f.rows_per_sample = in.U64();
     if (version < 3) continue;
     // Each field file takes at least 24 bytes.
     const std::uint32_t field_file_count = in.U32();

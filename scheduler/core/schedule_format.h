@@ -24,11 +24,12 @@ inline constexpr unsigned char kMagic[8] = {0x89, 'P', 'S', 'C', 'H', '\r', '\n'
 // 2: the header carries a sample map (files and fields) instead of version 1's
 // one-dataset fingerprint. 3: a file of the map may keep fields in files of
 // their own (MapFile::field_files). 4: a file of the map may be a group
-// (MapFile::group). Readers read all four; writers write the oldest version
-// that holds the header (2 unless a field has a file of its own or a file is
-// a group), so a schedule stays readable by builds that predate what it does
-// not use.
-inline constexpr std::uint32_t kFormatVersion = 4;
+// (MapFile::group). 5: a sample of a file may be a block of its rows
+// (MapFile::rows_per_sample). Readers read all five; writers write the oldest
+// version that holds the header (2 unless a field has a file of its own, a
+// file is a group or a sample more than a row), so a schedule stays readable
+// by builds that predate what it does not use.
+inline constexpr std::uint32_t kFormatVersion = 5;
 inline constexpr std::uint32_t kOldestFormatVersion = 1;
 
 // Fixed-size preamble at offset 0 (all fields little-endian).
@@ -134,7 +135,7 @@ std::vector<std::byte> EncodePreamble(const Preamble& preamble);
 // Magic, version and CRC are checked by the caller; this only decodes.
 Preamble DecodePreamble(std::span<const std::byte, kPreambleSize> bytes);
 
-// The version EncodeHeader writes `header` in (2, 3 or 4, see kFormatVersion).
+// The version EncodeHeader writes `header` in (2 to 5, see kFormatVersion).
 std::uint32_t HeaderVersion(const ScheduleHeader& header);
 // In version HeaderVersion(header).
 std::vector<std::byte> EncodeHeader(const ScheduleHeader& header);

@@ -80,9 +80,13 @@ void PrintMap(const SampleMap& map) {
     const std::string rows = min_rows == max_rows
                                  ? std::to_string(min_rows)
                                  : std::to_string(min_rows) + ".." + std::to_string(max_rows);
-    std::printf("map:         %zu file%s, %s rows per file, %llu samples\n", files.size(),
+    std::uint64_t blocks = 0;  // files whose sample is more than a row
+    for (const MapFile& f : files) blocks += f.rows_per_sample > 1 ? 1 : 0;
+    const std::string blocks_note =
+        blocks == 0 ? "" : ", " + std::to_string(blocks) + " of them a sample of several rows each";
+    std::printf("map:         %zu file%s, %s rows per file, %llu samples%s\n", files.size(),
                 files.size() == 1 ? "" : "s", rows.c_str(),
-                static_cast<unsigned long long>(map.num_samples()));
+                static_cast<unsigned long long>(map.num_samples()), blocks_note.c_str());
     std::printf("  first:     %s\n", FileLine(map, files.front()).c_str());
     if (files.size() > 1) std::printf("  last:      %s\n", FileLine(map, files.back()).c_str());
   }

@@ -170,7 +170,10 @@ bool Prefetcher::Round(io::Executor& executor) {
           if (round_dataset.left_to_readers) {
             ++left_to_readers;
           } else {
-            wanted.push_back({.dataset = round_dataset.dataset.get(), .row = at.row, .step = g});
+            // A sample of a group read whole is every row of the group.
+            for (std::uint64_t row = at.row; row < at.row + at.rows; ++row) {
+              wanted.push_back({.dataset = round_dataset.dataset.get(), .row = row, .step = g});
+            }
           }
         }
       }

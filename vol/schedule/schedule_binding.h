@@ -85,9 +85,10 @@ class ScheduleBinding {
 
   // The dataset's place in the map, or why it has none.
   std::variant<FieldRef, std::string> BindField(const DatasetFacts& dataset) const;
-  // The sample that row `row` of a dataset of `file` holds.
+  // The sample that row `row` of a dataset of `file` holds (every row of a
+  // group that is one sample holds the same).
   std::uint64_t SampleOf(std::uint32_t file, std::uint64_t row) const {
-    return map_.FirstSample(file) + row;
+    return map_.SampleOf(file, row);
   }
 
   // The node's next use of `sample` by any local rank k at a global step at

@@ -163,7 +163,7 @@ std::uint64_t ScheduleFollower::BytesPerSample() const {
     if (b == 0) return 0;
     bytes += b;
   }
-  return bytes;
+  return binding_->map().SampleBytes(bytes);
 }
 
 std::optional<std::uint32_t> ScheduleFollower::FieldOf(const CachedDataset& dataset) const {

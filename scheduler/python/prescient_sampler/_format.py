@@ -1,4 +1,4 @@
-"""Reader for Prescient schedule files (format versions 1 to 4), in pure Python + NumPy.
+"""Reader for Prescient schedule files (format versions 1 to 5), in pure Python + NumPy.
 
 The byte layout is specified in scheduler/README.md ("Schedule file format");
 this module and scheduler/core/schedule_reader.cc implement the same checks.
@@ -23,9 +23,10 @@ from ._sample_map import FieldFile, MapField, MapFile, SampleMap
 
 MAGIC = b"\x89PSCH\r\n\x1a"
 # The newest version read. 3: a file of the map may keep fields in files of
-# their own; 4: a file of the map may be a group; writers still write 2 for a
-# map without either, so older readers read ordinary schedules.
-FORMAT_VERSION = 4
+# their own; 4: a file of the map may be a group; 5: a sample may be a block
+# of rows; writers still write 2 for a map without any of these, so older
+# readers read ordinary schedules.
+FORMAT_VERSION = 5
 OLDEST_FORMAT_VERSION = 1   # version 1: one dataset fingerprint instead of a map
 PREAMBLE_SIZE = 80
 INDEX_ENTRY_SIZE = 40
@@ -129,6 +130,7 @@ def _fingerprint_of_map(m: SampleMap, num_samples: int) -> DatasetFingerprint:
 def _decode_map_file(d: _Decoder, version: int) -> MapFile:
     path, rows, size, mtime_ns = d.string(), d.take("<Q"), d.take("<Q"), d.take("<q")
     group = d.string() if version >= 4 else ""
+    rows_per_sample = d.take("<Q") if version >= 5 else 1
     if version < 3:
         return MapFile(path, rows, size, mtime_ns)
     count = d.take("<I")
@@ -138,7 +140,7 @@ def _decode_map_file(d: _Decoder, version: int) -> MapFile:
         raise ValueError("impossible field file count")
     field_files = [FieldFile(d.take("<I"), d.string(), d.take("<Q"), d.take("<q"))
                    for _ in range(count)]
-    return MapFile(path, rows, size, mtime_ns, tuple(field_files), group)
+    return MapFile(path, rows, size, mtime_ns, tuple(field_files), group, rows_per_sample)
 
 
 def _decode_header(data: bytes, version: int) -> Header:

@@ -9,7 +9,10 @@ with the same rows), listed in its ``field_files``; ``place_of(file, field)``
 says where a field lives. A file of the map may also be a group inside a file
 (format version 4: PDEBench's "0000/data", "0001/data", ... in one file, one
 entry per group), its fields named relative to the group;
-``dataset_of(file, field)`` gives the full name. Mirrors
+``dataset_of(file, field)`` gives the full name. A group read whole by its
+sample is one sample of all its rows (format version 5,
+``rows_per_sample``): ``sample = first_sample(file) + row // rows_per_sample``,
+and ``locate`` gives the sample's first row. Mirrors
 scheduler/core/sample_map.h.
 
     m = ScheduleFile("train.sched").header.map
@@ -48,6 +51,9 @@ class MapFile:
     field_files: Tuple[FieldFile, ...] = ()
     # The group the fields are in, without leading or trailing '/' ("" = the root).
     group: str = ""
+    # Consecutive rows that make one sample (format version 5 otherwise);
+    # divides `rows`. A group read whole by its sample has all its rows.
+    rows_per_sample: int = 1
 
     def __post_init__(self):
         # A tuple whatever the caller passed, so the file stays hashable and
@@ -124,6 +130,9 @@ class SampleMap:
             if not _is_bare_group_name(f.group):
                 raise ValueError(f"sample map: file {f.path!r} has group {f.group!r}: write it "
                                  "without leading or trailing '/'")
+            if f.rows_per_sample <= 0 or f.rows % f.rows_per_sample:
+                raise ValueError(f"sample map: file {f.path!r} has {f.rows} rows, not samples "
+                                 f"of {f.rows_per_sample} rows each")
             if (f.path, f.group) in self._by_place:
                 raise ValueError(f"sample map: file {f.path!r} (group {f.group!r}) is listed twice")
             self._by_place[(f.path, f.group)] = i
@@ -131,11 +140,13 @@ class SampleMap:
             for ff in f.field_files:
                 if self._by_place.setdefault((ff.path, f.group), i) != i:
                     raise ValueError(f"sample map: file {ff.path!r} is listed twice")
-            first.append(first[-1] + f.rows)
+            first.append(first[-1] + f.rows // f.rows_per_sample)
         if first[-1] > 0xFFFFFFFF:
             raise ValueError("sample map: 2^32 or more samples")
         self._first = first
         self._first_array = np.asarray(first, dtype=np.int64)
+        self._rows_per_sample = np.asarray([f.rows_per_sample for f in self.files] or [1],
+                                           dtype=np.int64)
 
     @property
     def has_files(self) -> bool:
@@ -152,12 +163,21 @@ class SampleMap:
         return any(f.group for f in self.files)
 
     @property
+    def has_row_blocks(self) -> bool:
+        """Whether a sample of any file is more than one row (format version 5)."""
+        return any(f.rows_per_sample > 1 for f in self.files)
+
+    @property
     def num_samples(self) -> int:
         return self._first[-1]
 
     @property
     def bytes_per_sample(self) -> int:
-        return sum(f.row_bytes for f in self.fields)
+        """The fields' known row sizes, times a sample's rows (their mean, rounded up)."""
+        row = sum(f.row_bytes for f in self.fields)
+        if not self.has_row_blocks or not self.num_samples:
+            return row
+        return -(-row * sum(f.rows for f in self.files) // self.num_samples)
 
     def first_sample(self, file: int) -> int:
         return self._first[file]
@@ -166,15 +186,19 @@ class SampleMap:
         if not 0 <= sample < self.num_samples:
             raise IndexError(f"sample {sample} outside the map's {self.num_samples} samples")
         file = bisect.bisect_right(self._first, sample) - 1
-        return SampleLocation(file, sample - self._first[file])
+        return SampleLocation(file, (sample - self._first[file]) * self.files[file].rows_per_sample)
+
+    def sample_of(self, file: int, row: int) -> int:
+        """The sample row `row` of `file` belongs to."""
+        return self._first[file] + row // self.files[file].rows_per_sample
 
     def locate_many(self, samples) -> Tuple[np.ndarray, np.ndarray]:
-        """(file indices, rows) of an array of samples."""
+        """(file indices, first rows) of an array of samples."""
         s = np.asarray(samples, dtype=np.int64)
         if s.size and (s.min() < 0 or s.max() >= self.num_samples):
             raise IndexError(f"a sample lies outside the map's {self.num_samples} samples")
         files = np.searchsorted(self._first_array, s, side="right") - 1
-        return files, s - self._first_array[files]
+        return files, (s - self._first_array[files]) * self._rows_per_sample[files]
 
     def file_index(self, path: str, group: str = "") -> Optional[int]:
         """The file with this path and group, as its own path or one of its

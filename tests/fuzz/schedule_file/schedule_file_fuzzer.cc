@@ -82,11 +82,13 @@ void Exercise(const std::vector<std::uint8_t>& bytes) {
       const std::uint64_t step = std::max<std::uint64_t>(1, map.num_samples() / 64);
       for (std::uint64_t s = 0; s < map.num_samples(); s += step) {
         const auto at = map.Locate(static_cast<prescient::scheduler::SampleId>(s));
-        if (at.file >= map.files().size() || at.row >= map.files()[at.file].rows) std::abort();
-        if (map.FirstSample(at.file) + at.row != s) std::abort();
+        if (at.file >= map.files().size() || at.row + at.rows > map.files()[at.file].rows) {
+          std::abort();
+        }
+        if (map.SampleOf(at.file, at.row + at.rows - 1) != s) std::abort();
       }
       const auto& last = map.files().back();
-      if (map.FileIndex(last.path) != map.files().size() - 1) std::abort();
+      if (map.FileIndex(last.path, last.group) != map.files().size() - 1) std::abort();
       sink += map.Mismatch(0, 0, last.rows, 0, last.size, last.mtime_ns).size();
       if (!map.FieldIndex(map.fields().front().dataset)) std::abort();
       // Version 3: every field of the last file lives somewhere that leads
@@ -94,7 +96,7 @@ void Exercise(const std::vector<std::uint8_t>& bytes) {
       const auto last_file = static_cast<std::uint32_t>(map.files().size() - 1);
       for (std::uint32_t field = 0; field < map.fields().size(); ++field) {
         const prescient::scheduler::FieldPlace place = map.PlaceOf(last_file, field);
-        if (map.FileIndex(place.path) != last_file) std::abort();
+        if (map.FileIndex(place.path, last.group) != last_file) std::abort();
         sink += map.Mismatch(last_file, field, last.rows, 0, place.size, place.mtime_ns).size();
       }
       sink += map.PathsOf(last_file).size();

@@ -95,9 +95,11 @@ def assert_reads_back(path, parts, *, ranks, ranks_per_node, num_samples, files=
     assert (h.layout.ranks, h.layout.ranks_per_node, h.layout.workers,
             h.layout.batch_size) == (ranks, ranks_per_node, workers, batch_size)
     assert (h.epochs, h.num_samples, h.seed, h.storage) == (epochs, num_samples, seed, 0)
-    assert [(m.path, m.rows, m.size, m.mtime_ns, m.group) for m in h.map.files] == \
-        [(w.path, w.rows, w.size, w.mtime_ns, w.group) for w in files]
-    version = 4 if any(w.group for w in files) else 3 if any(w.field_files for w in files) else 2
+    assert [(m.path, m.rows, m.size, m.mtime_ns, m.group, m.rows_per_sample)
+            for m in h.map.files] == \
+        [(w.path, w.rows, w.size, w.mtime_ns, w.group, w.rows_per_sample) for w in files]
+    version = (5 if any(w.rows_per_sample > 1 for w in files) else 4 if any(w.group for w in files)
+               else 3 if any(w.field_files for w in files) else 2)
     with open(path, "rb") as raw:
         assert int.from_bytes(raw.read(12)[8:], "little") == version
     assert [(m.dataset, m.row_bytes) for m in h.map.fields] == \
@@ -167,8 +169,23 @@ def case_groups(tmp_path):
                        fields=(WriterField("data", 16),))
 
 
+def case_whole_groups(tmp_path):
+    """Groups read whole, each one sample of all its rows (format version 5): 3 groups of
+    256, 101 and 256 rows, and the file's root beside them, a sample a row."""
+    p = tmp_path / "seeds.h5"
+    p.write_bytes(b"\0" * 300)
+    st = os.stat(p)
+    path = os.path.realpath(p)
+    files = [WriterFile(path, rows, st.st_size, st.st_mtime_ns, group=g, rows_per_sample=rows)
+             for g, rows in (("0000", 256), ("0001", 101), ("train/0002", 256))]
+    files.append(WriterFile(path, 5, st.st_size, st.st_mtime_ns))
+    parts = {(0, 0): ([7, 0, 1, 3, 2], [0, 2, 5])}
+    return parts, dict(ranks=1, ranks_per_node=1, num_samples=8, files=files,
+                       fields=(WriterField("data", 16),))
+
+
 CASES = [case_ranks_epochs_empty_parts, case_abstract, case_abstract_with_row_size,
-         case_zero_steps, case_groups]
+         case_zero_steps, case_groups, case_whole_groups]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
@@ -185,6 +202,9 @@ def test_cpp_reader_reads_what_was_written(tool, tmp_path, case):
     out = tmp_path / "w.sched"
     write_schedule(str(out), parts=parts, **kwargs)
     report = assert_cpp_reads_back(tool, out, parts, ranks=kwargs["ranks"])
+    if case is case_whole_groups:
+        assert "map:         4 files, 5..256 rows per file, 8 samples, 3 of them a sample of " \
+            "several rows each" in report, report
     if kwargs.get("files") and len(kwargs["files"]) == 3:
         assert f"map:         3 files, 30..50 rows per file, {kwargs['num_samples']}" in report
         assert "fields:      images (12 bytes per row), /labels (8 bytes per row)" in report
@@ -298,6 +318,10 @@ INVALID = {
         files=[FILE_A, WriterFile("/data/a.h5", 1, 10, 1, group="/g")], fields=[WriterField("x")]),
     "group with a trailing /": dict(
         files=[FILE_A, WriterFile("/data/a.h5", 1, 10, 1, group="g/")], fields=[WriterField("x")]),
+    "rows per sample that do not divide the rows": dict(
+        files=[WriterFile("/data/a.h5", 3, 10, 1, rows_per_sample=2)], fields=[WriterField("x")]),
+    "rows per sample 0": dict(
+        files=[WriterFile("/data/a.h5", 3, 10, 1, rows_per_sample=0)], fields=[WriterField("x")]),
     "relative path": dict(files=[WriterFile("a.h5", 3, 10, 1)], fields=[WriterField("x")]),
     "dataset twice (leading / not significant)": dict(
         files=[FILE_A, FILE_B], fields=[WriterField("x"), WriterField("/x")]),

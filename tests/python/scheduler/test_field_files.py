@@ -244,11 +244,11 @@ def test_reader_refuses_an_impossible_field_file_count(tmp_path):
     assert e.value.code == "corrupt"
 
 
-def test_reader_refuses_version_5_and_names_the_versions_it_reads(tmp_path):
+def test_reader_refuses_version_6_and_names_the_versions_it_reads(tmp_path):
     files, fields = patchcamelyon(tmp_path)
-    out = write(tmp_path / "v5.sched", files, fields)
-    edit(out, lambda data: struct.pack_into("<I", data, VERSION_AT, 5))
-    with pytest.raises(ScheduleFileError, match="versions 1 to 4") as e:
+    out = write(tmp_path / "v6.sched", files, fields)
+    edit(out, lambda data: struct.pack_into("<I", data, VERSION_AT, 6))
+    with pytest.raises(ScheduleFileError, match="versions 1 to 5") as e:
         ScheduleFile(out)
     assert e.value.code == "bad-version"
 

@@ -194,6 +194,44 @@ TEST(SampleMapTest, GroupsOfOneFileAreFilesOfTheMap) {
   EXPECT_EQ(both.DatasetOf(1, 0), "x");
 }
 
+// PDEBench's seeds read whole: each group one sample of all its rows, the
+// groups of uneven rows (the binary search) or of the same rows (division).
+TEST(SampleMapTest, AGroupReadWholeIsOneSampleOfAllItsRows) {
+  std::vector<MapFile> files = Groups({"0000", "0001", "0002"}, 256);
+  files[1].rows = 101;
+  for (MapFile& f : files) f.rows_per_sample = f.rows;
+  const SampleMap map(files, {{"data", 1024}, {"t", 4}});
+  EXPECT_TRUE(map.has_row_blocks());
+  EXPECT_FALSE(SampleMap(Groups({"0000"}, 256), {{"data", 0}}).has_row_blocks());
+  EXPECT_EQ(map.num_samples(), 3u);
+  EXPECT_EQ(map.FirstSample(2), 2u);
+  EXPECT_EQ(map.Locate(1), (SampleLocation{1, 0, 101}));
+  EXPECT_EQ(map.Locate(2), (SampleLocation{2, 0, 256}));
+  EXPECT_THROW(map.Locate(3), std::out_of_range);
+  for (std::uint64_t row : {0u, 100u}) EXPECT_EQ(map.SampleOf(1, row), 1u);
+  EXPECT_EQ(map.SampleOf(2, 255), 2u);
+  // The mean sample: (256 + 101 + 256) rows of 1028 bytes over 3 samples.
+  EXPECT_EQ(map.bytes_per_sample(), (613u * 1028 + 2) / 3);
+  EXPECT_EQ(map.SampleBytes(10), (6130u + 2) / 3);
+  EXPECT_EQ(SampleMap(Files({3, 5}), {{"x", 8}}).SampleBytes(10), 10u);
+
+  // Blocks of 4 rows in files of the same rows: located by division.
+  std::vector<MapFile> blocks = Files({8, 8, 4});
+  for (MapFile& f : blocks) f.rows_per_sample = 4;
+  const SampleMap by_four(blocks, {{"x", 2}});
+  EXPECT_EQ(by_four.num_samples(), 5u);
+  EXPECT_EQ(by_four.Locate(3), (SampleLocation{1, 4, 4}));
+  EXPECT_EQ(by_four.Locate(4), (SampleLocation{2, 0, 4}));
+  EXPECT_EQ(by_four.SampleOf(1, 7), 3u);
+  EXPECT_EQ(by_four.bytes_per_sample(), 8u);
+
+  // Rows per sample must divide the rows.
+  files[0].rows_per_sample = 100;
+  EXPECT_THROW(SampleMap(files, {{"data", 0}}), std::invalid_argument);
+  files[0].rows_per_sample = 0;
+  EXPECT_THROW(SampleMap(files, {{"data", 0}}), std::invalid_argument);
+}
+
 TEST(SampleMapTest, RejectsImpossibleGroups) {
   const std::vector<MapField> fields = {{"data", 0}};
   EXPECT_THROW(SampleMap(Groups({"0000", "0000"}, 1), fields), std::invalid_argument);

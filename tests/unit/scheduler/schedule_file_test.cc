@@ -437,6 +437,46 @@ TEST_F(ScheduleFileTest, GroupsRoundTripInVersionFour) {
   EXPECT_EQ(ErrorOf(Path("slash.sched")), static_cast<int>(ScheduleFileErrorCode::kCorrupt));
 }
 
+TEST_F(ScheduleFileTest, GroupsReadWholeRoundTripInVersionFive) {
+  // 97 groups of 256 or 100 rows, each one sample.
+  std::vector<MapFile> files;
+  for (int i = 0; i < 97; ++i) {
+    const std::uint64_t rows = i % 2 ? 256 : 100;
+    files.push_back({"/pde/seeds.h5", rows, 1000u, 5, {}, "g" + std::to_string(i), rows});
+  }
+  ScheduleHeader h = header_;
+  h.map = SampleMap(files, {{"data", 1024}});
+  WriteScheduleFile(Path("whole.sched"), h, schedule_);
+  WriteRecipeFile(Path("whole.recipe"), h);
+  for (const char* name : {"whole.sched", "whole.recipe"}) {
+    EXPECT_EQ(VersionOf(Path(name)), 5u);
+    const ScheduleReader reader = ScheduleReader::Open(Path(name));
+    EXPECT_EQ(reader.header().map, h.map);
+    EXPECT_EQ(reader.header().map.files()[3].rows_per_sample, 256u);
+    EXPECT_EQ(reader.header().map.Locate(3), (SampleLocation{3, 0, 256}));
+    EXPECT_NO_THROW(reader.CheckDataset({"/pde/seeds.h5", "/g3/data", 256, 1024, 1000, 5}));
+  }
+  // Rows per sample that do not divide the rows (checksums made good) are
+  // refused as corrupt: the u64 after group "g1" is 256.
+  Bytes bytes = Read(Path("whole.sched"));
+  const std::string group = std::string("g1", 2);
+  auto at = std::search(bytes.begin(), bytes.end(), group.begin(), group.end());
+  ASSERT_NE(at, bytes.end());
+  std::uint64_t per_sample = 0;
+  std::memcpy(&per_sample, &*(at + 2), sizeof per_sample);
+  ASSERT_EQ(per_sample, 256u);
+  per_sample = 255;
+  std::memcpy(&*(at + 2), &per_sample, sizeof per_sample);
+  auto* raw = reinterpret_cast<const std::byte*>(bytes.data());
+  format::Preamble pre = format::DecodePreamble(
+      std::span<const std::byte, format::kPreambleSize>(raw, format::kPreambleSize));
+  pre.header_crc = format::Crc32({raw + pre.header_offset, pre.header_size});
+  const std::vector<std::byte> sealed = format::EncodePreamble(pre);
+  std::memcpy(bytes.data(), sealed.data(), sealed.size());
+  Write(Path("odd.sched"), bytes);
+  EXPECT_EQ(ErrorOf(Path("odd.sched")), static_cast<int>(ScheduleFileErrorCode::kCorrupt));
+}
+
 TEST_F(ScheduleFileTest, AHundredThousandFiles) {
   // One sample per file: the header is several MB; string caps are per
   // string, not per header.
