@@ -441,10 +441,11 @@ class Follower:
                 own_datasets = self.publisher.learned.datasets_of_their_own
             if own_datasets and self.context.verbose:
                 self._warn_once("own", "the sampler's indices each read datasets of their own "
-                                "with no group of their own, or groups of more than "
-                                f"{_learn._MAX_GROUP_ROWS} rows; a followed schedule describes "
-                                "rows of datasets the indices share or of short groups, so "
-                                "nothing is prefetched: reads are cached without it", say=_info)
+                                "with no group of their own, or read more than "
+                                f"{_learn._MAX_GROUP_ROWS} rows of groups of their own; a "
+                                "followed schedule describes rows of datasets the indices "
+                                "share or of short groups, so nothing is prefetched: reads "
+                                "are cached without it", say=_info)
             if unstable:
                 learned = self.publisher.learned
                 self._warn_once("unstable", f"the rows an index reads change between epochs "

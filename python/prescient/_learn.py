@@ -82,14 +82,18 @@ _EXCEPTION_SHARE = 16
 # reads.
 _OWN_DATASET_EVIDENCE = 32
 _OWN_DATASET_READERS = 2
-# A map of groups numbers every row of a group as a sample, so an index whose
-# group's primary dataset has many rows stands for as many samples: the
-# schedule, each process's next-use index and the position of every read grow
-# with them. Groups of up to this many rows are mapped (PDEBench's seeds: 101
-# time steps); longer ones are not (groups of 256 rows of 1 KiB each, followed
-# at a cache a quarter of the data, ran at 0.74-0.78x native against 0.98-1.02x
-# unfollowed, RESULTS.md "A group per sample, followed"): their reads are
-# cached without a schedule, as before maps of groups.
+# A map of groups whose indices each read their group's primary dataset whole
+# (PDEBench's `f[seed]["data"][...]`) makes each group one sample of all its
+# rows (MapFile.rows_per_sample); one that reads parts of its group numbers
+# every row as a sample. Either way, groups are mapped up to this many rows
+# an index read; longer ones are not, and their reads are cached without a
+# schedule. Groups of 256 rows of 1 KiB each, followed, ran at 0.74-0.78x
+# native against 0.98-1.02x unfollowed when each row was a sample, and at
+# 0.69-0.89x against 0.90-1.11x with each group one sample and the resolver's
+# files kept open (RESULTS.md, "A group per sample, followed", "Groups read
+# whole"): the prefetch leader, a new DataLoader worker every epoch, opens
+# every group's dataset again each epoch before it can tell whether its rows
+# are cached, and its per-row work does not shrink with the schedule.
 _MAX_GROUP_ROWS = 128
 
 # The rows of a read, in the order read: a range when they are one run of
@@ -170,6 +174,12 @@ _GROUP_MARK = "\0"
 class MapFile:
     path: str  # the file's realpath, or "<realpath>\0<group>" for a group of it
     rows: int
+    # Rows that make one sample: all of them for a group its index reads whole.
+    rows_per_sample: int = 1
+
+    @property
+    def samples(self) -> int:
+        return self.rows // self.rows_per_sample
 
     @property
     def file_path(self) -> str:
@@ -219,10 +229,15 @@ class LearnedSampleMap:
     def primary_files(self) -> int:
         return len(self.files) - sum(len(c) for c in self.companions)
 
+    @functools.cached_property
+    def whole_groups(self) -> bool:
+        """Whether its groups are each one sample (their indices read them whole)."""
+        return any(f.rows_per_sample > 1 for f in self.files)
+
     @property
     def primary_samples(self) -> int:
         """The samples of the primary files (those an index's reads are numbered in)."""
-        return sum(f.rows for f in self.files[: self.primary_files])
+        return sum(f.samples for f in self.files[: self.primary_files])
 
     @functools.cached_property
     def _deltas(self) -> Tuple[List[int], Tuple[List[int], ...]]:
@@ -347,6 +362,24 @@ def _other_rows(before, after) -> bool:
             if known != rows:
                 return True
     return not common
+
+
+def _reads_whole(reads, dataset: str, rows_in) -> bool:
+    """Whether an index's reads of `dataset` (one file's or group's) cover
+    every row of it, and no other dataset of the same name elsewhere: what
+    makes its group one sample. rows_in(path, dataset) gives a dataset's rows."""
+    paths = {p for p, d, _ in reads if d == dataset}
+    if len(paths) != 1:
+        return False
+    path = paths.pop()
+    read = [r for _, d, r in reads if d == dataset]
+    total = rows_in(path, dataset)
+    if not total:
+        return False
+    if len(read) == 1:
+        r = read[0]
+        return len(r) == total and (r == range(total) or sorted(r) == list(range(total)))
+    return set().union(*read) == set(range(total))
 
 
 def _rows_per_index(records, dataset: str) -> int:
@@ -476,6 +509,8 @@ class LearnedMap:
         if any(path not in m.first_sample or dataset not in m.fields
                for path, dataset, _ in reads):
             return False
+        if m.whole_groups and not _reads_whole(reads, m.fields[0], self._rows_in):
+            return False  # a group read in part: its rows are samples after all
         pattern = self._pattern
         if pattern is None and (not new or self._built_from < _MIN_PATTERN_EVIDENCE):
             return False
@@ -706,6 +741,7 @@ class LearnedMap:
 
     def _build_map(self) -> Optional[LearnedSampleMap]:
         self._grouped = None
+        whole = False
         records = self._reads
         found = _most_read(records)
         if found is None:
@@ -716,12 +752,16 @@ class LearnedMap:
             # Every index reads datasets of its own: a map of their groups, if they have any.
             grouped = {i: g for i, r in records.items() if (g := _in_groups(r)) is not None}
             found = _most_read(grouped)
-            if (found is None or found[0][found[1]] <= _OWN_DATASET_READERS
-                    or _rows_per_index(grouped, found[1]) > _MAX_GROUP_ROWS):
+            if found is None or found[0][found[1]] <= _OWN_DATASET_READERS:
+                self.datasets_of_their_own = True
+                return None
+            if _rows_per_index(grouped, found[1]) > _MAX_GROUP_ROWS:
                 self.datasets_of_their_own = True
                 return None
             (counts, primary), records = found, grouped
             self._grouped = grouped
+            whole = all(_reads_whole(reads, primary, self._rows_in)
+                        for reads in grouped.values() if any(d == primary for _, d, _ in reads))
         # Other fields: read at the primary's file and rows by (almost) every index;
         # companions: read at the primary's rows in another file (see _companions).
         same = collections.Counter()
@@ -748,15 +788,15 @@ class LearnedMap:
             rows = self._rows_in(path, primary)
             # A field of another length in this file cannot share the primary's rows.
             fields = [f for f in fields if f == primary or self._rows_in(path, f, rows) == rows]
-            files.append(MapFile(path, rows))
+            files.append(MapFile(path, rows, rows if whole else 1))
         companions, companion_fields = self._companions(files, of_file, beside)
         fields += [d for d in companion_fields if d not in fields]
         for comps, f in zip(companions, list(files)):
-            files.extend(MapFile(c, f.rows) for c in comps)
+            files.extend(MapFile(c, f.rows, f.rows_per_sample) for c in comps)
         first, total = {}, 0
         for f in files:
             first[f.path] = total
-            total += f.rows
+            total += f.samples
         if total == 0:
             return None
         return LearnedSampleMap(tuple(files), tuple(fields), first, total, companions)
@@ -799,8 +839,12 @@ class LearnedMap:
             if dataset != primary:
                 continue
             first = m.first_sample.get(path)
-            if first is not None:
+            if first is None:
+                continue
+            if not m.whole_groups:
                 out.extend(first + r for r in rows)
+            elif not out or out[-1] != first:  # its group, read whole
+                out.append(first)
         return tuple(out)
 
     def _find_pattern(self) -> Optional[Pattern]:
@@ -891,7 +935,7 @@ class LearnedMap:
         self._pattern_possible = len(kept) < len(offsets)  # more reads may add pieces
         pieces = []
         for k in kept:
-            lo, hi = _piece(per, stride, offsets[k], self._file_firsts[k], m.files[k].rows)
+            lo, hi = _piece(per, stride, offsets[k], self._file_firsts[k], m.files[k].samples)
             if lo < hi:
                 pieces.append((lo, hi, offsets[k], k))
         if not pieces:  # no file read often enough yet

@@ -285,7 +285,8 @@ class Publisher:
             for f in sample_map.files:
                 size, mtime_ns = self._stat(f.file_path)
                 files.append(WriterFile(path=f.file_path, rows=f.rows, size=size,
-                                        mtime_ns=mtime_ns, group=f.group))
+                                        mtime_ns=mtime_ns, group=f.group,
+                                        rows_per_sample=f.rows_per_sample))
             write_schedule(
                 self._schedule_path, parts=parts, ranks=ranks, ranks_per_node=ranks,
                 num_samples=sample_map.num_samples, files=files,

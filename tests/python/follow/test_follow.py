@@ -349,6 +349,8 @@ def test_one_group_per_sample_is_followed_by_a_map_of_groups(data, tmp_path):
     assert len(schedules) == 1, schedules
     m = ScheduleFile(schedules[0]).header.map
     assert m.has_groups and len(m.files) == 96 and m.fields[0].dataset == "data"
+    # Each seed read whole: its group is one sample of its 16 rows.
+    assert m.num_samples == 96 and {f.rows_per_sample for f in m.files} == {16}
     assert {os.path.basename(f.path) for f in m.files} == {"seeds.h5"}
     _context.leave(mark)
 

@@ -192,45 +192,81 @@ def test_one_sample_per_file_is_predicted_from_the_sibling_files(tmp_path):
 def test_a_group_per_index_is_a_map_of_groups():
     """A group per sample (PDEBench's seeds: `f[key]["data"]`, `f[key]["grid"]["x"]`): every
     index reads datasets no other index reads, in a group of its own. Each group is a file
-    of the map, its datasets fields named in the group: index 7 stands for the 16 rows of
-    "0007/data". (Such records once gave a map of the first sample's dataset alone, its 16
-    rows standing for 16 samples of index 0, and then no map.)"""
+    of the map, its datasets fields named in the group. An index that reads a part of its
+    group stands for the rows it reads: index 7 for rows 4-11 of the 16 of "0007/data".
+    (Such records once gave a map of the first sample's dataset alone, its 16 rows standing
+    for 16 samples of index 0, and then no map.)"""
     learned = LearnedMap()
     order = (7, 3, 90, 41) + tuple(range(10, 40))  # 34 indices, in no order
     for i in order:
-        record(learned, [i], [f"/d/seeds.h5\t/{i:04d}/data\t16\t0+16\n",
-                              f"/d/seeds.h5\t/{i:04d}/grid/t\t16\t0+16\n",
+        record(learned, [i], [f"/d/seeds.h5\t/{i:04d}/data\t16\t4+8\n",
+                              f"/d/seeds.h5\t/{i:04d}/grid/t\t16\t4+8\n",
                               f"/d/seeds.h5\t/{i:04d}/grid/x\t32\t0+32\n"])
     m = learned.sample_map()
     assert not learned.datasets_of_their_own
     # grid/t has the rows of data, grid/x does not: it is not a field.
     assert m.fields == ("data", "grid/t") and m.num_samples == 34 * 16
     groups = sorted(f"{i:04d}" for i in order)
-    assert [(f.file_path, f.group, f.rows) for f in m.files] == [
-        ("/d/seeds.h5", g, 16) for g in groups]
+    assert [(f.file_path, f.group, f.rows, f.rows_per_sample) for f in m.files] == [
+        ("/d/seeds.h5", g, 16, 1) for g in groups]
     first = 16 * groups.index("0007")
-    assert learned.samples_of(7) == tuple(range(first, first + 16))
+    assert learned.samples_of(7) == tuple(range(first + 4, first + 12))
     assert learned.samples_of(8) == ()  # a group not read yet is not known
     # An index read again (workers re-check) keeps its group.
-    record(learned, [7], ["/d/seeds.h5\t/0007/data\t16\t0+16\n",
-                          "/d/seeds.h5\t/0007/grid/t\t16\t0+16\n"])
-    assert learned.samples_of(7) == tuple(range(first, first + 16))
+    record(learned, [7], ["/d/seeds.h5\t/0007/data\t16\t4+8\n",
+                          "/d/seeds.h5\t/0007/grid/t\t16\t4+8\n"])
+    assert learned.samples_of(7) == tuple(range(first + 4, first + 12))
     # A new index's group joins the map.
-    record(learned, [8], ["/d/seeds.h5\t/0008/data\t16\t0+16\n"])
-    assert learned.sample_map().num_samples == 35 * 16 and len(learned.samples_of(8)) == 16
+    record(learned, [8], ["/d/seeds.h5\t/0008/data\t16\t0+8\n"])
+    assert learned.sample_map().num_samples == 35 * 16 and len(learned.samples_of(8)) == 8
+
+
+def test_a_group_each_index_reads_whole_is_one_sample():
+    """Indices that read their group's datasets whole (PDEBench's seeds, read whole and
+    sliced in Python) make each group one sample of all its rows: index 7 is one sample,
+    groups of 16 or 100 rows alike. A later index that reads a part of its group makes
+    the rows samples again (its prefetch would read the whole group otherwise)."""
+    learned = LearnedMap()
+    order = (7, 3, 90, 41) + tuple(range(10, 40))
+    for i in order:
+        rows = 100 if i % 2 else 16
+        record(learned, [i], [f"/d/seeds.h5\t/{i:04d}/data\t{rows}\t0+{rows}\n",
+                              f"/d/seeds.h5\t/{i:04d}/grid/t\t{rows}\t0+{rows}\n"])
+    m = learned.sample_map()
+    assert not learned.datasets_of_their_own and m.whole_groups
+    assert m.fields == ("data", "grid/t") and m.num_samples == 34
+    assert all(f.rows_per_sample == f.rows for f in m.files)
+    groups = sorted(f"{i:04d}" for i in order)
+    assert learned.samples_of(7) == (groups.index("0007"),)
+    # Read whole in two parts: still one sample.
+    record(learned, [8], ["/d/seeds.h5\t/0008/data\t16\t0+10\n",
+                          "/d/seeds.h5\t/0008/data\t16\t10+6\n"])
+    assert learned.sample_map().num_samples == 35 and len(learned.samples_of(8)) == 1
+    # A part of a group: every row a sample.
+    record(learned, [9], ["/d/seeds.h5\t/0009/data\t16\t0+8\n"])
+    m = learned.sample_map()
+    assert not m.whole_groups and m.num_samples == sum(f.rows for f in m.files)
+    first = m.first_sample["/d/seeds.h5\0" + "0009"]
+    assert learned.samples_of(9) == tuple(range(first, first + 8))
+    assert len(learned.samples_of(7)) == 100
+    record(learned, [9], ["/d/seeds.h5\t/0009/data\t16\t0+16\n"])
+    assert learned.sample_map().num_samples == 36
 
 
 def test_groups_of_more_rows_than_a_map_of_groups_takes_are_no_map():
-    """A group whose dataset has more rows than _MAX_GROUP_ROWS would stand for as many
-    samples per index: such groups are cached without a schedule, as before maps of groups."""
+    """An index that reads more rows than _MAX_GROUP_ROWS of its group, in part or whole:
+    such groups are cached without a schedule (following them measured slower)."""
     from prescient._learn import _MAX_GROUP_ROWS
 
     for rows, mapped in ((_MAX_GROUP_ROWS, True), (_MAX_GROUP_ROWS + 1, False)):
-        learned = LearnedMap()
-        for i in range(40):
-            record(learned, [i], [f"/d/s.h5\t/s{i:06d}/data\t{rows}\t0+{rows}\n"])
-        assert (learned.sample_map() is not None) == mapped, rows
-        assert learned.datasets_of_their_own != mapped
+        for total in (2 * rows, rows):  # a part of the group, then the whole of it
+            learned = LearnedMap()
+            for i in range(40):
+                record(learned, [i], [f"/d/s.h5\t/s{i:06d}/data\t{total}\t0+{rows}\n"])
+            assert (learned.sample_map() is not None) == mapped, rows
+            assert learned.datasets_of_their_own != mapped
+            if mapped:
+                assert learned.sample_map().num_samples == (40 if total == rows else 40 * total)
 
 
 def test_datasets_of_their_own_without_groups_are_no_map():
@@ -254,8 +290,8 @@ def test_datasets_of_their_own_without_groups_are_no_map():
 
 
 def test_a_map_of_groups_is_published_as_groups_of_its_file(tmp_path):
-    """The schedule of a map of groups names each group of the file (format version 4), as
-    the connector's reader reads it."""
+    """The schedule of a map of groups names each group of the file (format version 4; 5
+    with each group one sample, read whole), as the connector's reader reads it."""
     from prescient import _publish
     from prescient_sampler._format import ScheduleFile
 
@@ -272,10 +308,12 @@ def test_a_map_of_groups_is_published_as_groups_of_its_file(tmp_path):
     read = ScheduleFile(str(schedule))
     m = read.header.map
     assert m.has_groups and [f.group for f in m.files] == [f"{i:04d}" for i in range(40)]
-    assert {f.path for f in m.files} == {str(data)} and m.num_samples == 40 * 101
+    assert {f.path for f in m.files} == {str(data)} and m.num_samples == 40
+    assert read.format_version == 5 and {f.rows_per_sample for f in m.files} == {101}
     assert m.find(str(data), "/0039/data") == (39, 0) and m.dataset_of(39, 0) == "0039/data"
+    assert m.locate(39) == (39, 0) and m.sample_of(39, 100) == 39
     samples, _ = read.part(0, 0)
-    assert list(samples[:101]) == list(range(39 * 101, 40 * 101))  # index 39 first
+    assert list(samples) == list(reversed(range(40)))  # index 39 first, one sample each
 
 
 def test_siblings_that_break_the_numbering_are_not_believed(tmp_path):
