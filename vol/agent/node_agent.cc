@@ -154,6 +154,7 @@ std::string NodeAgent::PrepareDatasets() {
       ++prepared;
     }
   }
+  DatasetResolver::ReleaseFiles();
   if (prepared == 0) return "no dataset of the schedule's sample map could be prepared";
   runtime.Log(LogLevel::kInfo, "node agent: " + std::to_string(prepared) + " datasets prepared");
   return "";

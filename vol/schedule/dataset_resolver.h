@@ -6,7 +6,14 @@
 // The file is opened read-only with HDF5's native connector directly (not
 // through this connector), the dataset is identified and prepared exactly as
 // the open callback would (same identity, so the application's later open
-// finds it registered), and everything is closed again. This runs on the
+// finds it registered), and the dataset is closed again. The file stays open
+// (up to 16 of them) for the next resolutions of the same file until
+// ReleaseFiles: the prefetcher releases them once its rounds have resolved
+// nothing for a while, the node agent once it has prepared its datasets, and
+// HDF5 closes those left when it terminates. It
+// is opened without HDF5's file lock, so that holding it never makes an
+// application's open for writing fail; a file changed since (another
+// identity) is opened anew. This runs on the
 // prefetch thread, so it is done only where HDF5 is thread-safe
 // (H5is_library_threadsafe): every HDF5 call then takes HDF5's own lock. The
 // prefetch thread holds no cache claim while it resolves, so a read callback
@@ -41,6 +48,9 @@ class DatasetResolver {
   static cache::io::Result<std::shared_ptr<CachedDataset>> Resolve(const std::string& path,
                                                                    const std::string& dataset,
                                                                    bool only_hdf5_thread = false);
+
+  // Closes the files the resolutions keep open.
+  static void ReleaseFiles();
 
   // fork() must not happen while a prefetch thread resolves: the child would
   // inherit HDF5's global lock (and the open-file registry's) held by a

@@ -11,6 +11,7 @@
 
 #include "cache/io/task_order.h"
 #include "vol/runtime/runtime.h"
+#include "vol/schedule/dataset_resolver.h"
 #include "vol/schedule/schedule_follower.h"
 
 namespace prescient::vol {
@@ -23,6 +24,8 @@ constexpr std::uint64_t kMinWindowSteps = 2;  // double buffering at least
 constexpr std::uint64_t kMaxWindowSteps = 4096;
 constexpr std::chrono::milliseconds kIdlePollMin{1};
 constexpr std::chrono::milliseconds kIdlePollMax{16};
+// How long the resolver's files stay open after the last dataset resolved.
+constexpr std::chrono::seconds kKeepFiles{2};
 // A file of at most this many samples and bytes is warmed, not prepared
 // (see the header). Its size is the map's (0 when the map does not say).
 constexpr std::uint64_t kWarmOnlyMaxRows = 16;
@@ -180,6 +183,15 @@ bool Prefetcher::Round(io::Executor& executor) {
     }
     done_until_[k] = end;
   }
+  // The resolver's files stay open while rounds resolve datasets of them (a
+  // group per sample resolves some in most rounds of an epoch, and their
+  // metadata stays cached), and are closed once none has for kKeepFiles.
+  const auto round_end = std::chrono::steady_clock::now();
+  if (std::exchange(resolved_in_round_, false)) {
+    last_resolved_ = round_end;
+  } else if (round_end - last_resolved_ > kKeepFiles) {
+    DatasetResolver::ReleaseFiles();
+  }
   if (!warmed.empty())
     Runtime::Get().stats().AddInEpoch(first_epoch, Counter::kFilesWarmed, warmed.size());
   if (left_to_readers > 0) {
@@ -233,6 +245,7 @@ std::shared_ptr<CachedDataset> Prefetcher::DatasetToPrefetch(FieldRef ref,
   // The file this field lives in (a field may be kept in a file of its own).
   const scheduler::FieldPlace place = map.PlaceOf(ref.file, ref.field);
   if (!WarmOnly(map.files()[ref.file].rows, place)) {
+    resolved_in_round_ = true;
     return follower_.DatasetFor(ref, /*resolve=*/true);
   }
   std::string path(place.path);
@@ -266,6 +279,10 @@ void Prefetcher::Run() noexcept {
         idle_poll = std::min(idle_poll * 2, kIdlePollMax);
       }
     }
+    // The resolver's files stay open here: the thread is stopped from HDF5's
+    // termination too, whose caller holds HDF5's lock and joins this thread,
+    // so no HDF5 function may be called on the way out. The next round's
+    // release or HDF5's termination closes them.
     cache_.ResignLeader();
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kWarn, std::string("prefetching stopped: ") + e.what());

@@ -128,6 +128,11 @@ class Prefetcher {
   std::chrono::steady_clock::time_point rate_since_{};
   std::uint64_t rate_from_step_ = 0;
   double steps_per_second_ = 0;
+  // Whether the current round resolved a dataset, and when one last did:
+  // the resolver keeps its files open until rounds have resolved none for a
+  // while (Round).
+  bool resolved_in_round_ = false;
+  std::chrono::steady_clock::time_point last_resolved_{};
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};  // the thread of running_pid_ returned
   std::atomic<long> running_pid_{0};

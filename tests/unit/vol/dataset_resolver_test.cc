@@ -3,14 +3,21 @@
 // images, when a followed map's labels are in a file of their own) is an
 // answer, not an error of the application's: nothing on stderr, nothing left
 // on the thread's error stack, its printing setting as it was; a file the
-// application reads is opened again, one it writes is not. Real HDF5.
+// application reads is opened again, one it writes is not; a file kept open
+// between resolutions can be rewritten and is then resolved anew, and a
+// forked child opens its own. Real HDF5.
 #include "vol/schedule/dataset_resolver.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/unit/vol/int_rows_file.h"
 #include "vol/objects/file_state.h"
@@ -56,6 +63,96 @@ TEST_F(DatasetResolverTest, AFileTheApplicationReadsIsOpenedAgainOneItWritesIsNo
   EXPECT_NE(refused.status().message().find("open for writing in the application"),
             std::string::npos)
       << refused.status().message();
+}
+
+// The resolver keeps the file open for the next resolutions. That must not
+// stop the application from rewriting it (HDF5's file lock, were it held,
+// would make H5Fcreate fail in this very process), and a resolution after
+// the rewrite sees the new file, not the kept handle's old one.
+TEST_F(DatasetResolverTest, AKeptFileCanBeRewrittenAndIsResolvedAnew) {
+  const auto before = DatasetResolver::Resolve(file_.path(), "x");
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  EXPECT_EQ(before.value()->num_rows(), 16u);
+
+  {
+    testing::IntRowsFile same_path_is_not_it{"resolver-other", 1};  // a second kept file
+    ASSERT_TRUE(same_path_is_not_it.ok());
+    ASSERT_TRUE(DatasetResolver::Resolve(same_path_is_not_it.path(), "x").ok());
+  }
+  const hid_t rewritten = H5Fcreate(file_.path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(rewritten, 0) << "the kept file blocked the application's rewrite";
+  const hsize_t dims[1] = {40};
+  const hid_t space = H5Screate_simple(1, dims, nullptr);
+  const hid_t dataset =
+      H5Dcreate2(rewritten, "x", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(dataset, 0);
+  const std::vector<int> values(40, 7);
+  ASSERT_GE(H5Dwrite(dataset, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  H5Dclose(dataset);
+  H5Sclose(space);
+  ASSERT_GE(H5Fclose(rewritten), 0);
+
+  const auto after = DatasetResolver::Resolve(file_.path(), "x");
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  EXPECT_EQ(after.value()->num_rows(), 40u);
+  DatasetResolver::ReleaseFiles();
+  const auto released = DatasetResolver::Resolve(file_.path(), "x");
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  EXPECT_EQ(released.value()->num_rows(), 40u);
+  DatasetResolver::ReleaseFiles();
+}
+
+// The descriptors of this process open on `path`.
+std::set<int> DescriptorsOf(const std::string& path) {
+  std::set<int> found;
+  const std::filesystem::path target = std::filesystem::canonical(path);
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    if (std::filesystem::read_symlink(entry.path(), error) == target) {
+      found.insert(std::stoi(entry.path().filename().string()));
+    }
+  }
+  return found;
+}
+
+// A DataLoader worker inherits the files its parent's resolutions keep open,
+// on descriptors whose offset both share (the stdio driver seeks, then
+// reads). The child must open its own: here it moves the offset of the
+// descriptor it resolved through, and the parent's must not move.
+TEST_F(DatasetResolverTest, AForkedChildOpensItsOwnFilesNotItsParents) {
+  ASSERT_TRUE(DatasetResolver::Resolve(file_.path(), "x").ok());
+  const std::set<int> parents = DescriptorsOf(file_.path());
+  ASSERT_EQ(parents.size(), 1u) << "the resolver keeps the file open";
+  const int parent_fd = *parents.begin();
+  const off_t parent_offset = lseek(parent_fd, 0, SEEK_CUR);
+  constexpr off_t kMoved = 12345;
+  ASSERT_NE(parent_offset, kMoved);
+
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto resolved = DatasetResolver::Resolve(file_.path(), "x");
+    const std::set<int> own = DescriptorsOf(file_.path());
+    int code = 0;
+    if (!resolved.ok() || resolved.value()->num_rows() != 16) code = 1;
+    if (own.size() != 1) code = 2;  // the inherited one left open beside its own
+    if (!own.empty()) (void)lseek(*own.begin(), kMoved, SEEK_SET);
+    DatasetResolver::ReleaseFiles();
+    if (!DescriptorsOf(file_.path()).empty()) code = 3;
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: not resolved, 2: inherited file left open, 3: not released";
+  EXPECT_EQ(lseek(parent_fd, 0, SEEK_CUR), parent_offset)
+      << "the child read through the parent's open file";
+  const auto again = DatasetResolver::Resolve(file_.path(), "x");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again.value()->num_rows(), 16u);
+  DatasetResolver::ReleaseFiles();
+  EXPECT_TRUE(DescriptorsOf(file_.path()).empty());
 }
 
 // On a thread of its own, as the prefetch thread: a new thread's HDF5 prints
