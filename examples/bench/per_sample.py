@@ -97,7 +97,7 @@ def generate(workdir, side, per_file):
     return paths
 
 
-def variant_env(variant, plugin_dir, run_id, stats_dir=None, cache_size=None):
+def variant_env(variant, plugin_dir, run_id, stats_dir=None, cache_size=None, settings=()):
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith("PRESCIENT_") or k.startswith("HDF5_VOL") or k == "HDF5_PLUGIN_PATH")}
     if variant == "native":
@@ -108,6 +108,7 @@ def variant_env(variant, plugin_dir, run_id, stats_dir=None, cache_size=None):
         env["PRESCIENT_STATS"] = os.path.join(stats_dir, f"{run_id}-%p.json")
     if cache_size:
         env["PRESCIENT_CACHE_SIZE"] = cache_size
+    env.update(settings)
     if variant == "cache-all":
         env["PRESCIENT_MIN_DATASET_BYTES"] = "0"
     elif variant == "follow":
@@ -129,7 +130,13 @@ def main():
     p.add_argument("--stats-dir", help="keep the Prescient runs' statistics files here")
     p.add_argument("--cache-size", help="PRESCIENT_CACHE_SIZE of the Prescient runs (default: the "
                    "connector's, which holds the data)")
+    p.add_argument("--setting", action="append", default=[], metavar="PRESCIENT_NAME=VALUE",
+                   help="a setting of every Prescient run (repeat for more; e.g. "
+                   "PRESCIENT_PREFETCH=0)")
     args = p.parse_args()
+    settings = dict(s.split("=", 1) for s in args.setting)
+    if any(not k.startswith("PRESCIENT_") for k in settings):
+        p.error("--setting takes PRESCIENT_NAME=VALUE")
     if any(v != "native" for v in args.variants) and not os.path.isfile(
             os.path.join(args.plugin_dir, "libprescient_vol.so")):
         raise SystemExit(f"per-sample: no libprescient_vol.so in {args.plugin_dir} (--plugin-dir)")
@@ -144,7 +151,8 @@ def main():
             results = {}
             for v in args.variants:
                 out = os.path.join(tmp, f"{r}-{v}.json")
-                env = variant_env(v, args.plugin_dir, f"{r}{v}", args.stats_dir, args.cache_size)
+                env = variant_env(v, args.plugin_dir, f"{r}{v}", args.stats_dir, args.cache_size,
+                                  settings)
                 subprocess.run([sys.executable, "-c", CHILD, json.dumps(paths), str(args.epochs), out,
                                 HERE, str(args.per_file)], env=env, check=True)
                 results[v] = json.load(open(out))
