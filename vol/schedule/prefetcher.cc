@@ -88,12 +88,19 @@ void Prefetcher::EnsureRunning() {
   thread_ = std::make_unique<std::thread>([this] { Run(); });
 }
 
-void Prefetcher::Stop() {
-  if (running_pid_.load() != ::getpid()) return;
+bool Prefetcher::Stop(StopCaller caller) {
+  if (running_pid_.load() != ::getpid()) return true;
   stop_ = true;
+  if (caller == StopCaller::kHoldingHdf5Lock && resolving_.load()) {
+    abandoned_ = true;
+    if (thread_) thread_->detach();
+    thread_.reset();
+    return false;
+  }
   if (thread_ && thread_->joinable()) thread_->join();
   thread_.reset();
   running_pid_ = 0;
+  return true;
 }
 
 std::uint64_t Prefetcher::WindowSteps(std::span<const std::uint64_t> progress) {
@@ -114,6 +121,13 @@ std::uint64_t Prefetcher::WindowSteps(std::span<const std::uint64_t> progress) {
   if (steps_per_second_ <= 0) return capacity_steps_;
   const auto by_rate = static_cast<std::uint64_t>(steps_per_second_ * kWindowSeconds);
   return std::clamp<std::uint64_t>(by_rate, kMinWindowSteps, capacity_steps_);
+}
+
+template <typename Work>
+void Prefetcher::WhileResolving(Work&& work) {
+  resolving_ = true;
+  if (!stop_.load()) work();
+  resolving_ = false;
 }
 
 bool Prefetcher::Round(io::Executor& executor) {
@@ -190,8 +204,9 @@ bool Prefetcher::Round(io::Executor& executor) {
   if (std::exchange(resolved_in_round_, false)) {
     last_resolved_ = round_end;
   } else if (round_end - last_resolved_ > kKeepFiles) {
-    DatasetResolver::ReleaseFiles();
+    WhileResolving([] { DatasetResolver::ReleaseFiles(); });
   }
+  if (stop_.load()) return false;  // a resolution may have been abandoned
   if (!warmed.empty())
     Runtime::Get().stats().AddInEpoch(first_epoch, Counter::kFilesWarmed, warmed.size());
   if (left_to_readers > 0) {
@@ -246,7 +261,9 @@ std::shared_ptr<CachedDataset> Prefetcher::DatasetToPrefetch(FieldRef ref,
   const scheduler::FieldPlace place = map.PlaceOf(ref.file, ref.field);
   if (!WarmOnly(map.files()[ref.file].rows, place)) {
     resolved_in_round_ = true;
-    return follower_.DatasetFor(ref, /*resolve=*/true);
+    std::shared_ptr<CachedDataset> resolved;
+    WhileResolving([&] { resolved = follower_.DatasetFor(ref, /*resolve=*/true); });
+    return abandoned_.load() ? nullptr : resolved;
   }
   std::string path(place.path);
   if (!warmed.contains(path) && WarmFile(path)) warmed.insert(std::move(path));
@@ -282,8 +299,9 @@ void Prefetcher::Run() noexcept {
     // The resolver's files stay open here: the thread is stopped from HDF5's
     // termination too, whose caller holds HDF5's lock and joins this thread,
     // so no HDF5 function may be called on the way out. The next round's
-    // release or HDF5's termination closes them.
-    cache_.ResignLeader();
+    // release or HDF5's termination closes them. An abandoned thread (Stop)
+    // touches nothing: the cache may be gone.
+    if (!abandoned_.load()) cache_.ResignLeader();
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kWarn, std::string("prefetching stopped: ") + e.what());
   } catch (...) {

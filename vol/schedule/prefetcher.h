@@ -42,6 +42,7 @@
 #include "vol/schedule/prefetch_round.h"
 #include "vol/schedule/rank_progress.h"
 #include "vol/schedule/schedule_binding.h"
+#include "vol/schedule/stop_caller.h"
 
 namespace prescient::vol {
 
@@ -78,7 +79,14 @@ class Prefetcher {
     held_samples_ = held_samples;
     window_quarters_ = 3;
   }
-  void Stop();
+  // Stops the thread and joins it (in the process that started it); true
+  // when it is joined. Called holding HDF5's lock while the thread is
+  // resolving a dataset (which waits for that lock, then for the cache
+  // client's, which the terminate callback holds too), it cannot be joined:
+  // it is left to run on, told to touch nothing once its resolution returns,
+  // and Stop returns false. The caller must then never destroy this object
+  // (the process is ending).
+  bool Stop(StopCaller caller = StopCaller::kAnyThread);
   // Asks the thread to stop without waiting for it (a caller inside an HDF5
   // callback must not join a thread that may be waiting for HDF5's lock).
   void RequestStop() { stop_ = true; }
@@ -88,6 +96,10 @@ class Prefetcher {
 
  private:
   void Run() noexcept;
+  // Runs `work` (a resolution, or the resolver's release) unless a stop was
+  // asked, with resolving_ set (see Stop).
+  template <typename Work>
+  void WhileResolving(Work&& work);
   // One round for every local rank behind its window; false if none was.
   bool Round(cache::io::Executor& executor);
   std::uint64_t WindowSteps(std::span<const std::uint64_t> progress);
@@ -134,7 +146,12 @@ class Prefetcher {
   bool resolved_in_round_ = false;
   std::chrono::steady_clock::time_point last_resolved_{};
   std::atomic<bool> stop_{false};
-  std::atomic<bool> finished_{false};  // the thread of running_pid_ returned
+  // Set by the thread around a resolution (HDF5 calls, then the cache
+  // client's lock) and read by Stop: both sequentially consistent, so that
+  // either Stop sees it set or the thread sees stop_ before it resolves.
+  std::atomic<bool> resolving_{false};
+  std::atomic<bool> abandoned_{false};  // Stop could not join: touch nothing
+  std::atomic<bool> finished_{false};   // the thread of running_pid_ returned
   std::atomic<long> running_pid_{0};
   std::unique_ptr<std::thread> thread_;
 };

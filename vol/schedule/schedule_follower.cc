@@ -111,9 +111,7 @@ std::uint64_t ScheduleFollower::KeyOf(const CachedDataset& dataset, std::uint64_
   return owned ? HeldKey(step, *owned) : step;
 }
 
-void ScheduleFollower::Stop() {
-  if (prefetcher_) prefetcher_->Stop();
-}
+bool ScheduleFollower::Stop(StopCaller caller) { return !prefetcher_ || prefetcher_->Stop(caller); }
 
 void ScheduleFollower::RequestStop() {
   if (prefetcher_) prefetcher_->RequestStop();
@@ -274,7 +272,10 @@ void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std:
                     std::to_string(PositionTracker::kMaxMismatches) +
                     " in a row); this process stops following it. Reads stay "
                     "correct.");
-    if (prefetcher_) prefetcher_->Stop();
+    // Asked, not joined: this is a read callback, under HDF5's lock, and the
+    // prefetch thread may be resolving a dataset, which waits for that lock.
+    // It stops at its next look (joined at shutdown, or left: Stop).
+    if (prefetcher_) prefetcher_->RequestStop();
   }
   if (prefetcher_ && !tracker_.abandoned()) prefetcher_->EnsureRunning();
   const std::uint64_t failures = oracle_failures_.load(std::memory_order_relaxed);

@@ -42,6 +42,7 @@
 #include "vol/schedule/remote_rows.h"
 #include "vol/schedule/schedule_binding.h"
 #include "vol/schedule/schedule_oracle.h"
+#include "vol/schedule/stop_caller.h"
 #include "vol/serve/cached_dataset.h"
 
 namespace prescient::vol {
@@ -118,8 +119,10 @@ class ScheduleFollower {
   // `held_samples` this node owns.
   void RunAsNodeAgent(RemoteRows* remote, std::uint64_t held_samples);
 
-  // Stops the prefetch leader (connector shutdown).
-  void Stop();
+  // Stops the prefetch leader (connector shutdown); false when its thread
+  // could not be joined and this follower must never be destroyed
+  // (Prefetcher::Stop).
+  bool Stop(StopCaller caller = StopCaller::kAnyThread);
   // Follow mode, a newer schedule replaces this one: the prefetch leader is
   // asked to stop (not joined: the caller is inside an HDF5 callback), and
   // Idle() says when it has.

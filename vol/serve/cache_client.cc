@@ -377,11 +377,17 @@ void CacheClient::Shutdown() noexcept {
   // Rows waiting for the admission thread are published while everything
   // they need is still there.
   if (admission_) admission_->Drain();
-  if (follower_owner_) follower_owner_->Stop();
+  // Terminate holds HDF5's lock: a prefetch thread resolving a dataset waits
+  // for it, and is left running (its follower never freed) rather than
+  // joined, which would hang the application's exit.
+  constexpr auto kCaller = StopCaller::kHoldingHdf5Lock;
+  if (follower_owner_ && !follower_owner_->Stop(kCaller)) (void)follower_owner_.release();
   for (Retired& retired : retired_) {
-    if (retired.pid != ::getpid()) (void)retired.follower.release();
+    if (retired.follower && (retired.pid != ::getpid() || !retired.follower->Stop(kCaller))) {
+      (void)retired.follower.release();
+    }
   }
-  retired_.clear();  // each joins its prefetch thread, asked to stop long ago
+  retired_.clear();  // each has joined its prefetch thread
   datasets_.clear();
   open_attempted_ = true;  // no reopening during shutdown
   // The follower (whose oracle the segment's users may still hold) and the

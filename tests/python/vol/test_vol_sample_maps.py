@@ -201,6 +201,57 @@ def test_the_prefetcher_opens_a_field_in_its_own_file(bench, runner, hdf5_thread
         assert fields["y"]["rows_prefetched"] == 0, fields
 
 
+# Reads the files in the order given, every row of each, until argv[3] seconds have passed, then
+# exits (HDF5 terminates at exit, and the connector with it).
+_READ_FOR_A_WHILE = """
+import sys, time, h5py
+paths, seconds = sys.argv[1].split(","), float(sys.argv[2])
+end = time.monotonic() + seconds
+for k, path in enumerate(paths):
+    if time.monotonic() >= end:
+        break
+    with h5py.File(path, "r") as f:
+        d = f["x"]
+        for r in range(d.shape[0]):
+            assert int(d[r][0]) == int(path.rsplit("_", 1)[1][:-3])
+"""
+
+
+@pytest.mark.parametrize("order", ["scheduled", "other"])
+def test_a_process_never_hangs_while_its_prefetch_thread_opens_files(
+        prescient, hdf5_threadsafe, tmp_path, order):
+    """The prefetch thread opens files the job has not opened yet (one dataset per file), taking
+    HDF5's lock for each. HDF5's termination at exit holds that lock and stops the connector,
+    and a read that leaves the schedule stops following it from inside a read callback, under
+    the same lock: neither may join a thread that waits for it (that hung the process). Each
+    run ends at a different moment of the prefetching, the files read in the schedule's order
+    (exit mid-prefetch) or in another (the schedule left mid-prefetch, then exit)."""
+    if not hdf5_threadsafe:
+        pytest.skip("the prefetch thread opens files only where HDF5 is thread-safe")
+    h5py = pytest.importorskip("h5py")
+    np = pytest.importorskip("numpy")
+    files, rows = 1000, 64
+    for k in range(files):
+        with h5py.File(tmp_path / f"x_{k}.h5", "w") as f:
+            f["x"] = np.full((rows, 512), k, dtype=np.int64)
+    schedule = tmp_path / "files.sched"
+    subprocess.run([schedule_tool(), "generate", "--source", "sequential", "--epochs", "1",
+                    "--dataset", f"{tmp_path}/x_*.h5:x", "--rows-per-file", str(rows),
+                    "--output", str(schedule), "--quiet"], check=True, capture_output=True)
+    paths = sorted(str(tmp_path / f"x_{k}.h5") for k in range(files))  # the schedule's order
+    if order == "other":
+        paths = [str(tmp_path / f"x_{k}.h5") for k in range(files)]
+    for run, seconds in enumerate([0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7]):
+        try:
+            prescient.python(_READ_FOR_A_WHILE, [",".join(paths), seconds], "connector", tmp_path,
+                             timeout=60,
+                             extra={"PRESCIENT_NODE_ID": f"exit-{order}-{run}-{os.getpid()}",
+                                    "PRESCIENT_CACHE_SIZE": "256MiB",
+                                    "PRESCIENT_SCHEDULE": str(schedule)})
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the process reading for {seconds} s hung (run {run})", pytrace=False)
+
+
 # PatchCamelyon as loaders commonly read it (torchvision's PCAM among them): the images in
 # `..._x.h5` (N, 96, 96, 3) and the labels in `..._y.h5` (N, 1, 1, 1), both files opened in
 # every __getitem__, the label read as y[i, 0, 0, 0]. Prints a digest of every batch. A script
