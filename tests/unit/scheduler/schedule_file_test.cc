@@ -67,6 +67,17 @@ class ScheduleFileTest : public ::testing::Test {
     return version;
   }
 
+  // Makes the header's checksum good again after a test changed its bytes,
+  // so that what is checked is the change itself.
+  static void ResealHeader(Bytes& bytes) {
+    auto* raw = reinterpret_cast<const std::byte*>(bytes.data());
+    format::Preamble pre = format::DecodePreamble(
+        std::span<const std::byte, format::kPreambleSize>(raw, format::kPreambleSize));
+    pre.header_crc = format::Crc32({raw + pre.header_offset, pre.header_size});
+    const std::vector<std::byte> sealed = format::EncodePreamble(pre);
+    std::memcpy(bytes.data(), sealed.data(), sealed.size());
+  }
+
   // Opens, verifies and materialises; returns the error code or -1.
   static int ErrorOf(const std::string& path) {
     try {
@@ -427,12 +438,7 @@ TEST_F(ScheduleFileTest, GroupsRoundTripInVersionFour) {
   const auto at = std::search(bytes.begin(), bytes.end(), group.begin(), group.end());
   ASSERT_NE(at, bytes.end());
   *at = '/';
-  auto* raw = reinterpret_cast<const std::byte*>(bytes.data());
-  format::Preamble pre = format::DecodePreamble(
-      std::span<const std::byte, format::kPreambleSize>(raw, format::kPreambleSize));
-  pre.header_crc = format::Crc32({raw + pre.header_offset, pre.header_size});
-  const std::vector<std::byte> sealed = format::EncodePreamble(pre);
-  std::memcpy(bytes.data(), sealed.data(), sealed.size());
+  ResealHeader(bytes);
   Write(Path("slash.sched"), bytes);
   EXPECT_EQ(ErrorOf(Path("slash.sched")), static_cast<int>(ScheduleFileErrorCode::kCorrupt));
 }
@@ -467,12 +473,7 @@ TEST_F(ScheduleFileTest, GroupsReadWholeRoundTripInVersionFive) {
   ASSERT_EQ(per_sample, 256u);
   per_sample = 255;
   std::memcpy(&*(at + 2), &per_sample, sizeof per_sample);
-  auto* raw = reinterpret_cast<const std::byte*>(bytes.data());
-  format::Preamble pre = format::DecodePreamble(
-      std::span<const std::byte, format::kPreambleSize>(raw, format::kPreambleSize));
-  pre.header_crc = format::Crc32({raw + pre.header_offset, pre.header_size});
-  const std::vector<std::byte> sealed = format::EncodePreamble(pre);
-  std::memcpy(bytes.data(), sealed.data(), sealed.size());
+  ResealHeader(bytes);
   Write(Path("odd.sched"), bytes);
   EXPECT_EQ(ErrorOf(Path("odd.sched")), static_cast<int>(ScheduleFileErrorCode::kCorrupt));
 }
