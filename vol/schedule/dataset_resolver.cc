@@ -1,8 +1,10 @@
 #include "vol/schedule/dataset_resolver.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
@@ -43,15 +45,17 @@ bool SameFile(const FileIdentity& a, const FileIdentity& b) {
 // A child of fork() inherits them, open in its copy of the library, each on
 // a descriptor whose file offset it shares with its parent. The stdio driver
 // seeks and reads (no pread), and skips the seek when it believes the offset
-// is already right, so a child reading through them could make its parent
-// read the wrong bytes. The child never does: it closes what it inherited
-// (a close of a read-only file reads nothing and leaves the offset alone)
-// before its first resolution opens anything, in OpenKept, not in a fork
-// handler.
+// is already right, so anything the child did through them, even closing
+// one (glibc's fclose puts the offset back where the stream had read to),
+// could make its parent read the wrong bytes. So the child's fork handler
+// points each inherited descriptor at an open file description of its own
+// (AfterForkInChild: an open and a dup2 each, no HDF5), and the child closes
+// them before its first resolution opens anything (OpenKept).
 struct KeptFile {
   std::string path;
   FileIdentity identity;
   hid_t id = H5I_INVALID_HID;
+  int descriptor = -1;     // the stdio driver's
   std::uint64_t used = 0;  // the resolution that last used it
 };
 constexpr std::size_t kMaxKeptFiles = 16;
@@ -106,6 +110,18 @@ hid_t OpenKept(const std::string& path, const FileIdentity& identity) {
   }
   const hid_t opened = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (opened < 0) return opened;
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(opened, fapl.get(), &handle) < 0 || handle == nullptr) {
+    (void)H5Fclose(opened);  // a file a child could not be kept apart from
+    return H5I_INVALID_HID;
+  }
+  // The stdio driver's handle is the address of its FILE*.
+  FILE* const stream = *static_cast<FILE**>(handle);
+  const int descriptor = stream != nullptr ? fileno(stream) : -1;
+  if (descriptor < 0) {
+    (void)H5Fclose(opened);
+    return H5I_INVALID_HID;
+  }
   if (files.size() >= kMaxKeptFiles) {
     auto oldest =
         std::min_element(files.begin(), files.end(),
@@ -113,7 +129,7 @@ hid_t OpenKept(const std::string& path, const FileIdentity& identity) {
     Close(*oldest);
     files.erase(oldest);
   }
-  files.push_back(KeptFile{path, identity, opened, now});
+  files.push_back(KeptFile{path, identity, opened, descriptor, now});
   return opened;
 }
 
@@ -127,6 +143,18 @@ void DatasetResolver::ReleaseFiles() {
   QuietErrorPrinting quiet;
   for (KeptFile& file : files) Close(file);
   files.clear();
+}
+
+void DatasetResolver::AfterForkInChild() NO_THREAD_SAFETY_ANALYSIS {
+  // ResolveMutex is held (LockForFork). Only async-signal-safe calls.
+  for (const KeptFile& file : Kept().files) {
+    if (file.descriptor < 0) continue;
+    int own = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (own < 0) own = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // closed unread anyway
+    if (own < 0) continue;
+    (void)::dup2(own, file.descriptor);
+    (void)::close(own);
+  }
 }
 
 void DatasetResolver::LockForFork() NO_THREAD_SAFETY_ANALYSIS { ResolveMutex().Lock(); }

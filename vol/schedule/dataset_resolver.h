@@ -13,7 +13,8 @@
 // HDF5 closes those left when it terminates. It
 // is opened without HDF5's file lock, so that holding it never makes an
 // application's open for writing fail; a file changed since (another
-// identity) is opened anew. This runs on the
+// identity) is opened anew; a forked child closes what it inherited on
+// descriptions of its own (AfterForkInChild). This runs on the
 // prefetch thread, so it is done only where HDF5 is thread-safe
 // (H5is_library_threadsafe): every HDF5 call then takes HDF5's own lock. The
 // prefetch thread holds no cache claim while it resolves, so a read callback
@@ -61,6 +62,10 @@ class DatasetResolver {
   // and none starts until the child exists.
   static void LockForFork();
   static void UnlockAfterFork();
+  // In the child, between the two: the files kept open get open file
+  // descriptions of their own, so that nothing the child does moves its
+  // parent's file offsets (see KeptFile in the .cc).
+  static void AfterForkInChild();
 };
 
 }  // namespace prescient::vol

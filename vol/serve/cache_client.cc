@@ -355,6 +355,7 @@ void CacheClient::AtForkChild() {
     client.admission_->ForgetAfterForkInChild();
   }
   client.mutex_.Unlock();
+  DatasetResolver::AfterForkInChild();
   DatasetResolver::UnlockAfterFork();
 }
 
