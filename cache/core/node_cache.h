@@ -322,6 +322,9 @@ class NodeCache {
   // <directory>/<base name> of the node's files (<path>.lock, <path>.kept);
   // the segment itself is unnamed.
   const std::string& path() const { return path_; }
+  // <path>.resolved: a file the cache's users may keep beside the segment
+  // (the connector's memo of resolved datasets), removed with the registry.
+  std::string memo_path() const { return path_ + detail::kMemoSuffix; }
   // A path that opens the segment from this process and its forked children
   // (/proc/self/fd/<n>): for tools and tests.
   std::string segment_file() const { return segment_.ProcPath(); }

@@ -69,6 +69,10 @@ struct SegmentPlace {
 
 inline constexpr const char* kRegistrySuffix = ".lock";
 inline constexpr const char* kKeptSuffix = ".kept";
+// A file the segment's users keep beside it (the connector's memo of the
+// datasets its prefetch leaders resolved, vol/schedule/resolution_memo.h):
+// nothing in it depends on the segment, and it is removed with the registry.
+inline constexpr const char* kMemoSuffix = ".resolved";
 
 // A mapped segment and the descriptor that holds it; move-only.
 struct MappedSegment {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -188,7 +189,11 @@ bool SegmentRegistry::AnyOtherLiveHolderOf(const MappedSegment& segment,
   return false;
 }
 
-void SegmentRegistry::Remove() { unlinkat(dir_, name_.c_str(), 0); }
+void SegmentRegistry::Remove() {
+  unlinkat(dir_, name_.c_str(), 0);
+  const std::string base = name_.substr(0, name_.size() - std::strlen(kRegistrySuffix));
+  unlinkat(dir_, (base + kMemoSuffix).c_str(), 0);
+}
 
 void SegmentRegistry::Clear() {
   contents_ = Contents{};

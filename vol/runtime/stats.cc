@@ -42,6 +42,8 @@ constexpr const char* kTopLevelNames[] = {
     "rows_not_kept_busy",
     "admit_ns",
     "files_warmed",
+    "datasets_resolved",
+    "datasets_from_memo",
     "rows_not_prefetched_parts",
     "rows_prefetch_given_up",
     "raw_file_opens",

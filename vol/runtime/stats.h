@@ -57,6 +57,8 @@ enum class Counter : std::size_t {
   kRowsNotKeptBusy,             // of rows_loaded: delivered unkept, no CPU spare (long runs)
   kAdmitNs,                     // time reads spent keeping the rows they loaded (after loading)
   kFilesWarmed,                 // small files the prefetch thread read into the page cache
+  kDatasetsResolved,            // datasets the prefetch thread prepared through HDF5
+  kDatasetsFromMemo,            // ... prepared from the node's memo instead (resolution_memo.h)
   kRowsNotPrefetchedParts,      // rows it left to readers of narrow parts (Prefetcher)
   kRowsPrefetchGivenUp,         // rows it had claimed and released unread: demoted mid-round
   kRawFileOpens,                // descriptors Prescient opened itself for raw reads (FileHandles)

@@ -157,6 +157,11 @@ void DatasetResolver::AfterForkInChild() NO_THREAD_SAFETY_ANALYSIS {
   }
 }
 
+void DatasetResolver::FlushMemo(ResolutionMemo& memo) {
+  cache::MutexLock no_fork_meanwhile(&ResolveMutex());
+  memo.Flush();
+}
+
 void DatasetResolver::LockForFork() NO_THREAD_SAFETY_ANALYSIS { ResolveMutex().Lock(); }
 void DatasetResolver::UnlockAfterFork() NO_THREAD_SAFETY_ANALYSIS { ResolveMutex().Unlock(); }
 
@@ -170,7 +175,8 @@ bool DatasetResolver::Available() {
 
 io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::string& path,
                                                                     const std::string& dataset,
-                                                                    bool only_hdf5_thread) {
+                                                                    bool only_hdf5_thread,
+                                                                    ResolutionMemo* memo) {
   if (!only_hdf5_thread && !Available()) return io::Status::Unsupported("HDF5 is not thread-safe");
   cache::MutexLock no_fork_meanwhile(&ResolveMutex());
   std::shared_ptr<FileState> file = FileState::Make(path.c_str(), /*writable=*/false,
@@ -183,6 +189,9 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
   if (const std::shared_ptr<FileState> open = OpenFiles::Find(file->identity);
       open != nullptr && open->writable) {
     return io::Status::Unsupported(path + " is open for writing in the application");
+  }
+  if (memo != nullptr) {
+    if (std::shared_ptr<CachedDataset> known = memo->Find(file, dataset)) return known;
   }
   PreservedErrorStack keep;  // nothing of this may reach the application's error stack
   QuietErrorPrinting quiet;  // ... nor its stderr: a dataset not in the file is an answer here
@@ -208,6 +217,7 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
       return io::Status::Unsupported(dataset + " in " + path + " cannot be read raw (" +
                                      prepared->raw_reason() + ")");
     }
+    if (memo != nullptr) memo->Remember(dataset, *prepared);
     return prepared;
   } catch (const std::exception& e) {
     return io::Status::Internal(std::string("resolving ") + dataset + " in " + path + ": " +

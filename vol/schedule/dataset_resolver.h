@@ -34,6 +34,7 @@
 
 #include "cache/io/status.h"
 #include "vol/serve/cached_dataset.h"
+#include "vol/serve/resolution_memo.h"
 
 namespace prescient::vol {
 
@@ -46,9 +47,15 @@ class DatasetResolver {
   // `only_hdf5_thread`: the caller is the only thread of the process that
   // uses HDF5 (the node agent's main thread), so a library that is not
   // thread-safe is fine.
+  // With a `memo`, a dataset a leader of the node resolved in the file as it
+  // is now is prepared from the memo without HDF5, and one resolved here is
+  // remembered in it.
   static cache::io::Result<std::shared_ptr<CachedDataset>> Resolve(const std::string& path,
                                                                    const std::string& dataset,
-                                                                   bool only_hdf5_thread = false);
+                                                                   bool only_hdf5_thread = false,
+                                                                   ResolutionMemo* memo = nullptr);
+  // Writes what `memo` remembered (under the fork lock, like its reads).
+  static void FlushMemo(ResolutionMemo& memo);
 
   // Closes the files the resolutions keep open.
   static void ReleaseFiles();

@@ -187,9 +187,15 @@ bool Prefetcher::Round(io::Executor& executor) {
           if (round_dataset.left_to_readers) {
             ++left_to_readers;
           } else {
-            // A sample of a group read whole is every row of the group.
-            for (std::uint64_t row = at.row; row < at.row + at.rows; ++row) {
-              wanted.push_back({.dataset = round_dataset.dataset.get(), .row = row, .step = g});
+            // A sample of a group read whole is every row of the group. Rows
+            // cached several to an entry are wanted once per entry (a round
+            // claims entries: PrefetchRound::RunSmallDataset), not 256 times
+            // for a group of 256 small rows.
+            const CachedDataset* dataset = round_dataset.dataset.get();
+            const std::uint64_t stride = dataset->grouped() ? dataset->rows_per_entry() : 1;
+            for (std::uint64_t row = at.row; row < at.row + at.rows;
+                 row = (row / stride + 1) * stride) {
+              wanted.push_back({.dataset = dataset, .row = row, .step = g});
             }
           }
         }
@@ -202,6 +208,7 @@ bool Prefetcher::Round(io::Executor& executor) {
   // metadata stays cached), and are closed once none has for kKeepFiles.
   const auto round_end = std::chrono::steady_clock::now();
   if (std::exchange(resolved_in_round_, false)) {
+    follower_.FlushResolutions();  // for the next leader (a new worker every epoch)
     last_resolved_ = round_end;
   } else if (round_end - last_resolved_ > kKeepFiles) {
     WhileResolving([] { DatasetResolver::ReleaseFiles(); });

@@ -53,14 +53,16 @@ std::shared_ptr<ScheduleBinding> ScheduleFollower::OpenBinding(const Options& op
 
 std::unique_ptr<ScheduleFollower> ScheduleFollower::Create(std::shared_ptr<ScheduleBinding> binding,
                                                            const Options& options,
-                                                           cache::NodeCache& cache, AdoptFn adopt) {
+                                                           cache::NodeCache& cache, AdoptFn adopt,
+                                                           ResolutionMemo* memo) {
   if (!binding) return nullptr;
   return std::unique_ptr<ScheduleFollower>(
-      new ScheduleFollower(std::move(binding), cache, options, std::move(adopt)));
+      new ScheduleFollower(std::move(binding), cache, options, std::move(adopt), memo));
 }
 
 ScheduleFollower::ScheduleFollower(std::shared_ptr<ScheduleBinding> binding,
-                                   cache::NodeCache& cache, const Options& options, AdoptFn adopt)
+                                   cache::NodeCache& cache, const Options& options, AdoptFn adopt,
+                                   ResolutionMemo* memo)
     : binding_(std::move(binding)),
       cache_(cache),
       adopt_(std::move(adopt)),
@@ -71,6 +73,7 @@ ScheduleFollower::ScheduleFollower(std::shared_ptr<ScheduleBinding> binding,
       local_rank_(binding_->LocalIndex(binding_->rank()).value_or(0)),
       owner_pid_(Runtime::Get().rank_owner_pid()),
       tracker_(binding_),
+      resolutions_(memo),
       prefetch_(options.prefetch),
       open_ended_(options.follow) {
   Runtime& runtime = Runtime::Get();
@@ -186,9 +189,16 @@ std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool r
   // Prepared here, on the prefetch thread, without any lock of ours held.
   const std::string path(binding_->map().PlaceOf(ref.file, ref.field).path);
   const std::string name = binding_->map().DatasetOf(ref.file, ref.field);
-  cache::io::Result<std::shared_ptr<CachedDataset>> resolved = DatasetResolver::Resolve(path, name);
+  const std::uint64_t remembered = resolutions_ ? resolutions_->tally().found : 0;
+  cache::io::Result<std::shared_ptr<CachedDataset>> resolved =
+      DatasetResolver::Resolve(path, name, /*only_hdf5_thread=*/false, resolutions_);
   std::shared_ptr<CachedDataset> dataset;
   std::string why;
+  if (resolved.ok()) {
+    Runtime::Get().stats().Add(resolutions_ && resolutions_->tally().found > remembered
+                                   ? Counter::kDatasetsFromMemo
+                                   : Counter::kDatasetsResolved);
+  }
   if (!resolved.ok()) {
     why = resolved.status().message();
   } else if (!(dataset = adopt_(resolved.value()))) {
@@ -210,6 +220,10 @@ std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool r
   cache::MutexLock lock(&mutex_);
   unresolvable_.emplace(key, why);
   return nullptr;
+}
+
+void ScheduleFollower::FlushResolutions() {
+  if (resolutions_) DatasetResolver::FlushMemo(*resolutions_);
 }
 
 void ScheduleFollower::NoteUnbound(const CachedDataset& dataset) {
@@ -243,10 +257,15 @@ void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std:
   record->field = entry->field.field;
   if (tracker_.abandoned()) return;
 
+  // The samples the read's rows belong to, each once for a run of its rows:
+  // a group read whole (a sample of 256 rows) is one sample read, observed
+  // and counted once, not 256 times.
   thread_local std::vector<std::uint64_t> samples;  // reused: no allocation per read
-  samples.resize(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    samples[i] = binding_->SampleOf(entry->field.file, rows[i]);
+  samples.clear();
+  for (const std::uint64_t row : rows) {
+    const std::uint64_t sample = binding_->SampleOf(entry->field.file, row);
+    if (samples.empty() || samples.back() != sample) samples.push_back(sample);
+  }
   const PositionTracker::Observation o =
       tracker_.ObserveRead(samples, progress_.PlacementOf(binding_->rank()));
   record->schedule_matches += o.matched;

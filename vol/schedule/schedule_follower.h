@@ -44,6 +44,7 @@
 #include "vol/schedule/schedule_oracle.h"
 #include "vol/schedule/stop_caller.h"
 #include "vol/serve/cached_dataset.h"
+#include "vol/serve/resolution_memo.h"
 
 namespace prescient::vol {
 
@@ -61,9 +62,11 @@ class ScheduleFollower {
   // dataset record for every field of every file the schedule names.
   static std::shared_ptr<ScheduleBinding> OpenBinding(const Options& options);
   // Follows `binding` with the node's cache.
+  // `memo` (may be null): the node's memo of prepared datasets, which the
+  // prefetch leader's resolutions use and add to; it outlives the follower.
   static std::unique_ptr<ScheduleFollower> Create(std::shared_ptr<ScheduleBinding> binding,
                                                   const Options& options, cache::NodeCache& cache,
-                                                  AdoptFn adopt);
+                                                  AdoptFn adopt, ResolutionMemo* memo = nullptr);
   ~ScheduleFollower();
   ScheduleFollower(const ScheduleFollower&) = delete;
   ScheduleFollower& operator=(const ScheduleFollower&) = delete;
@@ -96,6 +99,10 @@ class ScheduleFollower {
   // or (with `resolve`, where HDF5 is thread-safe) one prepared now. Null if
   // neither. Called by the prefetch leader.
   std::shared_ptr<CachedDataset> DatasetFor(FieldRef ref, bool resolve);
+  // Writes the datasets resolved since the last call into the node's memo of
+  // resolutions (resolution_memo.h), for the next leader. The prefetcher
+  // calls it after each round.
+  void FlushResolutions();
   // Bytes of one sample over every field: the map's, or (a map without row
   // sizes: a followed sampler's) those of the datasets bound so far; 0 while
   // a field has none bound.
@@ -131,7 +138,7 @@ class ScheduleFollower {
 
  private:
   ScheduleFollower(std::shared_ptr<ScheduleBinding> binding, cache::NodeCache& cache,
-                   const Options& options, AdoptFn adopt);
+                   const Options& options, AdoptFn adopt, ResolutionMemo* memo);
   void Bind(const std::shared_ptr<CachedDataset>& dataset, FieldRef ref);
   void NoteUnbound(const CachedDataset& dataset);
 
@@ -146,6 +153,7 @@ class ScheduleFollower {
   std::uint32_t local_rank_;
   long owner_pid_;  // the rank's long-lived process (a DataLoader worker reports for its parent)
   PositionTracker tracker_;
+  ResolutionMemo* const resolutions_;  // the node's (may be null), not owned
   std::unique_ptr<Prefetcher> prefetcher_;
   bool prefetch_ = true;
   // PRESCIENT_FOLLOW: the schedule grows as epochs start (its last step is

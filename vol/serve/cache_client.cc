@@ -450,9 +450,12 @@ cache::NodeCache* CacheClient::OpenCacheLocked() {
   }
   runtime.Log(LogLevel::kInfo, "node cache " + cache_->path() + " open");
   node_snapshot_.Take(*cache_, runtime.stats());
-  follower_owner_ =
-      ScheduleFollower::Create(std::move(binding), options, *cache_,
-                               [this](auto prepared) { return Adopt(std::move(prepared)); });
+  // Only a job that prefetches by a schedule reads the memo.
+  if (options.follow || !options.schedule_path.empty())
+    memo_ = std::make_unique<ResolutionMemo>(cache_->memo_path());
+  follower_owner_ = ScheduleFollower::Create(
+      std::move(binding), options, *cache_,
+      [this](auto prepared) { return Adopt(std::move(prepared)); }, memo_.get());
   follower_.store(follower_owner_.get());
   return cache_.get();
 }
@@ -473,6 +476,15 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kWarn,
                        "not caching " + state->identity().description + ": " + e.what());
+  }
+  if (cached && cached->raw_layout() && memo_ && follower_.load() == nullptr) {
+    // While a followed sampler is being learned (no schedule yet), for the
+    // prefetch leader of the first followed epoch (a group per sample: the
+    // groups this worker opens), written in batches. Later epochs' workers,
+    // new each epoch, would only write the same records again: the leaders
+    // remember what they resolve.
+    memo_->Remember(state->identity().name, *cached);
+    memo_->Flush(/*batched=*/true);
   }
   datasets_.emplace(key, cached);  // a failure is remembered too: warn once
   return cached;
@@ -583,9 +595,9 @@ bool CacheClient::TooSmallToCache(const VolObject& dataset) noexcept {
 void CacheClient::FollowNewScheduleLocked() {
   if (!watch_ || !cache_ || !watch_->Changed()) return;
   const Options& options = Runtime::Get().options();
-  std::unique_ptr<ScheduleFollower> follower =
-      ScheduleFollower::Create(ScheduleFollower::OpenBinding(options), options, *cache_,
-                               [this](auto prepared) { return Adopt(std::move(prepared)); });
+  std::unique_ptr<ScheduleFollower> follower = ScheduleFollower::Create(
+      ScheduleFollower::OpenBinding(options), options, *cache_,
+      [this](auto prepared) { return Adopt(std::move(prepared)); }, memo_.get());
   if (!follower) return;  // unusable (warned): the current one stays
   for (const auto& [identity, cached] : datasets_) {
     if (cached && cached->registered()) follower->OnRegistered(cached);

@@ -35,6 +35,7 @@
 #include "vol/serve/admission_worker.h"
 #include "vol/serve/cached_dataset.h"
 #include "vol/serve/node_snapshot.h"
+#include "vol/serve/resolution_memo.h"
 #include "vol/serve/small_dataset_census.h"
 
 namespace prescient::vol {
@@ -154,6 +155,9 @@ class CacheClient {
   // a read callback, so no other application read is inside it: HDF5
   // serialises them), and the replaced follower is kept until its prefetch
   // thread has stopped.
+  // The node's memo of prepared datasets (schedule or follow mode), made with
+  // the segment; the followers use it (declared first: it outlives them).
+  std::unique_ptr<ResolutionMemo> memo_ GUARDED_BY(mutex_);
   std::unique_ptr<ScheduleFollower> follower_owner_ GUARDED_BY(mutex_);
   std::atomic<ScheduleFollower*> follower_{nullptr};
   NodeSnapshot node_snapshot_;  // the node's counters into this process's statistics

@@ -58,25 +58,47 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const VolObject& dataset,
 std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& dataset,
                                                       const std::shared_ptr<FileState>& file,
                                                       const DatasetState& state) {
+  StoredRows stored = ReadStoredRows(dataset, file.get(), state);
+  Facts facts{.key = cache::DatasetKey{state.identity().hash[0], state.identity().hash[1]},
+              .description = state.identity().description,
+              .name = state.identity().name,
+              .row_bytes = state.row_bytes(),
+              .chunk_rows = stored.chunk_rows,
+              .dims = state.dims(),
+              .layout = nullptr};
+  if (stored.layout.ok()) {
+    facts.layout = std::make_shared<const io::RawLayout>(std::move(stored.layout.value()));
+  }
+  std::shared_ptr<CachedDataset> cached = FromFacts(std::move(facts), file);
+  if (!stored.layout.ok()) cached->raw_reason_ = stored.layout.status().message();
+  return cached;
+}
+
+CachedDataset::Facts CachedDataset::facts() const {
+  return {.key = key_,
+          .description = description_,
+          .name = name_,
+          .row_bytes = row_bytes_,
+          .chunk_rows = chunk_rows_,
+          .dims = dims_,
+          .layout = layout_};
+}
+
+std::shared_ptr<CachedDataset> CachedDataset::FromFacts(Facts facts,
+                                                        const std::shared_ptr<FileState>& file) {
   auto cached = std::make_shared<CachedDataset>();
-  cached->key_ = cache::DatasetKey{state.identity().hash[0], state.identity().hash[1]};
-  cached->description_ = state.identity().description;
+  cached->key_ = facts.key;
+  cached->description_ = std::move(facts.description);
   cached->path_ = file->name;
-  cached->name_ = state.identity().name;
+  cached->name_ = std::move(facts.name);
   cached->file_identity_ = file->identity;
   cached->FileUnchangedAt(file->identified_ns);
-  cached->row_bytes_ = state.row_bytes();
-  cached->dims_ = state.dims();
-  cached->num_rows_ = state.dims().empty() ? 0 : state.dims()[0];
-  StoredRows stored = ReadStoredRows(dataset, file.get(), state);
-  cached->chunk_rows_ = stored.chunk_rows;
-  io::Result<io::RawLayout>& layout = stored.layout;
-  if (!layout.ok()) {
-    cached->raw_reason_ = layout.status().message();
-    return cached;
-  }
-  cached->layout_ = std::make_shared<const io::RawLayout>(std::move(layout.value()));
-  cached->source_ = FileHandles::Get().Source(*file);
+  cached->row_bytes_ = facts.row_bytes;
+  cached->dims_ = std::move(facts.dims);
+  cached->num_rows_ = cached->dims_.empty() ? 0 : cached->dims_[0];
+  cached->chunk_rows_ = facts.chunk_rows;
+  cached->layout_ = std::move(facts.layout);
+  if (cached->layout_) cached->source_ = FileHandles::Get().Source(*file);
   return cached;
 }
 

@@ -61,6 +61,23 @@ class CachedDataset {
                                                 const std::shared_ptr<FileState>& file,
                                                 const DatasetState& state);
 
+  // What Prepare found out, free of HDF5: enough to prepare the dataset again
+  // without opening it, in this process or another (resolution_memo.h).
+  struct Facts {
+    cache::DatasetKey key;
+    std::string description;
+    std::string name;
+    std::uint64_t row_bytes = 0;
+    std::uint64_t chunk_rows = 0;
+    std::vector<hsize_t> dims;
+    std::shared_ptr<const cache::io::RawLayout> layout;  // null: rows load through HDF5
+  };
+  Facts facts() const;
+  // The dataset `facts` describe in `file`, whose identity is the one they
+  // were found under: what Prepare returns, without asking HDF5.
+  static std::shared_ptr<CachedDataset> FromFacts(Facts facts,
+                                                  const std::shared_ptr<FileState>& file);
+
   // Registers the prepared dataset in the node cache, choosing its grouping
   // from the segment's capacity and `block_bytes`. Calls no HDF5 function, so
   // it may run at fork time. Idempotent; not thread-safe (the caller's lock).

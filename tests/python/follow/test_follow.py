@@ -343,7 +343,12 @@ def test_one_group_per_sample_is_followed_by_a_map_of_groups(data, tmp_path):
         assert matched >= 96 and matched >= 0.99 * (matched + missed), (epoch, t)
         assert t.get("rows_prefetched", 0) >= 0.3 * 96 * 16, (epoch, t)
     # Every `data` read is served (the grids' datasets are too small to cache).
-    assert process_totals(tmp_path).get("reads_served", 0) >= EPOCHS * 96
+    processes = process_totals(tmp_path)
+    assert processes.get("reads_served", 0) >= EPOCHS * 96
+    # The prefetch leaders of epochs 1 and 2 (a new worker each) prepare the seeds' datasets
+    # from the node's memo of those the workers' own opens prepared, not through HDF5.
+    assert processes.get("datasets_from_memo", 0) >= 0.75 * 2 * 96, processes
+    assert processes.get("datasets_resolved", 0) <= 0.25 * 2 * 96, processes
     # The schedule names the seeds' groups of the one file.
     schedules = glob.glob(str(shm / "prescient-follow-u*" / "*" / "*" / "schedule"))
     assert len(schedules) == 1, schedules

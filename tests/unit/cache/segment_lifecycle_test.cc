@@ -76,6 +76,22 @@ TEST(Segment, UnnamedMode0600AndSharedThroughTheRegistry) {
   EXPECT_EQ(c.value()->segment_identity(), b.value()->segment_identity());
 }
 
+// A file the cache's users keep beside the segment (the connector's memo of
+// resolved datasets) is removed with the registry by the last holder.
+TEST(Segment, TheMemoBesideTheSegmentGoesWithTheRegistry) {
+  ScopedSegmentName name;
+  auto cache = NodeCache::Open(name.options());
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  const std::string memo = cache.value()->memo_path();
+  EXPECT_EQ(memo, name.path() + ".resolved");
+  const int fd = open(memo.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  cache.value().reset();
+  EXPECT_FALSE(Exists(name.path() + ".lock"));
+  EXPECT_FALSE(Exists(memo));
+}
+
 TEST(Segment, ForkedWorkerAttachesItselfAndDetachesCleanly) {
   ScopedSegmentName name;
   auto cache = NodeCache::Open(name.options());
