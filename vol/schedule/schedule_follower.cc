@@ -194,15 +194,13 @@ std::shared_ptr<CachedDataset> ScheduleFollower::DatasetFor(FieldRef ref, bool r
       DatasetResolver::Resolve(path, name, /*only_hdf5_thread=*/false, resolutions_);
   std::shared_ptr<CachedDataset> dataset;
   std::string why;
-  if (resolved.ok()) {
-    Runtime::Get().stats().Add(resolutions_ && resolutions_->tally().found > remembered
-                                   ? Counter::kDatasetsFromMemo
-                                   : Counter::kDatasetsResolved);
-  }
   if (!resolved.ok()) {
     why = resolved.status().message();
-  } else if (!(dataset = adopt_(resolved.value()))) {
-    why = "could not be registered in the node cache";
+  } else {
+    // The memo counts what it gave: more than before is this dataset.
+    const bool from_memo = resolutions_ && resolutions_->tally().found > remembered;
+    Runtime::Get().stats().Add(from_memo ? Counter::kDatasetsFromMemo : Counter::kDatasetsResolved);
+    if (!(dataset = adopt_(resolved.value()))) why = "could not be registered in the node cache";
   }
   if (dataset) {
     const std::variant<FieldRef, std::string> bound = binding_->BindField(FactsOf(*dataset));
