@@ -1029,6 +1029,7 @@ def compare(args):
                     "reads_row_parts_narrow_served", "reads_row_parts_narrow_split",
                     "rows_narrow_through_hdf5", "rows_hit", "rows_loaded",
                     "rows_prefetched", "rows_admitted_behind", "reads_admit_no_spare_cpu",
+                    "reads_admit_small",
                     "rows_not_kept_busy",
                     "schedule_matches", "storage_bytes")
             print(f"{r['variant']} r{r['round']}: " + ", ".join(f"{k} {r['stats'].get(k, 0)}" for k in keys))

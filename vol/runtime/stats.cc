@@ -38,6 +38,7 @@ constexpr const char* kTopLevelNames[] = {
     "rows_admitted_behind_declined",
     "rows_admitted_read_again",
     "reads_admit_no_spare_cpu",
+    "reads_admit_small",
     "rows_not_admitted",
     "rows_not_kept_busy",
     "admit_ns",

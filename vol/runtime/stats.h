@@ -53,6 +53,7 @@ enum class Counter : std::size_t {
   kRowsAdmittedBehindDeclined,  // of those: not kept (full cache, claim taken over meanwhile)
   kRowsAdmittedReadAgain,       // of rows_admitted_behind: read again by the thread, not copied
   kReadsAdmitNoSpareCpu,        // reads that placed their own rows: no CPU was spare for the thread
+  kReadsAdmitSmall,             // reads that placed their own rows: too few bytes to hand over
   kRowsNotAdmitted,             // of rows_loaded: delivered but not kept (full cache, claim lost)
   kRowsNotKeptBusy,             // of rows_loaded: delivered unkept, no CPU spare (long runs)
   kAdmitNs,                     // time reads spent keeping the rows they loaded (after loading)

@@ -96,6 +96,10 @@ std::span<std::byte> AdmissionWorker::Reserve(cache::DatasetSlot ds, std::uint64
   cache::MutexLock lock(&mu_);
   if (cache_ == nullptr || bytes == 0 || budget_bytes_ == 0) return {};
   if (left_to_readers_.contains(ds)) return {};
+  if (only_on_spare_cpu_ && bytes < kMinHandOverBytes) {
+    Runtime::Get().stats().Add(Counter::kReadsAdmitSmall, 1);
+    return {};
+  }
   // The thread, when it has rows already, is one of the runnable threads.
   if (only_on_spare_cpu_ && !headroom_.SpareCpu(in_flight_bytes_ != 0 ? 1 : 0)) {
     Runtime::Get().stats().Add(Counter::kReadsAdmitNoSpareCpu, 1);

@@ -11,7 +11,8 @@
 // wake-up), so it shortens the reader's path only on a core that would
 // otherwise idle. While the machine's runnable threads, besides the reader
 // and this thread, fill the CPUs the process may use (cache/io/cpu_headroom.h),
-// Reserve declines and the reader places its rows itself. Measured on two
+// Reserve declines and the reader places its rows itself; so it does for a
+// read of fewer than kMinHandOverBytes, whatever the load. Measured on two
 // cores, two DataLoader workers, 16 KiB rows: the thread cost about 0.7 s of
 // CPU per cold epoch of 40,000 samples, and a training process reading large
 // samples without workers still hands nearly every read over
@@ -110,6 +111,15 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   // saves, paid on a thread that competes for the cores DataLoader workers
   // already fill.
   static constexpr std::uint64_t kReadAgainMinBytes = 256 * 1024;
+  // With only_on_spare_cpu, a read hands over at least this many bytes, or
+  // places its rows itself. Below it the hand-over costs about what it saves
+  // even on a spare core: the reader copies the rows into the thread's buffer
+  // (no reading again below kReadAgainMinBytes) and wakes the thread, which
+  // places them as the reader would have. One process reading 16 KiB rows
+  // without DataLoader workers (a spare core on two): a cold first epoch at a
+  // cache of a quarter of the data took 2.52 s with hand-overs, 2.30 s
+  // without, and 0.3 s more CPU (examples/bench/RESULTS.md, "Latest").
+  static constexpr std::uint64_t kMinHandOverBytes = kReadAgainMinBytes;
   bool ReadsRowsAgain(cache::DatasetSlot ds, std::uint64_t bytes) noexcept override EXCLUDES(mu_);
   // True, with only_on_spare_cpu, for runs of busy_unkept_run_bytes or more
   // of a dataset MayLeaveUnkept named, while no CPU is spare for the thread:
@@ -122,8 +132,9 @@ class AdmissionWorker final : public cache::AdmissionQueue {
   bool LeavesUnkept(cache::DatasetSlot ds, std::uint64_t bytes_per_run) noexcept override
       EXCLUDES(mu_);
   // Empty (the reader places its rows) when the budget is spent, for a
-  // dataset LeaveToReaders named, or with only_on_spare_cpu when no CPU is
-  // spare for the thread (counted as reads_admit_no_spare_cpu).
+  // dataset LeaveToReaders named, or with only_on_spare_cpu for fewer than
+  // kMinHandOverBytes (counted as reads_admit_small) or when no CPU is spare
+  // for the thread (counted as reads_admit_no_spare_cpu).
   std::span<std::byte> Reserve(cache::DatasetSlot ds, std::uint64_t bytes) noexcept override
       EXCLUDES(mu_);
   void Unreserve(std::span<std::byte> buffer) noexcept override EXCLUDES(mu_);

@@ -154,6 +154,39 @@ def test_zero_turns_it_off(prescient, data_files, tmp_path):
     assert parent["rows_hit"] >= ROWS, parent
 
 
+def test_by_default_a_read_of_few_bytes_places_its_own_rows(prescient, data_files, tmp_path):
+    # The defaults (PRESCIENT_ADMIT_BEHIND_WHEN=spare-cpu): whatever the machine's load, a read of
+    # one 32 KiB row places it itself (a hand-over would cost about what it saves), and the
+    # first pass's reads of 512 KiB are the thread's when a CPU is spare, the reader's when not.
+    prescient.python(BATCHES, [data_files / "contiguous.h5", ROWS, COLUMNS], "connector", tmp_path,
+                     stats=tmp_path / "stats.json",
+                     extra={"PRESCIENT_NODE_ID": f"admission-small-{tmp_path.name}",
+                            "PRESCIENT_CACHE_SIZE": "64MiB"})
+    (process,) = read_stats(tmp_path).values()
+    assert process["fallback_serve_failed"] == 0, process
+    assert process["rows_hit"] >= ROWS, process  # the second pass: every row was placed
+    first_pass = ROWS // 16
+    assert process["reads_admit_small"] == 0, process  # the second pass only hits
+    handed = process["rows_admitted_behind"] // 16
+    assert handed + process["reads_admit_no_spare_cpu"] == first_pass, process
+
+
+def test_a_read_of_few_bytes_is_never_handed_over_by_default(prescient, data_files, tmp_path):
+    # Rows read one by one, misses every one (the SCRIPT's first pass and its child's).
+    node = f"admission-rows-{tmp_path.name}"
+    proc = prescient.python(SCRIPT, [data_files / "contiguous.h5", ROWS, COLUMNS], "connector",
+                            tmp_path, stats=tmp_path / "stats.json",
+                            extra={"PRESCIENT_NODE_ID": node, "PRESCIENT_CACHE_SIZE": "64MiB"})
+    child = int(proc.stdout.split()[-1])
+    stats = {s["pid"]: s for s in read_stats(tmp_path).values()}
+    assert child in stats and len(stats) == 2, sorted(stats)
+    for process in stats.values():
+        assert process["rows_admitted_behind"] == 0, process
+        assert process["reads_admit_small"] > 0, process
+        assert process["reads_admit_no_spare_cpu"] == 0, process
+        assert process["fallback_serve_failed"] == 0, process
+
+
 SPIN = "while True: pass"
 
 
@@ -177,14 +210,17 @@ def test_by_default_nothing_is_handed_over_while_every_cpu_is_busy(
             p.wait()
     (process,) = read_stats(tmp_path).values()
     assert process["rows_admitted_behind"] == 0, process
-    assert process["reads_admit_no_spare_cpu"] > 0, process
     assert process["fallback_serve_failed"] == 0, process
     if layout == "contiguous" and unkept_run is not None:
         # The first pass's reads of 16 rows stored as they are (512 KiB runs): delivered, not
         # kept (PRESCIENT_BUSY_UNKEPT_RUN=256KiB); the second pass reads rows of 32 KiB one at a
-        # time, which the reader places itself. Every byte is checked either way.
+        # time, too few bytes to hand over at all, which the reader places itself. Every byte is
+        # checked either way.
         assert process["rows_not_kept_busy"] > 0, process
+        assert process["reads_admit_small"] > 0, process
     else:
-        # By default (0), and compressed rows (their hits save decoding): placed by the reader.
+        # By default (0), and compressed rows (their hits save decoding): placed by the reader,
+        # the first pass's 512 KiB reads for want of a spare CPU.
+        assert process["reads_admit_no_spare_cpu"] > 0, process
         assert process["rows_not_kept_busy"] == 0, process
         assert process["rows_loaded"] > 0 and process["rows_hit"] >= ROWS, process

@@ -211,6 +211,35 @@ TEST(AdmissionWorker, HandsRowsOverOnlyWhileACpuIsSpare) {
   worker->Drain();
 }
 
+TEST(AdmissionWorker, SmallReadsPlaceTheirOwnRowsUnlessAskedAlways) {
+  ScopedSegmentName name;
+  auto segment = OpenOrDie(name.options());
+  ASSERT_NE(segment, nullptr);
+  Stats& stats = Runtime::Get().stats();
+  const std::uint64_t small = stats.Get(Counter::kReadsAdmitSmall);
+  const std::uint64_t busy = stats.Get(Counter::kReadsAdmitNoSpareCpu);
+  constexpr std::uint64_t kLeast = AdmissionWorker::kMinHandOverBytes;
+
+  std::atomic<std::uint32_t> runnable{1};  // the reader alone: a CPU is spare
+  std::unique_ptr<AdmissionWorker> worker = WorkerSeeing(segment.get(), &runnable);
+  EXPECT_TRUE(worker->Reserve(kSlot, 16 * 1024).empty());
+  EXPECT_TRUE(worker->Reserve(kSlot, kLeast - 1).empty());
+  EXPECT_EQ(stats.Get(Counter::kReadsAdmitSmall), small + 2);
+  const std::span<std::byte> enough = worker->Reserve(kSlot, kLeast);
+  EXPECT_EQ(enough.size(), kLeast);
+  worker->Unreserve(enough);
+  EXPECT_EQ(stats.Get(Counter::kReadsAdmitNoSpareCpu), busy);  // not mistaken for a busy CPU
+  worker->Drain();
+
+  // PRESCIENT_ADMIT_BEHIND_WHEN=always hands over whatever the budget allows.
+  std::unique_ptr<AdmissionWorker> always = WorkerSeeing(segment.get(), &runnable, false);
+  const std::span<std::byte> row = always->Reserve(kSlot, 16 * 1024);
+  EXPECT_EQ(row.size(), 16u * 1024);
+  always->Unreserve(row);
+  EXPECT_EQ(stats.Get(Counter::kReadsAdmitSmall), small + 2);
+  always->Drain();
+}
+
 TEST(AdmissionWorker, DrainPublishesWhatIsQueuedBeforeTheSegmentGoes) {
   ScopedSegmentName name;
   auto segment = OpenOrDie(name.options());
