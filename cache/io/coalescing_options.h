@@ -20,14 +20,21 @@ struct CoalescingOptions {
   // row (contiguous) or a single slab of chunks (chunked) larger than this is
   // still read whole: rows are never split across reads.
   std::uint64_t max_run_bytes = 8 * 1024 * 1024;
-  // A read of contiguous rows shorter than this is extended forward to it
-  // (within the dataset's data; the extra bytes are read and dropped). HDF5's
-  // sieve buffer does the same for a contiguous dataset (64 KiB by default),
-  // so a native read of a 16 KiB row leaves its neighbours in the page cache,
-  // and an epoch in shuffled order then finds most of them there: a loader
-  // reading exactly the row takes four cold reads where native took one.
+  // A read of contiguous rows shorter than this covers the windows its rows
+  // are in: windows of the most whole rows that fit in this many bytes (at
+  // least one row), counted from row 0 (the extra rows are brought into the
+  // page cache, not copied: random_access_file.h). HDF5's sieve buffer reads
+  // as much after a small read of a contiguous dataset (64 KiB by default),
+  // so a native read of a 16 KiB row leaves its neighbours in the page cache
+  // and a shuffled epoch finds most of them there: reading exactly the row
+  // took four cold reads where native took one. The windows are fixed rather
+  // than starting at each read: a shuffled epoch then requests each window
+  // once, whole, while windows from each read's row overlapped what earlier
+  // reads had brought and left gaps of a few pages, each a device request of
+  // its own (1.8x native's requests). And never more than native's sieve per
+  // miss, where a node reads only a share of the rows.
   // 0 = read exactly the rows. Chunks are always read whole anyway.
-  std::uint64_t min_read_bytes = 0;
+  std::uint64_t read_window_bytes = 0;
 };
 
 // One request per row or chunk: the baseline that coalescing is measured against.

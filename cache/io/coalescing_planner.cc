@@ -105,12 +105,24 @@ Result<ReadPlan> PlanContiguousReads(const ContiguousLayout& layout,
     task.rows.push_back(row);
     plan.tasks.push_back(std::move(task));
   }
-  if (options.min_read_bytes > 0) {
+  if (options.read_window_bytes > 0) {
+    // Windows of whole rows, counted from row 0: a read shorter than the
+    // minimum covers the windows its rows are in. Reads in a shuffled order
+    // then bring each window in once, in one request; windows starting at
+    // each read's first row overlapped what earlier reads had brought, and
+    // their uncached rests were requests of a few pages each.
+    const std::uint64_t window =
+        std::max<std::uint64_t>(1, options.read_window_bytes / layout.row_bytes) * layout.row_bytes;
     const std::uint64_t data_end = layout.RowOffset(layout.num_rows);
     for (ReadTask& task : plan.tasks) {
       FileRead& read = task.reads.front();
-      const std::uint64_t wanted = std::max(read.length, options.min_read_bytes);
-      read.length = std::max(read.length, std::min(wanted, data_end - read.file_offset));
+      if (read.length >= options.read_window_bytes) continue;
+      const std::uint64_t begin = read.file_offset - layout.data_offset;
+      const std::uint64_t end = begin + read.length;
+      const std::uint64_t window_begin = begin / window * window;
+      const std::uint64_t window_end = (end + window - 1) / window * window;
+      read.file_offset = layout.data_offset + window_begin;
+      read.length = std::min(layout.data_offset + window_end, data_end) - read.file_offset;
     }
   }
   return plan;

@@ -41,7 +41,7 @@ Result<ReadPlan> PlanContiguousReads(const ContiguousLayout& layout,
 
 // Deadline slices of contiguous rows (task_order.h: SplitByDeadline), planned
 // one after the other, most urgent first. A read of one slice that spans rows
-// of a later slice (its gap merged, or the read extended to min_read_bytes)
+// of a later slice (its gap merged, or the read extended to its read_window_bytes windows)
 // delivers them too, and they leave their own slice: bytes read are used, and
 // no row is read twice. Tasks come out slice by slice, each slice's in file
 // order; every row of every slice is in exactly one task. Rows as for PlanContiguousReads; no row

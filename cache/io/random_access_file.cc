@@ -73,18 +73,22 @@ Status RandomAccessSource::ReadScattered(std::uint64_t offset,
 Status PosixFile::ReadScattered(std::uint64_t offset, std::span<const ScatterPiece> pieces) const {
   constexpr std::size_t kDiscardBytes = 256 * 1024;
   thread_local std::vector<std::byte> discard(kDiscardBytes);
-  // Skipped pieces after the last wanted one are not read: the kernel is
-  // asked to bring the whole range into the page cache (one request to the
-  // device, as one read of it would be), and only what is wanted is copied.
+  // Skipped pieces before the first wanted one and after the last are not
+  // read: the kernel is asked to bring the whole range into the page cache
+  // (one request to the device, as one read of it would be), and only from
+  // the first wanted byte to the last is read.
+  std::size_t wanted_begin = 0;
+  while (wanted_begin < pieces.size() && pieces[wanted_begin].data == nullptr) ++wanted_begin;
   std::size_t wanted_end = pieces.size();
-  while (wanted_end > 0 && pieces[wanted_end - 1].data == nullptr) --wanted_end;
-  if (wanted_end < pieces.size()) {
+  while (wanted_end > wanted_begin && pieces[wanted_end - 1].data == nullptr) --wanted_end;
+  if (wanted_begin > 0 || wanted_end < pieces.size()) {
     std::uint64_t span = 0;
     for (const ScatterPiece& piece : pieces) span += piece.size;
     // Advice only: a failure (or a range past the end) costs nothing but the warming.
     (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(span),
                           POSIX_FADV_WILLNEED);
-    pieces = pieces.first(wanted_end);
+    for (std::size_t i = 0; i < wanted_begin; ++i) offset += pieces[i].size;
+    pieces = pieces.subspan(wanted_begin, wanted_end - wanted_begin);
   }
   // Expand skipped pieces into iovecs over the discard buffer (its contents never matter).
   std::vector<iovec> iov;

@@ -65,11 +65,12 @@ class PosixFile final : public RandomAccessSource {
   Status ReadExact(std::uint64_t offset, std::span<std::byte> out) const override;
   // preadv straight into the pieces; skipped bytes between wanted ones land
   // in a per-thread discard buffer, so rows need no copy out of a staging
-  // buffer. Skipped bytes after the last wanted piece are not read at all:
-  // posix_fadvise(POSIX_FADV_WILLNEED) over the whole range brings them into
-  // the page cache in the same device request (what a read extended to HDF5's
-  // sieve size is for: the neighbours of a row are read once, while cold)
-  // without copying them, and a file that no longer holds them is no error.
+  // buffer. Skipped bytes before the first wanted piece and after the last
+  // are not read at all: posix_fadvise(POSIX_FADV_WILLNEED) over the whole
+  // range brings them into the page cache in the same device request (what a
+  // read covering a window of HDF5's sieve size is for: the neighbours of a
+  // row are read once, while cold) without copying them, and a file that no
+  // longer holds them is no error.
   Status ReadScattered(std::uint64_t offset, std::span<const ScatterPiece> pieces) const override;
   Result<std::uint64_t> Size() const override;
   const std::string& name() const override { return name_; }

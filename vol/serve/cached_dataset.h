@@ -232,11 +232,13 @@ class CachedDataset {
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
   std::string raw_reason_;
   std::uint64_t chunk_rows_ = 0;
-  // A miss reads at least what native HDF5's sieve buffer would (64 KiB from
-  // the row on, for contiguous data): never more cold reads than native.
+  // A miss of contiguous rows brings in the window of HDF5's sieve size (64
+  // KiB of whole rows, counted from row 0) its rows are in, as native's sieve
+  // read brings the 64 KiB after a row: no more cold reads than native, and
+  // no more bytes per miss.
   cache::io::CoalescingOptions coalescing_ = [] {
     cache::io::CoalescingOptions o = cache::io::kDefaultLocalDiskCoalescing;
-    o.min_read_bytes = kHdf5DefaultSieveBytes;
+    o.read_window_bytes = kHdf5DefaultSieveBytes;
     return o;
   }();
   mutable std::atomic<std::int64_t> next_check_ns_{0};

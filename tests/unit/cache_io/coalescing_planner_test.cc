@@ -62,23 +62,43 @@ TEST(ContiguousPlanTest, RowLargerThanCapIsStillReadWhole) {
   EXPECT_EQ(plan.tasks[0].reads[0].length, 1000u);
 }
 
-TEST(ContiguousPlanTest, ShortReadsExtendForwardLikeHdf5sSieve) {
-  // 1000-byte rows, 100 rows: reads of at least 4000 bytes from each row on,
-  // never past the dataset's data (row 98's read stops at the end).
+TEST(ContiguousPlanTest, ShortReadsCoverTheirWindowsOfWholeRows) {
+  // 1000-byte rows, 100 rows from offset 4096; a window is the most whole rows
+  // in 3000 bytes, counted from row 0: rows 0-2, 3-5, ..., 99 alone at the end.
   CoalescingOptions options = kNoCoalescing;
-  options.min_read_bytes = 4000;
-  const std::vector<std::uint64_t> rows = {10, 50, 98};
+  options.read_window_bytes = 3000;
+  const std::vector<std::uint64_t> rows = {10, 51, 99};
   const ReadPlan plan = PlanContiguousReads(Contiguous(), rows, options).value();
   ASSERT_EQ(plan.tasks.size(), 3u);
-  EXPECT_EQ(plan.tasks[0].reads[0].file_offset, 4096u + 10'000u);
-  EXPECT_EQ(plan.tasks[0].reads[0].length, 4000u);
-  EXPECT_EQ(plan.tasks[1].reads[0].length, 4000u);
-  EXPECT_EQ(plan.tasks[2].reads[0].length, 2000u);  // rows 98 and 99 are all there is
-  EXPECT_EQ(plan.tasks[2].rows, std::vector<std::uint64_t>{98});
-  // A read already longer stays as it is.
-  options.min_read_bytes = 500;
-  EXPECT_EQ(PlanContiguousReads(Contiguous(), rows, options).value().tasks[0].reads[0].length,
-            1000u);
+  EXPECT_EQ(plan.tasks[0].reads[0].file_offset, 4096u + 9'000u);  // rows 9-11
+  EXPECT_EQ(plan.tasks[0].reads[0].length, 3000u);
+  EXPECT_EQ(plan.tasks[0].rows, std::vector<std::uint64_t>{10});
+  EXPECT_EQ(plan.tasks[1].reads[0].file_offset, 4096u + 51'000u);  // rows 51-53
+  EXPECT_EQ(plan.tasks[1].reads[0].length, 3000u);
+  EXPECT_EQ(plan.tasks[2].reads[0].file_offset, 4096u + 99'000u);  // never past the data
+  EXPECT_EQ(plan.tasks[2].reads[0].length, 1000u);
+  // Bytes that are not a whole number of rows: windows of the rows that fit.
+  options.read_window_bytes = 2500;
+  const ReadPlan two = PlanContiguousReads(Contiguous(), rows, options).value();
+  EXPECT_EQ(two.tasks[1].reads[0].file_offset, 4096u + 50'000u);  // rows 50-51
+  EXPECT_EQ(two.tasks[1].reads[0].length, 2000u);
+  // A read already as long stays as it is; a window never drops below one row.
+  options.read_window_bytes = 500;
+  const ReadPlan one = PlanContiguousReads(Contiguous(), rows, options).value();
+  EXPECT_EQ(one.tasks[0].reads[0].file_offset, 4096u + 10'000u);
+  EXPECT_EQ(one.tasks[0].reads[0].length, 1000u);
+}
+
+TEST(ContiguousPlanTest, AShortMergedReadCoversEveryWindowItTouches) {
+  // Rows 3 and 4 merge (they touch) and straddle windows 0-3 and 4-7.
+  CoalescingOptions options{.max_gap_bytes = 0, .max_run_bytes = 1 << 20};
+  options.read_window_bytes = 4000;
+  const std::vector<std::uint64_t> rows = {3, 4};
+  const ReadPlan plan = PlanContiguousReads(Contiguous(), rows, options).value();
+  ASSERT_EQ(plan.tasks.size(), 1u);
+  EXPECT_EQ(plan.tasks[0].reads[0].file_offset, 4096u);
+  EXPECT_EQ(plan.tasks[0].reads[0].length, 8000u);
+  EXPECT_EQ(plan.tasks[0].rows, (std::vector<std::uint64_t>{3, 4}));
 }
 
 TEST(ContiguousPlanTest, RejectsRowsOutOfRange) {
@@ -121,22 +141,27 @@ TEST(ContiguousSlicesTest, AReadDeliversTheLaterSlicesRowsItSpans) {
 }
 
 TEST(ContiguousSlicesTest, ExtendedReadsTakeTheRowsTheyReach) {
-  // A 1000-byte row read as 2500 bytes (the sieve-like minimum) reaches the
-  // next row whole and the one after in part: only whole rows are delivered.
+  // A 1000-byte row read in its window of two rows (the whole rows in 2500
+  // bytes) delivers the later slice's row beside it, before or after it.
   const ContiguousLayout layout = Contiguous();
   const CoalescingOptions options{
-      .max_gap_bytes = 0, .max_run_bytes = 1 << 20, .min_read_bytes = 2500};
+      .max_gap_bytes = 0, .max_run_bytes = 1 << 20, .read_window_bytes = 2500};
   const std::vector<std::vector<std::uint64_t>> slices = {{10}, {11, 12}};
   const ReadPlan plan = PlanContiguousSlices(layout, slices, options).value();
   ASSERT_EQ(plan.tasks.size(), 2u);
   EXPECT_EQ(plan.tasks[0].rows, (std::vector<std::uint64_t>{10, 11}));
   EXPECT_EQ(plan.tasks[1].rows, std::vector<std::uint64_t>{12});
+  const std::vector<std::vector<std::uint64_t>> backward = {{13}, {12, 20}};
+  const ReadPlan back = PlanContiguousSlices(layout, backward, options).value();
+  ASSERT_EQ(back.tasks.size(), 2u);
+  EXPECT_EQ(back.tasks[0].rows, (std::vector<std::uint64_t>{12, 13}));
+  EXPECT_EQ(back.tasks[1].rows, std::vector<std::uint64_t>{20});
 }
 
 TEST(ContiguousSlicesTest, EveryRowIsDeliveredOnceWhateverTheSlices) {
   const ContiguousLayout layout = Contiguous(1000);
   const CoalescingOptions options{
-      .max_gap_bytes = 3000, .max_run_bytes = 20000, .min_read_bytes = 4000};
+      .max_gap_bytes = 3000, .max_run_bytes = 20000, .read_window_bytes = 4000};
   std::vector<std::vector<std::uint64_t>> slices(5);
   std::vector<std::uint64_t> expected;
   for (std::uint64_t row = 0; row < 1000; row += 1 + row % 3) {

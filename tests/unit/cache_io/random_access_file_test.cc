@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <string>
 
 namespace prescient::cache::io {
 namespace {
@@ -96,6 +98,18 @@ std::size_t ResidentPages(const std::string& path, std::uint64_t offset, std::ui
   return count;
 }
 
+// What this thread's read syscalls returned so far (rchar in
+// /proc/thread-self/io), or nothing where the kernel does not account it.
+std::optional<std::uint64_t> BytesReadByThisThread() {
+  std::ifstream io("/proc/thread-self/io");
+  std::string name;
+  std::uint64_t value = 0;
+  while (io >> name >> value) {
+    if (name == "rchar:") return value;
+  }
+  return std::nullopt;
+}
+
 TEST(PosixFileTest, TrailingSkipIsBroughtIntoThePageCacheNotRead) {
   // A miss reads a row and HDF5's sieve size after it; the bytes after the
   // row are for the page cache, not for the caller. On a tmpfs TMPDIR (pages
@@ -134,6 +148,62 @@ TEST(PosixFileTest, TrailingSkipIsBroughtIntoThePageCacheNotRead) {
     if (resident < skipped_pages) ::usleep(10000);
   }
   EXPECT_EQ(resident, skipped_pages) << "pages of the skipped 48 KiB in the page cache";
+  std::remove(path.c_str());
+}
+
+TEST(PosixFileTest, ALeadingSkipIsBroughtIntoThePageCacheNotRead) {
+  // A miss in the middle of its window: the window's rows before it are for
+  // the page cache, as those after it are. Only the row is read: the discard
+  // buffer never sees the bytes before it (a file that lacks them is no error).
+  std::string path = WriteFile("leading", 600000);
+  struct statfs fs{};
+  if (::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
+    std::remove(path.c_str());
+    path = WriteFileAt("prescient_cache_io_" + std::to_string(::getpid()) + "_leading", 600000);
+  }
+  auto file = PosixFile::Open(path, AccessPattern::kRandom).value();
+  std::vector<std::byte> row(16384);
+  const std::vector<ScatterPiece> pieces = {
+      {nullptr, 32768}, {row.data(), row.size()}, {nullptr, 16384}};
+  const std::optional<std::uint64_t> read_before = BytesReadByThisThread();
+  ASSERT_TRUE(file->ReadScattered(65536, pieces).ok());
+  const std::optional<std::uint64_t> read_after = BytesReadByThisThread();
+  for (std::size_t j = 0; j < row.size(); ++j) {
+    ASSERT_EQ(row[j], static_cast<std::byte>(((65536 + 32768 + j) * 7) & 0xff)) << j;
+  }
+  if (read_before && read_after) {  // the row, and the few bytes of reading /proc itself
+    EXPECT_GE(*read_after - *read_before, row.size());
+    EXPECT_LT(*read_after - *read_before, row.size() + 4096) << "the 32 KiB before were read";
+  }
+  // The whole window reaches the page cache, where a file system lets pages
+  // be dropped at all (not tmpfs).
+  ASSERT_TRUE(DropFromPageCache(file->fd()).ok());
+  if (ResidentPages(path, 0, 600000) > 0) {
+    std::remove(path.c_str());
+    GTEST_SKIP() << "this file system keeps the pages of " << path;
+  }
+  ASSERT_TRUE(file->ReadScattered(65536, pieces).ok());
+  const std::size_t window_pages = 65536 / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::size_t resident = 0;
+  for (int i = 0; i < 200 && resident < window_pages; ++i) {  // at most 2 s
+    resident = ResidentPages(path, 65536, 65536);
+    if (resident < window_pages) ::usleep(10000);
+  }
+  EXPECT_EQ(resident, window_pages) << "pages of the window in the page cache";
+  EXPECT_EQ(ResidentPages(path, 0, 65536), 0u) << "nothing before the window";
+  std::remove(path.c_str());
+}
+
+TEST(PosixFileTest, ALeadingSkipOfAFileThatEndsEarlyIsNoError) {
+  // Only the wanted bytes must exist, on either side of them.
+  const std::string path = WriteFile("leading_short", 1000);
+  auto file = PosixFile::Open(path).value();
+  std::vector<std::byte> row(100);
+  const std::vector<ScatterPiece> pieces = {{nullptr, 500}, {row.data(), 100}, {nullptr, 65536}};
+  ASSERT_TRUE(file->ReadScattered(0, pieces).ok());
+  EXPECT_EQ(row[0], static_cast<std::byte>((500 * 7) & 0xff));
+  const std::vector<ScatterPiece> past_end = {{nullptr, 950}, {row.data(), 100}};
+  EXPECT_FALSE(file->ReadScattered(0, past_end).ok());
   std::remove(path.c_str());
 }
 

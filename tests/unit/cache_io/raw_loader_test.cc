@@ -63,7 +63,7 @@ TEST(RawLoaderTest, ContiguousRowsAreExact) {
   for (const CoalescingOptions options :
        {kNoCoalescing, CoalescingOptions{.max_gap_bytes = 500, .max_run_bytes = 1000},
         kDefaultLocalDiskCoalescing,
-        CoalescingOptions{.max_gap_bytes = 0, .max_run_bytes = 0, .min_read_bytes = 1000}}) {
+        CoalescingOptions{.max_gap_bytes = 0, .max_run_bytes = 0, .read_window_bytes = 1000}}) {
     const std::vector<std::uint64_t> rows = RandomRows(200, 80, 7);
     const Loaded loaded = LoadRows(layout, source, rows, options, executor);
     ASSERT_TRUE(loaded.summary.first_error.ok()) << loaded.summary.first_error.ToString();
@@ -87,7 +87,7 @@ TEST(RawLoaderTest, ContiguousRowsFromARealFileViaPreadv) {
   for (const CoalescingOptions options :
        {kNoCoalescing, CoalescingOptions{.max_gap_bytes = 1000, .max_run_bytes = 5000},
         CoalescingOptions{.max_gap_bytes = 1 << 20, .max_run_bytes = 1 << 20},
-        CoalescingOptions{.max_gap_bytes = 0, .max_run_bytes = 0, .min_read_bytes = 65536}}) {
+        CoalescingOptions{.max_gap_bytes = 0, .max_run_bytes = 0, .read_window_bytes = 65536}}) {
     const Loaded loaded = LoadRows(layout, file, RandomRows(300, 120, 3), options, pool);
     ASSERT_TRUE(loaded.summary.first_error.ok()) << loaded.summary.first_error.ToString();
     for (const auto& [row, bytes] : loaded.rows) ASSERT_EQ(bytes, data.expected_row(row)) << row;
