@@ -98,6 +98,29 @@ std::size_t ResidentPages(const std::string& path, std::uint64_t offset, std::ui
   return count;
 }
 
+// A file whose pages can be dropped from the page cache: in TMPDIR unless
+// that is a tmpfs (whose pages cannot be), else in the working directory.
+std::string WriteDroppableFile(const std::string& name, std::size_t size) {
+  std::string path = WriteFile(name, size);
+  struct statfs fs{};
+  if (::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
+    std::remove(path.c_str());
+    path = WriteFileAt("prescient_cache_io_" + std::to_string(::getpid()) + "_" + name, size);
+  }
+  return path;
+}
+
+// ResidentPages once `want` pages are resident (advice is read asynchronously), or after 2 s.
+std::size_t AwaitResidentPages(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                               std::size_t want) {
+  std::size_t resident = ResidentPages(path, offset, length);
+  for (int i = 0; i < 200 && resident < want; ++i) {
+    ::usleep(10000);
+    resident = ResidentPages(path, offset, length);
+  }
+  return resident;
+}
+
 // What this thread's read syscalls returned so far (rchar in
 // /proc/thread-self/io), or nothing where the kernel does not account it.
 std::optional<std::uint64_t> BytesReadByThisThread() {
@@ -112,14 +135,8 @@ std::optional<std::uint64_t> BytesReadByThisThread() {
 
 TEST(PosixFileTest, TrailingSkipIsBroughtIntoThePageCacheNotRead) {
   // A miss reads a row and HDF5's sieve size after it; the bytes after the
-  // row are for the page cache, not for the caller. On a tmpfs TMPDIR (pages
-  // that cannot be dropped) the file goes to the working directory instead.
-  std::string path = WriteFile("trailing", 600000);
-  struct statfs fs{};
-  if (::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
-    std::remove(path.c_str());
-    path = WriteFileAt("prescient_cache_io_" + std::to_string(::getpid()) + "_trailing", 600000);
-  }
+  // row are for the page cache, not for the caller.
+  const std::string path = WriteDroppableFile("trailing", 600000);
   auto file = PosixFile::Open(path, AccessPattern::kRandom).value();
   ASSERT_TRUE(DropFromPageCache(file->fd()).ok());
   std::vector<std::byte> row(16384);
@@ -142,12 +159,8 @@ TEST(PosixFileTest, TrailingSkipIsBroughtIntoThePageCacheNotRead) {
   ASSERT_TRUE(DropFromPageCache(file->fd()).ok());
   ASSERT_TRUE(file->ReadScattered(131072, pieces).ok());
   const std::size_t skipped_pages = 49152 / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  std::size_t resident = 0;
-  for (int i = 0; i < 200 && resident < skipped_pages; ++i) {  // at most 2 s
-    resident = ResidentPages(path, 147456, 49152);
-    if (resident < skipped_pages) ::usleep(10000);
-  }
-  EXPECT_EQ(resident, skipped_pages) << "pages of the skipped 48 KiB in the page cache";
+  EXPECT_EQ(AwaitResidentPages(path, 147456, 49152, skipped_pages), skipped_pages)
+      << "pages of the skipped 48 KiB in the page cache";
   std::remove(path.c_str());
 }
 
@@ -155,12 +168,7 @@ TEST(PosixFileTest, ALeadingSkipIsBroughtIntoThePageCacheNotRead) {
   // A miss in the middle of its window: the window's rows before it are for
   // the page cache, as those after it are. Only the row is read: the discard
   // buffer never sees the bytes before it (a file that lacks them is no error).
-  std::string path = WriteFile("leading", 600000);
-  struct statfs fs{};
-  if (::statfs(path.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
-    std::remove(path.c_str());
-    path = WriteFileAt("prescient_cache_io_" + std::to_string(::getpid()) + "_leading", 600000);
-  }
+  const std::string path = WriteDroppableFile("leading", 600000);
   auto file = PosixFile::Open(path, AccessPattern::kRandom).value();
   std::vector<std::byte> row(16384);
   const std::vector<ScatterPiece> pieces = {
@@ -184,12 +192,8 @@ TEST(PosixFileTest, ALeadingSkipIsBroughtIntoThePageCacheNotRead) {
   }
   ASSERT_TRUE(file->ReadScattered(65536, pieces).ok());
   const std::size_t window_pages = 65536 / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  std::size_t resident = 0;
-  for (int i = 0; i < 200 && resident < window_pages; ++i) {  // at most 2 s
-    resident = ResidentPages(path, 65536, 65536);
-    if (resident < window_pages) ::usleep(10000);
-  }
-  EXPECT_EQ(resident, window_pages) << "pages of the window in the page cache";
+  EXPECT_EQ(AwaitResidentPages(path, 65536, 65536, window_pages), window_pages)
+      << "pages of the window in the page cache";
   EXPECT_EQ(ResidentPages(path, 0, 65536), 0u) << "nothing before the window";
   std::remove(path.c_str());
 }
