@@ -31,8 +31,8 @@ struct CoalescingOptions {
   // than starting at each read: a shuffled epoch then requests each window
   // once, whole, while windows from each read's row overlapped what earlier
   // reads had brought and left gaps of a few pages, each a device request of
-  // its own (1.8x native's requests). And never more than native's sieve per
-  // miss, where a node reads only a share of the rows.
+  // its own (1.8x native's requests). A miss brings no more than native's
+  // sieve would, which counts where a node reads only a share of the rows.
   // 0 = read exactly the rows. Chunks are always read whole anyway.
   std::uint64_t read_window_bytes = 0;
 };

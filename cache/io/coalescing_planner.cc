@@ -106,11 +106,11 @@ Result<ReadPlan> PlanContiguousReads(const ContiguousLayout& layout,
     plan.tasks.push_back(std::move(task));
   }
   if (options.read_window_bytes > 0) {
-    // Windows of whole rows, counted from row 0: a read shorter than the
-    // minimum covers the windows its rows are in. Reads in a shuffled order
-    // then bring each window in once, in one request; windows starting at
-    // each read's first row overlapped what earlier reads had brought, and
-    // their uncached rests were requests of a few pages each.
+    // Windows of whole rows, counted from row 0: a read shorter than
+    // read_window_bytes covers the windows its rows are in. Reads in a
+    // shuffled order then bring each window in once, in one request; windows
+    // starting at each read's first row overlapped what earlier reads had
+    // brought, and their uncached rests were requests of a few pages each.
     const std::uint64_t window =
         std::max<std::uint64_t>(1, options.read_window_bytes / layout.row_bytes) * layout.row_bytes;
     const std::uint64_t data_end = layout.RowOffset(layout.num_rows);
