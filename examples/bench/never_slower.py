@@ -16,6 +16,16 @@ Prescient variants of a case run N times over (each still between native runs), 
 judged by the median of its N ratios: native epochs of one case vary by 20% and more on this
 machine, which a single pair of runs cannot tell from the connector.
 
+--variants narrows the Prescient runs to some of the variants (lru-default, ..., follow-quarter).
+--against [DIR] [VAR=VALUE ...] runs every chosen variant also with the connector in DIR (another
+build's plugins directory; default this build) and the variables given, alternated with this
+build's run in every round and between native runs like it: the tables then have a row "Prescient
+(--against), ..." beside each variant's, so a change or a setting is judged against the other in
+one run of the machine, e.g.
+
+    examples/bench/run --suite never-slower --keep --follow --rounds 4 --epochs 1 --cases imglab-batch \
+        --variants follow-default --against build/bench-before/plugins
+
 Cases:
   imglab-dl      imglab (images + labels), DataLoader with 2 workers, ds[i]: the issue's shape
   imglab-rows    imglab, per-row reads in one process, no DataLoader
@@ -45,6 +55,7 @@ Cases:
                  label at row i, 2 workers; followed like the four
 """
 
+import collections
 import os
 
 import cachesize
@@ -58,8 +69,23 @@ SHAPES = {"shape-list": ("sample", "index-table"), "shape-files": ("sample", "fi
           "shape-batches": ("batch", "random-batches"), "shape-blocks": ("slices", "shuffled-blocks"),
           "shape-concat": ("sample", "concat-unsorted"), "shape-pair": ("sample", "random")}
 EXTRA_CASES = ("imglab-slices", "pcam") + tuple(SHAPES)
+# The Prescient variants' keys (suites.py --variants).
+VARIANT_KEYS = ("lru-default", "lru-quarter", "sched-default", "sched-quarter", "follow-default", "follow-quarter")
+# One Prescient run of a round: `plugin_dir` None is the suite's own build; `env` the connector
+# variables it runs with beyond the suite's (--against).
+Variant = collections.namedtuple("Variant", "key label share schedule plugin_dir env")
 # Stands for "no schedule file: the sampler is followed at run time" among the variants.
 FOLLOW = object()
+
+
+def against_of(items):
+    """(plugin directory or None, connector variables) of --against's items: VAR=VALUE items are
+    variables, the one other item another build's plugins directory."""
+    env = dict(item.split("=", 1) for item in items if "=" in item)
+    dirs = [item for item in items if "=" not in item]
+    if len(dirs) > 1:
+        raise ValueError(f"--against: one plugins directory at most, not {dirs}")
+    return (dirs[0] if dirs else None), env
 
 
 def largest_chunk_bytes(w):
@@ -162,33 +188,23 @@ class Suite:
                                                     tags={"case": case, "role": "baseline", "baseline": key},
                                                     **common))
                 self.log(self.one_line(record))
-            followed = [("follow-default", "Prescient, followed sampler, default cache", None, FOLLOW),
-                        ("follow-quarter", "Prescient, followed sampler, quarter cache", 0.25, FOLLOW)]
             if case in SHAPES:
-                # What these cases are for: no schedule can describe their orders, only the follower.
-                sched, note, variants = None, "no schedule: an order no seed describes", followed
+                sched, note = None, "no schedule: an order no seed describes"
             else:
                 sched, note = ((None, "no schedule: slice reads") if case == "imglab-slices"
                                else self.schedule(w, workers))
-                variants = [("lru-default", "Prescient, no schedule, default cache", None, None),
-                            ("lru-quarter", "Prescient, no schedule, quarter cache", 0.25, None)]
-            if sched:
-                variants += [("sched-default", "Prescient, schedule, default cache", None, sched),
-                             ("sched-quarter", "Prescient, schedule, quarter cache", 0.25, sched)]
-            if a.follow and case != "imglab-rows" and case not in SHAPES:  # the follower follows a DataLoader
-                variants += followed
             bracket = 0
             rounds = max(1, getattr(a, "rounds", 1) or 1)
             for round_ in range(rounds):
-                for key, label, share, schedule in variants:
-                    if a.quick and key == "sched-quarter" and case != "imglab-dl":
-                        continue
-                    segment = cachesize.segment_for_share(w, share) if share else None
+                for v in self.round_variants(case, sched, round_):
+                    segment = cachesize.segment_for_share(w, v.share) if v.share else None
                     record = self.runner.run(runner.Run(
-                        key=f"{case}-{key}" + (f"-r{round_}" if round_ else ""), label=label, connector=True,
-                        cache_bytes=segment, schedule=None if schedule is FOLLOW else schedule,
-                        follow=schedule is FOLLOW, schedule_note=note if schedule and schedule is not FOLLOW else "",
-                        tags={"case": case, "role": "prescient", "share": share, "round": round_,
+                        key=f"{case}-{v.key}" + (f"-r{round_}" if round_ else ""), label=v.label, connector=True,
+                        plugin_dir=v.plugin_dir, connector_env=v.env, cache_bytes=segment,
+                        schedule=None if v.schedule is FOLLOW else v.schedule, follow=v.schedule is FOLLOW,
+                        schedule_note=note if v.schedule and v.schedule is not FOLLOW else "",
+                        tags={"case": case, "role": "prescient", "share": v.share, "round": round_,
+                              "against": v.env is not None,
                               "baselines": [b[0] for b in baselines], "brackets": [bracket, bracket + 1]},
                         **common))
                     self.log(self.one_line(record))
@@ -199,14 +215,51 @@ class Suite:
                 notes.append(f"{case}: scheduled runs left out ({note})")
         return {"notes": notes}
 
+    def round_variants(self, case, sched, round_):
+        """The Prescient runs of one round of a case, in the order they run. The variants are the six
+        (cache default or a quarter; no schedule, a schedule where there is one, or the sampler followed
+        with --follow), or the shapes' two followed ones, narrowed to --variants. With --against every
+        variant runs twice, with this build and with the other one, which goes first in odd rounds so
+        that neither build always runs right after native."""
+        a = self.args
+        followed = [("follow-default", "followed sampler, default cache", None, FOLLOW),
+                    ("follow-quarter", "followed sampler, quarter cache", 0.25, FOLLOW)]
+        if case in SHAPES:
+            chosen = followed  # what these cases are for: no schedule can describe their orders
+        else:
+            chosen = [("lru-default", "no schedule, default cache", None, None),
+                      ("lru-quarter", "no schedule, quarter cache", 0.25, None)]
+            if sched:
+                chosen += [("sched-default", "schedule, default cache", None, sched),
+                           ("sched-quarter", "schedule, quarter cache", 0.25, sched)]
+            if a.follow and case != "imglab-rows":  # the follower follows a DataLoader
+                chosen += followed
+        if a.quick:
+            chosen = [c for c in chosen if c[0] != "sched-quarter" or case == "imglab-dl"]
+        wanted = getattr(a, "variants", None)
+        if wanted:
+            chosen = [c for c in chosen if c[0] in wanted]
+        against = getattr(a, "against", None)
+        out = []
+        for key, label, share, schedule in chosen:
+            this = Variant(key, f"Prescient, {label}", share, schedule, None, None)
+            if not against:
+                out.append(this)
+                continue
+            plugin_dir, env = against_of(against)
+            other = Variant(f"{key}-against", f"Prescient (--against), {label}", share, schedule, plugin_dir, env)
+            out += [other, this] if round_ % 2 else [this, other]
+        return out
+
     @staticmethod
     def one_line(record):
         times = ", ".join(f"{e['seconds']:.2f}" for e in record["epochs"])
         waits = ", ".join(f"{e['wait_s']:.2f}" for e in record["epochs"])
         steals = ", ".join(f"{e.get('steal_s', 0.0):.2f}" for e in record["epochs"])
+        requests = ", ".join(f"{e.get('device_reads', 0):,}" for e in record["epochs"])
         cpus = ", ".join(f"{e.get('cpu_s', 0.0):.2f} ({e.get('cpu_main_s', 0.0):.2f} main)"
                          for e in record["epochs"])
         return (f"  {record['label']}: epochs {times} s, loop wait {waits} s, steal {steals} s, cpu {cpus} s, "
-                f"wrong samples {record['wrong_samples']}"
+                f"device read requests {requests}, wrong samples {record['wrong_samples']}"
                 + ("; TIMED OUT" if record["timed_out"] else "")
                 + (f"; FAILED ranks {record['failed_ranks']}" if record["failed_ranks"] else ""))

@@ -39,6 +39,8 @@ class Run:
     compute_s: float = 0.0
     slowdown: tuple = (1.0,)
     connector: bool = False
+    plugin_dir: str = None      # the connector build's plugin directory; None = the Runner's
+    connector_env: dict = None  # connector variables of this run, over the Runner's
     cache_bytes: int = None     # PRESCIENT_CACHE_SIZE; None = the connector's default
     prefetch: bool = True
     schedule: str = None        # PRESCIENT_SCHEDULE
@@ -77,7 +79,7 @@ class Runner:
         node = None
         if spec.connector:
             node = f"bench-{os.getpid()}-{self.counter}"
-            base.update(HDF5_PLUGIN_PATH=self.plugin_dir, HDF5_VOL_CONNECTOR="prescient under_vol=0;under_info={}",
+            base.update(HDF5_PLUGIN_PATH=spec.plugin_dir or self.plugin_dir, HDF5_VOL_CONNECTOR="prescient under_vol=0;under_info={}",
                         PRESCIENT_NODE_ID=node, PRESCIENT_LOG="warn", PRESCIENT_PREFETCH="1" if spec.prefetch else "0")
             if spec.cache_bytes:
                 base["PRESCIENT_CACHE_SIZE"] = str(spec.cache_bytes)
@@ -87,6 +89,7 @@ class Runner:
                 base["PRESCIENT_FOLLOW"] = "1"
                 base["PYTHONPATH"] = os.pathsep.join(p for p in (PYTHON_PACKAGE_DIR, base.get("PYTHONPATH")) if p)
             base.update(self.connector_env)
+            base.update(spec.connector_env or {})
 
         def env_for_rank(r):
             env = ranks_mod.rank_env(base, r, spec.ranks)
@@ -139,7 +142,10 @@ class Runner:
             "key": spec.key, "label": spec.label, "workload": w.kind, "workload_info": w.describe(),
             "mode": spec.mode, "ranks": spec.ranks, "workers": spec.workers, "persistent": spec.persistent,
             "batch": spec.batch, "epochs_asked": spec.epochs, "compute_s": spec.compute_s,
-            "slowdown": list(spec.slowdown), "connector": spec.connector, "prefetch": spec.prefetch,
+            "slowdown": list(spec.slowdown), "connector": spec.connector,
+            "plugin_dir": (spec.plugin_dir or self.plugin_dir) if spec.connector else None,
+            "connector_env": dict(self.connector_env, **(spec.connector_env or {})) if spec.connector else None,
+            "prefetch": spec.prefetch,
             "cache_bytes": spec.cache_bytes,
             "cache_default": spec.connector and not spec.cache_bytes,
             "cache_default_bytes": cachesize.default_segment_bytes() if spec.connector and not spec.cache_bytes

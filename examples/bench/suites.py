@@ -130,6 +130,15 @@ def parser():
                    help="run every Prescient variant of a case this many times, each between native runs, "
                    "and judge each epoch by the median ratio over the rounds (default 1; a round of the "
                    "default cases takes ~12 minutes)")
+    g.add_argument("--variants", nargs="+", choices=list(never_slower.VARIANT_KEYS), metavar="VARIANT",
+                   help="run only these Prescient variants of each case (of: "
+                   f"{' '.join(never_slower.VARIANT_KEYS)}; the follow ones need --follow outside the shape "
+                   "cases; default all)")
+    g.add_argument("--against", nargs="+", metavar="DIR|VAR=VALUE",
+                   help="also run every Prescient variant with the connector in DIR (the plugins directory "
+                   "of another build, such as the commit before a change; default this build) and the "
+                   "connector variables given, alternated with this build's run in every round, each "
+                   "between native runs: a change or a setting judged against the other in one run")
     g = p.add_argument_group("workload sizes (both suites)")
     g.add_argument("--cosmo-files", type=int, help="cosmo files of 128 samples (default 32, --quick 4)")
     g.add_argument("--onefile-files", type=int, help="onefile files, one sample each (default 4000, --quick 300)")
@@ -190,6 +199,11 @@ def main(argv=None):
     a = defaults(parser().parse_args(argv))
     if a.suite == "classic":
         sys.exit("suites.py: the classic suite is bench.py (examples/bench/run --suite classic runs it)")
+    if a.against:
+        try:
+            never_slower.against_of(a.against)
+        except ValueError as e:
+            sys.exit(f"suites.py: {e}")
     os.makedirs(a.out, exist_ok=True)
     log = Log(os.path.join(a.out, f"output-{tables.output_name(a.suite, a.warm)}.txt"))
     started = time.perf_counter()

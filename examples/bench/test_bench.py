@@ -462,6 +462,34 @@ def test_a_scheduled_run_through_the_connector(tmp_path):
     assert sim["policies"]["belady"]["storage"] == w.samples  # the cache holds everything: compulsory only
 
 
+def test_never_slower_variants_are_narrowed_and_alternated_with_another_build():
+    import never_slower
+    args = argparse.Namespace(follow=True, quick=False, variants=None, against=None)
+    suite = never_slower.Suite.__new__(never_slower.Suite)
+    suite.args = args
+    keys = lambda case, sched, r=0: [v.key for v in suite.round_variants(case, sched, r)]
+    assert keys("imglab-dl", "s.sched") == list(never_slower.VARIANT_KEYS)
+    assert keys("imglab-rows", "s.sched") == ["lru-default", "lru-quarter", "sched-default", "sched-quarter"]
+    assert keys("imglab-dl", None) == ["lru-default", "lru-quarter", "follow-default", "follow-quarter"]
+    assert keys("shape-list", None) == ["follow-default", "follow-quarter"]
+    args.variants = ["follow-default", "lru-quarter"]
+    assert keys("imglab-batch", "s.sched") == ["lru-quarter", "follow-default"]
+    args.against = ["/other/plugins", "PRESCIENT_PREFETCH=0"]
+    assert keys("imglab-batch", "s.sched", 0) == ["lru-quarter", "lru-quarter-against", "follow-default",
+                                                  "follow-default-against"]
+    assert keys("imglab-batch", "s.sched", 1) == ["lru-quarter-against", "lru-quarter", "follow-default-against",
+                                                  "follow-default"]
+    runs = suite.round_variants("imglab-batch", "s.sched", 0)
+    assert [v.plugin_dir for v in runs] == [None, "/other/plugins"] * 2
+    assert [v.env for v in runs] == [None, {"PRESCIENT_PREFETCH": "0"}] * 2
+    assert runs[0].label == "Prescient, no schedule, quarter cache"
+    assert runs[1].label == "Prescient (--against), no schedule, quarter cache"
+    assert never_slower.against_of(["A=1", "B=x=y"]) == (None, {"A": "1", "B": "x=y"})
+    with pytest.raises(ValueError):
+        never_slower.against_of(["/a", "/b"])
+    assert runs[2].schedule is never_slower.FOLLOW and runs[1].share == 0.25
+
+
 def test_never_slower_rounds_are_judged_by_their_median_ratio():
     def native(bracket, seconds):
         return _record(f"n{bracket}", "native", connector=False, epochs=seconds,
