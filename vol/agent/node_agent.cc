@@ -143,8 +143,9 @@ std::string NodeAgent::PrepareDatasets() {
       const std::pair<std::uint64_t, std::uint64_t> key{dataset->key().hi, dataset->key().lo};
       auto [it, fresh] = datasets_.try_emplace(key, dataset);
       if (!fresh) continue;
-      const cache::Status status = dataset->Register(*cache_, runtime.options().cache.block_bytes,
-                                                     runtime.options().coalesce_gap);
+      const cache::Status status =
+          dataset->Register(*cache_, runtime.options().cache.block_bytes,
+                            runtime.options().coalesce_gap, MissReadWindowBytes(runtime.options()));
       if (!status.ok()) {
         runtime.Log(LogLevel::kWarn,
                     "node agent: not caching " + dataset->description() + ": " + status.message());

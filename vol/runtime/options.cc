@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <utility>
 
 namespace prescient::vol {
 namespace {
@@ -82,6 +83,40 @@ constexpr const char* kBoolAccepted = "1 or 0 (also true/false, yes/no, on/off)"
 // the order they are consulted.
 constexpr const char* kLauncherRankVariables[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
                                                   "SLURM_PROCID"};
+
+// The nodes a job spans, from its launcher's variables: the first pair of
+// (ranks in the job, ranks on this node) that is set (a job of one or two
+// ranks spans at most as many nodes), else Slurm's node count. 1 when none is
+// set (one process); nullopt when they do not say.
+std::optional<std::uint32_t> JobNodes(const EnvLookup& env) {
+  constexpr std::pair<const char*, const char*> kWorldAndLocal[] = {
+      {"WORLD_SIZE", "LOCAL_WORLD_SIZE"},  // torchrun
+      {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"PMI_SIZE", "MPI_LOCALNRANKS"},  // MPICH's Hydra
+  };
+  bool any = false;
+  for (const auto& [world_variable, local_variable] : kWorldAndLocal) {
+    const std::optional<std::string> world_text = env(world_variable);
+    if (!world_text) continue;
+    any = true;
+    const std::optional<std::string> local_text = env(local_variable);
+    const auto world = ParseUnsigned(*world_text, 1u << 24);
+    const auto local = local_text ? ParseUnsigned(*local_text, 1u << 24) : std::nullopt;
+    if (world && local && *world > 0 && *local > 0) {
+      return static_cast<std::uint32_t>((*world + *local - 1) / *local);
+    }
+    if (world && *world > 0 && *world <= 2) return static_cast<std::uint32_t>(*world);
+  }
+  for (const char* variable : {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}) {
+    if (const std::optional<std::string> text = env(variable)) {
+      const auto nodes = ParseUnsigned(*text, 1u << 24);
+      if (nodes && *nodes > 0) return static_cast<std::uint32_t>(*nodes);
+      any = true;
+    }
+  }
+  if (any) return std::nullopt;
+  return 1;
+}
 
 // The table. Each row: how to read one setting into Options.
 struct OptionRow {
@@ -229,6 +264,21 @@ const std::vector<OptionRow>& Rows() {
          if (n) o.cache.wait_patience_loads = static_cast<std::uint32_t>(*n);
          return n.has_value();
        }},
+      {{"PRESCIENT_READ_WINDOW", "read_window", "auto, or bytes with a unit (0 = the rows only)",
+        "auto",
+        "a miss of contiguous rows shorter than this brings in the window of whole rows it lies "
+        "in (counted from row 0; the neighbours go to the page cache, not the cache); auto is "
+        "128 KiB when the launcher's variables say the job spans one or two nodes (or there are "
+        "none), else 64 KiB, HDF5's sieve size"},
+       [](std::string_view v, Options& o) {
+         if (Lower(v) == "auto") {
+           o.read_window_bytes.reset();
+           return true;
+         }
+         auto b = ParseBytes(v);
+         if (b) o.read_window_bytes = *b;
+         return b.has_value();
+       }},
       {{"PRESCIENT_COALESCE_GAP", "coalesce_gap", "auto, or bytes with a unit (0 = never merge)",
         "auto",
         "merge missing rows into one read when the gap between them is below this; auto is "
@@ -326,8 +376,15 @@ ParsedOptions ParseOptions(const EnvLookup& env, std::string_view settings) {
       }
     }
   }
+  parsed.options.job_nodes = JobNodes(env);
   if (!parsed.warnings.empty()) parsed.options.enable = false;
   return parsed;
+}
+
+std::uint64_t MissReadWindowBytes(const Options& options) {
+  constexpr std::uint64_t kHdf5SieveBytes = 64 * 1024;
+  if (options.read_window_bytes) return *options.read_window_bytes;
+  return options.job_nodes && *options.job_nodes <= 2 ? 2 * kHdf5SieveBytes : kHdf5SieveBytes;
 }
 
 std::optional<std::string> ProcessEnv(std::string_view name) {

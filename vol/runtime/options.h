@@ -77,6 +77,16 @@ struct Options {
   // below this many bytes; nullopt = the local-disk default (256 KiB,
   // cache::io::kDefaultLocalDiskCoalescing): nothing is probed at start.
   std::optional<std::uint64_t> coalesce_gap;
+  // PRESCIENT_READ_WINDOW: a miss of contiguous rows shorter than this brings
+  // in the window of whole rows, counted from row 0, that it lies in
+  // (cache::io::CoalescingOptions::read_window_bytes); nullopt = auto
+  // (MissReadWindowBytes).
+  std::optional<std::uint64_t> read_window_bytes;
+  // How many nodes the launcher says the job spans (torchrun's WORLD_SIZE /
+  // LOCAL_WORLD_SIZE, Open MPI's and MPICH's world and local sizes, Slurm's
+  // SLURM_JOB_NUM_NODES); 1 when no launcher variable is set (one process),
+  // nullopt when they do not say (a world size without a local one).
+  std::optional<std::uint32_t> job_nodes = 1;
   // PRESCIENT_MIN_DATASET_BYTES: without a schedule file, a contiguous
   // dataset smaller than this is not cached (CacheClient::TooSmallToCache); 0
   // = cache every one. 128 KiB is Linux's default read-ahead: the storage
@@ -95,6 +105,16 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view name
 // Pure: reads variables through `env` and the info-string `settings`
 // ("key=value;key=value"), never the process environment directly.
 ParsedOptions ParseOptions(const EnvLookup& env, std::string_view settings);
+
+// What a miss of small contiguous rows reads around itself: the
+// PRESCIENT_READ_WINDOW setting, else 128 KiB where the job spans one or two
+// nodes and 64 KiB (HDF5's sieve size) otherwise. In a shuffled epoch a node
+// reading all of the rows, or half, reads most of a window's rows while it is
+// still in the page cache, so a window of twice the sieve halves the device
+// requests a cold epoch waits for (imglab at a quarter cache: 1.1-1.2x
+// native against 0.8-0.95x with 64 KiB; examples/bench/RESULTS.md); a node
+// of a larger job reads too few of the extra rows to pay for their bytes.
+std::uint64_t MissReadWindowBytes(const Options& options);
 
 // The process environment, for ParseOptions.
 std::optional<std::string> ProcessEnv(std::string_view name);

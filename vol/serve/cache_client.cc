@@ -493,8 +493,9 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
 bool CacheClient::RegisterLocked(const std::shared_ptr<CachedDataset>& cached) {
   if (cached->registered()) return true;
   Runtime& runtime = Runtime::Get();
-  const cache::Status status = cached->Register(*cache_, runtime.options().cache.block_bytes,
-                                                runtime.options().coalesce_gap);
+  const cache::Status status =
+      cached->Register(*cache_, runtime.options().cache.block_bytes, runtime.options().coalesce_gap,
+                       MissReadWindowBytes(runtime.options()));
   if (!status.ok()) {
     const Identity key{cached->key().hi, cached->key().lo};
     if (status.code() == cache::Status::Code::kResourceExhausted) {

@@ -103,7 +103,8 @@ std::shared_ptr<CachedDataset> CachedDataset::FromFacts(Facts facts,
 }
 
 cache::Status CachedDataset::Register(cache::NodeCache& cache, std::uint64_t block_bytes,
-                                      std::optional<std::uint64_t> fixed_gap) {
+                                      std::optional<std::uint64_t> fixed_gap,
+                                      std::uint64_t miss_window_bytes) {
   if (registered()) return cache::Status::Ok();
   const std::uint64_t capacity = cache.Stats().capacity_bytes;
   if (row_bytes_ > 0 && row_bytes_ * kGroupRowShareOfBlock <= block_bytes &&
@@ -116,6 +117,8 @@ cache::Status CachedDataset::Register(cache::NodeCache& cache, std::uint64_t blo
   cache::Result<cache::DatasetSlot> slot = cache.RegisterDataset(key, entry_bytes(), num_entries());
   if (!slot.ok()) return slot.status();
   if (fixed_gap) coalescing_.max_gap_bytes = *fixed_gap;
+  miss_coalescing_ = coalescing_;
+  miss_coalescing_.read_window_bytes = miss_window_bytes;
   // Contiguous rows: an entry's rows are adjacent in the file, so whole
   // entries load as rows of entry_bytes(), planned entry by entry, not row
   // by row (a label entry is 8,192 rows).
@@ -197,7 +200,7 @@ cache::Status CachedDataset::LoadRaw(const io::RawLayout& layout,
                                      std::span<const std::uint64_t> rows,
                                      std::span<std::byte* const> dest,
                                      LoadCounters* counters) const {
-  io::Result<io::ReadPlan> plan = io::PlanReads(layout, rows, coalescing_);
+  io::Result<io::ReadPlan> plan = io::PlanReads(layout, rows, miss_coalescing_);
   if (!plan.ok()) return plan.status();
   const io::RowTargetFn target = io::RowTargetsFromArrays(rows, dest);
   for (const io::ReadTask& task : plan.value().tasks) {

@@ -79,10 +79,14 @@ class CachedDataset {
                                                   const std::shared_ptr<FileState>& file);
 
   // Registers the prepared dataset in the node cache, choosing its grouping
-  // from the segment's capacity and `block_bytes`. Calls no HDF5 function, so
-  // it may run at fork time. Idempotent; not thread-safe (the caller's lock).
+  // from the segment's capacity and `block_bytes`. `fixed_gap` is the
+  // coalescing gap when set (PRESCIENT_COALESCE_GAP), `miss_window_bytes` the
+  // window a miss reads around itself (MissReadWindowBytes). Calls no HDF5
+  // function, so it may run at fork time. Idempotent; not thread-safe (the
+  // caller's lock).
   cache::Status Register(cache::NodeCache& cache, std::uint64_t block_bytes,
-                         std::optional<std::uint64_t> fixed_gap);
+                         std::optional<std::uint64_t> fixed_gap,
+                         std::uint64_t miss_window_bytes = kHdf5DefaultSieveBytes);
   bool registered() const { return slot_ != cache::kInvalidDatasetSlot; }
 
   // The dataset's identity, for the log and the schedule binding.
@@ -166,8 +170,11 @@ class CachedDataset {
   cache::Status ReadSelectedRowsThroughHdf5(const VolObject& dataset, hid_t file_space,
                                             std::uint64_t first_row, std::uint64_t last_row,
                                             std::uint64_t elements, void* out) const noexcept;
-  // How misses of this dataset are merged into reads.
+  // How the rows the prefetcher reads ahead are merged into reads: windows of
+  // HDF5's sieve size around rows read ahead of their use.
   const cache::io::CoalescingOptions& coalescing() const { return coalescing_; }
+  // How a miss's rows are read: the same, in windows of the miss window.
+  const cache::io::CoalescingOptions& miss_coalescing() const { return miss_coalescing_; }
 
   // Loads cache entries `entries` (ascending, distinct) into dest[i]
   // (entry_bytes() each; the part of the last entry past the dataset's end is
@@ -232,15 +239,17 @@ class CachedDataset {
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
   std::string raw_reason_;
   std::uint64_t chunk_rows_ = 0;
-  // A miss of contiguous rows brings in the window of HDF5's sieve size (64
-  // KiB of whole rows, counted from row 0) its rows are in, as native's sieve
-  // read brings the 64 KiB after a row: no more cold reads than native, and
-  // no more bytes per miss.
+  // Contiguous rows read ahead bring in the window of HDF5's sieve size (64
+  // KiB of whole rows, counted from row 0) they are in, as native's sieve
+  // read brings the 64 KiB after a row. A miss brings its window of
+  // miss_window_bytes (Register), twice that where the job's nodes read half
+  // the rows or more.
   cache::io::CoalescingOptions coalescing_ = [] {
     cache::io::CoalescingOptions o = cache::io::kDefaultLocalDiskCoalescing;
     o.read_window_bytes = kHdf5DefaultSieveBytes;
     return o;
   }();
+  cache::io::CoalescingOptions miss_coalescing_ = coalescing_;
   mutable std::atomic<std::int64_t> next_check_ns_{0};
   mutable std::atomic<bool> changed_{false};
   mutable std::atomic<bool> dropped_{false};

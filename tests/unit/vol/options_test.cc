@@ -96,6 +96,34 @@ TEST(ParseOptions, SmallDatasetsAreLeftUncachedBelowTheKernelsReadAheadByDefault
   EXPECT_NE(bad.warnings[0].find("PRESCIENT_MIN_DATASET_BYTES='small'"), std::string::npos);
 }
 
+TEST(ParseOptions, AMissReadsTwiceTheSieveWhereTheJobSpansOneOrTwoNodes) {
+  auto window = [](std::map<std::string, std::string> vars, std::string_view info = "") {
+    return MissReadWindowBytes(ParseOptions(FakeEnv(std::move(vars)), info).options);
+  };
+  EXPECT_EQ(window({}), 128u << 10);  // one process, no launcher
+  EXPECT_EQ(window({{"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"}}), 128u << 10);
+  EXPECT_EQ(window({{"WORLD_SIZE", "9"}, {"LOCAL_WORLD_SIZE", "4"}}), 64u << 10);  // 3 nodes
+  EXPECT_EQ(window({{"OMPI_COMM_WORLD_SIZE", "64"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}),
+            64u << 10);
+  EXPECT_EQ(window({{"PMI_SIZE", "4"}, {"MPI_LOCALNRANKS", "4"}}), 128u << 10);
+  EXPECT_EQ(window({{"SLURM_JOB_NUM_NODES", "16"}}), 64u << 10);
+  EXPECT_EQ(window({{"SLURM_NNODES", "1"}}), 128u << 10);
+  // A world size without a local one says nothing of the nodes: the sieve's window.
+  EXPECT_EQ(window({{"WORLD_SIZE", "8"}}), 64u << 10);
+  EXPECT_EQ(window({{"WORLD_SIZE", "1"}}), 128u << 10);  // one rank is on one node
+  ParsedOptions nodes = ParseOptions(FakeEnv({{"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "2"}}), "");
+  EXPECT_EQ(nodes.options.job_nodes, 4u);
+  // The setting wins, in bytes with a unit; auto is the default.
+  EXPECT_EQ(window({{"PRESCIENT_READ_WINDOW", "256KiB"}, {"SLURM_JOB_NUM_NODES", "16"}}),
+            256u << 10);
+  EXPECT_EQ(window({{"PRESCIENT_READ_WINDOW", "0"}}), 0u);
+  EXPECT_EQ(window({}, "read_window=64KiB"), 64u << 10);
+  EXPECT_EQ(window({{"PRESCIENT_READ_WINDOW", "auto"}, {"SLURM_JOB_NUM_NODES", "2"}}), 128u << 10);
+  ParsedOptions bad = ParseOptions(FakeEnv({{"PRESCIENT_READ_WINDOW", "wide"}}), "");
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("PRESCIENT_READ_WINDOW"), std::string::npos);
+}
+
 TEST(ParseOptions, UnknownInfoKeyIsRejected) {
   ParsedOptions p = ParseOptions(FakeEnv({}), "colour=blue");
   ASSERT_EQ(p.warnings.size(), 1u);

@@ -1,0 +1,100 @@
+"""What a miss brings into the page cache around itself (PRESCIENT_READ_WINDOW, README.md).
+
+A process reads one 16 KiB row of a cold file through the connector; afterwards, which rows are
+whole in the page cache is asked with preadv2(RWF_NOWAIT), which returns only what the page cache
+holds. The window is counted in whole rows from row 0: 8 rows at 128 KiB, 4 at 64 KiB. The file
+lives on the repository's disk, not in the tests' /tmp (a tmpfs keeps every page); the test skips
+where the file system keeps the pages of a dropped file.
+"""
+
+import os
+import shutil
+import textwrap
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+ROWS, ROW_FLOATS = 2048, 4096  # rows of 16 KiB; the row read is far from the file's metadata
+ROW_READ = 1029  # in the 128 KiB window of rows 1024-1031 and the 64 KiB one of rows 1028-1031
+
+READ_ONE_ROW = textwrap.dedent("""
+    import json, os, sys, h5py
+    import numpy as np
+    path, row = sys.argv[1], int(sys.argv[2])
+    with h5py.File(path, "r") as f:
+        x = f["x"]
+        offset, row_bytes = x.id.get_offset(), x.dtype.itemsize * x.shape[1]
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # cold, metadata read already
+        value = x[row]
+        assert np.array_equal(value, np.arange(x.shape[1], dtype=np.float32) + row), "wrong bytes"
+        cached = []
+        for r in range(row - 16, row + 17):
+            buf = bytearray(row_bytes)
+            try:
+                got = os.preadv(fd, [buf], offset + r * row_bytes, os.RWF_NOWAIT)
+            except BlockingIOError:
+                got = 0
+            if got == row_bytes:
+                cached.append(r)
+        os.close(fd)
+    print(json.dumps(cached))
+""")
+
+
+@pytest.fixture
+def cold_file(tmp_path):
+    """A file of ROWS rows on the repository's disk whose pages can be dropped, or a skip."""
+    import h5py
+    import numpy as np
+    directory = os.path.join(REPO, "build", f"pytest-disk-{uuid.uuid4().hex[:8]}")
+    os.makedirs(directory)
+    path = os.path.join(directory, "rows.h5")
+    try:
+        with h5py.File(path, "w") as f:
+            f["x"] = np.arange(ROW_FLOATS, dtype=np.float32)[None, :] + np.arange(ROWS, dtype=np.float32)[:, None]
+        fd = os.open(path, os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        try:
+            os.preadv(fd, [bytearray(4096)], 8 << 20, os.RWF_NOWAIT)
+            kept = True
+        except BlockingIOError:
+            kept = False
+        except OSError as e:  # no RWF_NOWAIT for this file system
+            pytest.skip(f"preadv2(RWF_NOWAIT) is not supported here: {e}")
+        finally:
+            os.close(fd)
+        if kept:
+            pytest.skip(f"the file system of {directory} keeps the pages of a dropped file")
+        yield path
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def cached_rows(prescient, path, tmp_path, extra):
+    # A cache smaller than the 32 MiB dataset, the regime the window is for: in a larger one the
+    # rows would be grouped into entries of several rows, or a miss would read its whole slab into
+    # the cache while the dataset fits it (cached_dataset.h, ReadAroundPays).
+    settings = {"PRESCIENT_PREFETCH": "0", "PRESCIENT_CACHE_SIZE": "16MiB",
+                "PRESCIENT_NODE_ID": f"read-window-{uuid.uuid4().hex[:8]}"}
+    proc = prescient.python(READ_ONE_ROW, [path, str(ROW_READ)], "connector", tmp_path,
+                            extra=dict(settings, **extra))
+    import json
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_miss_of_a_job_on_one_node_brings_its_128_kib_window(prescient, cold_file, tmp_path):
+    assert cached_rows(prescient, cold_file, tmp_path, {}) == list(range(1024, 1032))
+    two_nodes = {"WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4"}
+    assert cached_rows(prescient, cold_file, tmp_path, two_nodes) == list(range(1024, 1032))
+
+
+def test_a_miss_of_a_larger_job_brings_the_sieves_64_kib_window(prescient, cold_file, tmp_path):
+    many_nodes = {"SLURM_JOB_NUM_NODES": "16"}
+    assert cached_rows(prescient, cold_file, tmp_path, many_nodes) == list(range(1028, 1032))
+    set_by_hand = {"PRESCIENT_READ_WINDOW": "64KiB"}
+    assert cached_rows(prescient, cold_file, tmp_path, set_by_hand) == list(range(1028, 1032))
+    assert cached_rows(prescient, cold_file, tmp_path, {"PRESCIENT_READ_WINDOW": "0"}) == [ROW_READ]
