@@ -111,8 +111,8 @@ ParsedOptions ParseOptions(const EnvLookup& env, std::string_view settings);
 // nodes and 64 KiB (HDF5's sieve size) otherwise. In a shuffled epoch a node
 // reading all of the rows, or half, reads most of a window's rows while it is
 // still in the page cache, so a window of twice the sieve halves the device
-// requests a cold epoch waits for (imglab at a quarter cache: 1.1-1.2x
-// native against 0.8-0.95x with 64 KiB; examples/bench/RESULTS.md); a node
+// requests a cold epoch waits for (imglab-rows at a quarter cache: 1.07-1.28x
+// native against 0.75-0.90x with 64 KiB; examples/bench/RESULTS.md); a node
 // of a larger job reads too few of the extra rows to pay for their bytes.
 std::uint64_t MissReadWindowBytes(const Options& options);
 
