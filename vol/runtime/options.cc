@@ -77,6 +77,19 @@ bool ApplyBytes(std::string_view v, Options& o) {
   return b.has_value();
 }
 
+// Rows for sizes that may be "auto" (the member left unset: a default decided
+// where it is used).
+template <std::optional<std::uint64_t> Options::* kMember>
+bool ApplyAutoBytes(std::string_view v, Options& o) {
+  if (Lower(v) == "auto") {
+    (o.*kMember).reset();
+    return true;
+  }
+  auto b = ParseBytes(v);
+  if (b) o.*kMember = *b;
+  return b.has_value();
+}
+
 constexpr const char* kBoolAccepted = "1 or 0 (also true/false, yes/no, on/off)";
 
 // Launcher variables that carry the rank when PRESCIENT_RANK is not set, in
@@ -270,29 +283,13 @@ const std::vector<OptionRow>& Rows() {
         "in (counted from row 0; the neighbours go to the page cache, not the cache); auto is "
         "128 KiB when the launcher's variables say the job spans one or two nodes (or there are "
         "none), else 64 KiB, HDF5's sieve size"},
-       [](std::string_view v, Options& o) {
-         if (Lower(v) == "auto") {
-           o.read_window_bytes.reset();
-           return true;
-         }
-         auto b = ParseBytes(v);
-         if (b) o.read_window_bytes = *b;
-         return b.has_value();
-       }},
+       &ApplyAutoBytes<&Options::read_window_bytes>},
       {{"PRESCIENT_COALESCE_GAP", "coalesce_gap", "auto, or bytes with a unit (0 = never merge)",
         "auto",
         "merge missing rows into one read when the gap between them is below this; auto is "
         "256 KiB, right for local disks and SSDs (on a parallel file system, with millisecond "
         "requests, a few MiB merge better); nothing is probed on the read path"},
-       [](std::string_view v, Options& o) {
-         if (Lower(v) == "auto") {
-           o.coalesce_gap.reset();
-           return true;
-         }
-         auto b = ParseBytes(v);
-         if (b) o.coalesce_gap = *b;
-         return b.has_value();
-       }},
+       &ApplyAutoBytes<&Options::coalesce_gap>},
       {{"PRESCIENT_MIN_DATASET_BYTES", "min_dataset_bytes", "bytes with a unit (0 = cache all)",
         "128KiB",
         "without a schedule file (PRESCIENT_SCHEDULE), a contiguous dataset smaller than this is "
