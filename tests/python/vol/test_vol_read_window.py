@@ -1,9 +1,9 @@
 """What a miss brings into the page cache around itself (PRESCIENT_READ_WINDOW, README.md).
 
 A process reads one 16 KiB row of a cold file through the connector; afterwards, which rows are
-whole in the page cache is asked with preadv2(RWF_NOWAIT), which returns only what the page cache
-holds. The window is counted in whole rows from row 0: 8 rows at 128 KiB, 4 at 64 KiB. The file
-lives on the repository's disk, not in the tests' /tmp (a tmpfs keeps every page); the test skips
+whole in the page cache is asked with mincore(2) over a mapping of the file that is never touched
+(a probe by preadv2(RWF_NOWAIT) would start read-ahead itself). The window is counted in whole
+rows from row 0: 8 rows at 128 KiB, 4 at 64 KiB. The file lives on the repository's disk, not in the tests' /tmp (a tmpfs keeps every page); the test skips
 where the file system keeps the pages of a dropped file.
 """
 
@@ -13,6 +13,7 @@ import textwrap
 import uuid
 
 import pytest
+from voltest_support import resident_pages
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -20,9 +21,11 @@ ROWS, ROW_FLOATS = 2048, 4096  # rows of 16 KiB; the row read is far from the fi
 ROW_READ = 1029  # in the 128 KiB window of rows 1024-1031 and the 64 KiB one of rows 1028-1031
 
 READ_ONE_ROW = textwrap.dedent("""
-    import json, os, sys, h5py
+    import json, mmap, os, sys, time, h5py
+    from voltest_support import resident_pages
     import numpy as np
     path, row = sys.argv[1], int(sys.argv[2])
+
     with h5py.File(path, "r") as f:
         x = f["x"]
         offset, row_bytes = x.id.get_offset(), x.dtype.itemsize * x.shape[1]
@@ -30,15 +33,20 @@ READ_ONE_ROW = textwrap.dedent("""
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # cold, metadata read already
         value = x[row]
         assert np.array_equal(value, np.arange(x.shape[1], dtype=np.float32) + row), "wrong bytes"
-        cached = []
-        for r in range(row - 16, row + 17):
-            buf = bytearray(row_bytes)
-            try:
-                got = os.preadv(fd, [buf], offset + r * row_bytes, os.RWF_NOWAIT)
-            except BlockingIOError:
-                got = 0
-            if got == row_bytes:
-                cached.append(r)
+        # The rows around the one read are advised (POSIX_FADV_WILLNEED), not read: their pages
+        # arrive while this runs. The answer is the set once it stopped changing (bounded).
+        page, size = mmap.PAGESIZE, os.fstat(fd).st_size
+        def whole_rows():
+            resident = resident_pages(fd, size)
+            return [r for r in range(row - 16, row + 17)
+                    if all(resident[(offset + r * row_bytes) // page:
+                                    (offset + (r + 1) * row_bytes - 1) // page + 1])]
+        cached, same, deadline = whole_rows(), 0, time.monotonic() + 5
+        while same < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+            now = whole_rows()
+            same = same + 1 if now == cached else 0
+            cached = now
         os.close(fd)
     print(json.dumps(cached))
 """)
@@ -56,15 +64,10 @@ def cold_file(tmp_path):
         with h5py.File(path, "w") as f:
             f["x"] = np.arange(ROW_FLOATS, dtype=np.float32)[None, :] + np.arange(ROWS, dtype=np.float32)[:, None]
         fd = os.open(path, os.O_RDONLY)
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         try:
-            os.preadv(fd, [bytearray(4096)], 8 << 20, os.RWF_NOWAIT)
-            kept = True
-        except BlockingIOError:
-            kept = False
-        except OSError as e:  # no RWF_NOWAIT for this file system
-            pytest.skip(f"preadv2(RWF_NOWAIT) is not supported here: {e}")
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            kept = any(resident_pages(fd, os.fstat(fd).st_size)[1024:])  # past the metadata
         finally:
             os.close(fd)
         if kept:

@@ -1,8 +1,10 @@
 """Helpers shared by the connector integration tests (a uniquely named module: the conftest.py
 files of the other tests/python directories are importable as "conftest" too)."""
 
+import ctypes
 import glob
 import json
+import mmap
 import os
 
 import pytest
@@ -39,3 +41,25 @@ def schedule_tool():
             pytest.fail(f"no prescient-schedule in {build} (PRESCIENT_REQUIRE_PLUGIN=1)")
         pytest.skip(f"no prescient-schedule in {build}")
     return tool
+
+
+def resident_pages(fd, size):
+    """Per page of the first `size` bytes of the file open at `fd`: 1 where the page cache holds
+    it. mincore(2) over a mapping that is never touched: unlike a read (even preadv2 with
+    RWF_NOWAIT, which starts read-ahead), asking brings nothing in."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap")
+    try:
+        vec = ctypes.create_string_buffer((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE)
+        if libc.mincore(addr, size, vec) != 0:
+            raise OSError(ctypes.get_errno(), "mincore")
+        return [b & 1 for b in vec.raw]
+    finally:
+        libc.munmap(addr, size)
