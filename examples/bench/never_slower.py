@@ -8,6 +8,9 @@ and at a quarter of the data, without a schedule and, where this prescient-sched
 workload, with one, and (--follow) with the sampler followed at run time (PRESCIENT_FOLLOW=1, no
 schedule file; not for imglab-rows, which has no DataLoader). The target: native seconds / Prescient seconds >= 1.0 in every epoch.
 
+Before the first case, one native epoch of it runs as a warm-up that no table judges (--no-warm-up:
+none): the first loop of an invocation runs slower on this VM, natively too.
+
 Native runs bracket the Prescient runs: native, Prescient A, native, Prescient B, native, ... and
 each Prescient epoch is compared with the mean of the same epoch of the native runs just before and
 just after it, so storage and machine drift over the minutes a case takes (up to 40% here) is not
@@ -155,6 +158,10 @@ class Suite:
                  "left alone, so every epoch of every run, native or Prescient, reads its files at memory speed",
                  "native: the same loop with no connector variables (HDF5's native connector), h5py's default "
                  "chunk cache (1 MiB per dataset) unless stated"]
+        if getattr(a, "warm_up", False) and a.cases:
+            self.warm_up_machine(a.cases[0], cold)
+            notes.append("warm-up: one native epoch of the first case ran before every measured run and is "
+                         "in no table (--no-warm-up leaves it out)")
         for case in a.cases:
             w = self.workload(case)
             if not cold:
@@ -214,6 +221,20 @@ class Suite:
                 self.log(f"  (scheduled runs left out: {note})")
                 notes.append(f"{case}: scheduled runs left out ({note})")
         return {"notes": notes}
+
+    def warm_up_machine(self, case, cold):
+        """One native epoch of `case`, judged by no table. On this VM the first loop of an invocation
+        ran 10-35% longer than the next ones, natively too (2026-12-04: native epochs of 4.55, 4.30
+        and 5.81 s before runs of 3.5-4.4 s, with 0.7-1.8 s more CPU), so whichever run came first
+        was charged for the machine waking up: the case's first native run and, in its first round,
+        the Prescient run after it."""
+        a = self.args
+        mode, workers, sampler = self.shape(case)
+        record = self.runner.run(runner.Run(
+            key="warm-up", label="native h5py, warm-up (not compared)", workload=self.workload(case),
+            mode=mode, sampler=sampler, workers=workers, batch=a.batch, epochs=1, seed=a.seed,
+            main_opens=a.main_opens, cold=cold, tags={"case": case, "role": "warm-up"}))
+        self.log(self.one_line(record))
 
     def round_variants(self, case, sched, round_):
         """The Prescient runs of one round of a case, in the order they run. The variants are the six

@@ -122,6 +122,10 @@ def parser():
     g = p.add_argument_group("never-slower")
     g.add_argument("--cases", nargs="+", choices=list(never_slower.CASES + never_slower.EXTRA_CASES),
                    help=f"cases to run (default: {' '.join(never_slower.CASES)})")
+    g.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                   help="measure from the first run on (default: one native epoch of the first case runs "
+                   "first and is judged by no table, since the first loop of an invocation runs slower on "
+                   "this VM, natively too)")
     g.add_argument("--follow", action="store_true",
                    help="also run each case with the sampler followed at run time (PRESCIENT_FOLLOW=1)")
     g.add_argument("--ns-samples", type=int, help="imglab rows in the never-slower suite (default 40000, "

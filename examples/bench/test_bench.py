@@ -490,6 +490,42 @@ def test_never_slower_variants_are_narrowed_and_alternated_with_another_build():
     assert runs[2].schedule is never_slower.FOLLOW and runs[1].share == 0.25
 
 
+def test_never_slower_warms_the_machine_up_with_a_native_epoch_no_table_judges(tmp_path):
+    import never_slower
+
+    class FakeRunner:
+        def __init__(self):
+            self.specs = []
+
+        def run(self, spec):
+            self.specs.append(spec)
+            seconds = [9.0] * spec.epochs if spec.key == "warm-up" else [1.0] * spec.epochs
+            return _record(spec.key, spec.label, connector=spec.connector, epochs=seconds, tags=spec.tags)
+
+    def suite_with(warm_up):
+        args = argparse.Namespace(follow=False, quick=False, variants=["follow-default"], against=None,
+                                  warm_up=warm_up, cases=["shape-list", "shape-files"], batch=32, epochs=2,
+                                  seed=1, persistent_workers=False, compute_ms=0.0, main_opens=False,
+                                  rounds=1, out=str(tmp_path))
+        suite = never_slower.Suite(args, FakeRunner(), None, {}, str(tmp_path), lambda *_: None)
+        suite.workload = lambda case: argparse.Namespace(samples=4, files=["f"], bytes=1 << 20, case=case)
+        return suite, suite.run()
+
+    suite, extra = suite_with(True)
+    specs = suite.runner.specs
+    assert specs[0].key == "warm-up" and specs[0].epochs == 1 and not specs[0].connector
+    assert specs[0].tags == {"case": "shape-list", "role": "warm-up"} and specs[0].sampler == "index-table"
+    assert [s.key for s in specs[1:4]] == ["shape-list-native", "shape-list-follow-default", "shape-list-native-1"]
+    assert sum(s.key == "warm-up" for s in specs) == 1  # once per invocation, not per case
+    assert any(n.startswith("warm-up:") for n in extra["notes"])
+    # The warm-up's 9 s epoch is nobody's baseline: every ratio is 1.0 s / 1.0 s.
+    records = [FakeRunner().run(s) for s in specs]
+    rows = tables.never_slower_rows({"suite": "never-slower", "config": {}, "tool": {}, "runs": records})
+    assert rows and all(r["ratio"] == 1.0 for r in rows)
+    suite, _ = suite_with(False)
+    assert all(s.key != "warm-up" for s in suite.runner.specs)
+
+
 def test_never_slower_rounds_are_judged_by_their_median_ratio():
     def native(bracket, seconds):
         return _record(f"n{bracket}", "native", connector=False, epochs=seconds,
