@@ -675,6 +675,68 @@ def test_a_batch_is_learned_in_one_append_and_a_failed_fetch_teaches_nothing(tmp
     assert [learned.samples_of(i) for i in (2, 4, 5, 7)] == [(2,), (4,), (5,), (7,)]
 
 
+def test_a_batch_of_known_indices_is_fetched_whole_but_for_one_index_in_32(tmp_path):
+    """fetch_each's path for a batch whose every index is known (a later epoch) records the
+    same fetches as the per-index one, one in _RECHECK, counting across batches, and fetches
+    every sample in order; a batch with an unknown index is learned index by index."""
+    from prescient import _follower
+    from prescient._context import FollowContext
+
+    data = tmp_path / "a.h5"
+    data.write_bytes(b"\0" * 64)
+
+    class Recorder:
+        lines = b""
+
+        def begin(self):
+            Recorder.lines = b""
+            return True
+
+        def end(self):
+            return Recorder.lines
+
+    fetched = []
+
+    class Dataset:
+        def __getitem__(self, i):
+            fetched.append(i)
+            Recorder.lines += f"{data}\t/x\t1000\t{int(i)}+1\n".encode()
+            return i * 10
+
+    follower = _follower.Follower(FollowContext(directory=str(tmp_path), rank=0, local_ranks=1))
+    recorder = Recorder()
+    follower._recorder_here = lambda: recorder
+    follower._recorder_pid = 1
+    follower._known = frozenset(range(100))
+    recorded = []
+    follower._append = lambda records: recorded.extend(
+        int(line[2:]) for line in records.decode().splitlines() if line.startswith("K "))
+
+    order = [(7 * k) % 100 for k in range(100)]
+    batches = [order[k:k + 32] for k in range(0, 96, 32)] + [order[96:], order[:20], order[20:90]]
+    for batch in batches:
+        assert follower.fetch_each(Dataset(), batch) == [i * 10 for i in batch]
+    every = [i for batch in batches for i in batch]
+    assert fetched == every
+    assert recorded == every[_follower._RECHECK - 1::_follower._RECHECK]  # the 32nd, 64th, ...
+    assert follower._fetches == len(every)
+
+    # Not all known (100 is not): every unknown index is recorded, the known ones keep counting.
+    fetched.clear()
+    recorded.clear()
+    follower._fetches = 0
+    assert follower.fetch_each(Dataset(), [100, *range(40), 101]) == [i * 10 for i in [100, *range(40), 101]]
+    assert recorded == [100, 31, 101] and follower._fetches == 40
+    # Items equal to known indices but not indices (3.0) are fetched, never recorded.
+    follower._fetches = _follower._RECHECK - 1
+    recorded.clear()
+    assert follower.fetch_each(Dataset(), [3.0, 4]) == [30.0, 40]
+    assert recorded == []
+    # A batch given as a tuple (a custom batch sampler's) takes the same path.
+    follower._fetches = _follower._RECHECK - 2
+    assert follower.fetch_each(Dataset(), (5, 6, 7)) == [50, 60, 70] and recorded == [6]
+
+
 def test_malformed_records_teach_nothing_and_do_not_stop_the_reading(tmp_path):
     with open(tmp_path / "learn-1", "wb") as f:
         f.write(b"K 1\n/d/a.h5\t/x\t1000\t1+x\nE\n")      # rows that are not numbers
