@@ -12,9 +12,16 @@ DataLoader, the file in the page cache, under callgrind, as:
   pass-through  PRESCIENT_CACHE=0: the connector inspects every read and forwards it
   cache         the connector's default cache: the first epoch loads every row, later ones hit
   quarter       a cache of a quarter of the data: misses, admissions and evictions in every epoch
+  loader        the default cache, the same reads made by a DataLoader (num_workers=0, batches
+                of 32, RandomSampler with a seeded generator) fetching `(images[i], labels[i])`
+  followed      `loader` with its sampler followed at run time (PRESCIENT_FOLLOW=1, python/ on
+                PYTHONPATH): the connector places every read in the rank's order, keys its rows
+                by their next use and reports the rank's progress
 
 For each it prints the instructions spent inside H5Dread per read (inclusive: HDF5's own read
-and everything the connector does inside it), and the whole program's instructions.
+and everything the connector does inside it), and the whole program's instructions. `loader`
+and `followed` import PyTorch, which `cache` does not: compare their reads with `cache`'s and
+their totals with each other (the follower's Python side is their difference outside H5Dread).
 
     env/run python3 examples/bench/read_cost.py --shape small-datasets [--samples 200]
 
@@ -53,7 +60,7 @@ sys.path.insert(0, HERE)
 import cachesize  # noqa: E402
 import workloads  # noqa: E402
 
-VARIANTS = ("native", "pass-through", "cache", "quarter")
+VARIANTS = ("native", "pass-through", "cache", "quarter", "loader", "followed")
 VISIT_VARIANTS = ("native", "pass-through", "cache", "hdf5-pass-through")
 
 # The child: one process, every row of both datasets per epoch, in a new order each epoch.
@@ -69,6 +76,35 @@ for _ in range(epochs):
             d[int(i)]
 """
 
+# The DataLoader child (loader, followed): the same reads, fetched by a DataLoader in the calling
+# process, so that the follower sees its sampler's order.
+LOADER_CHILD = r"""
+import sys, h5py, torch
+from torch.utils.data import DataLoader, Dataset, RandomSampler
+path, epochs = sys.argv[1], int(sys.argv[2])
+
+class ImagesAndLabels(Dataset):
+    def __init__(self):
+        self.datasets = None
+        with h5py.File(path, "r") as f:
+            self.length = len(f["images"])
+    def __len__(self):
+        return self.length
+    def __getitem__(self, i):
+        if self.datasets is None:
+            f = h5py.File(path, "r")
+            self.datasets = [f["images"], f["labels"]]
+        return [d[int(i)] for d in self.datasets]
+
+data = ImagesAndLabels()
+generator = torch.Generator()
+generator.manual_seed(1)
+loader = DataLoader(data, batch_size=32, sampler=RandomSampler(data, generator=generator),
+                    num_workers=0, collate_fn=lambda batch: batch)
+for _ in range(epochs):
+    for batch in loader:
+        pass
+"""
 
 # The small-datasets child: every dataset of the first n configurations, opened and read whole
 # (as MACE's HDF5Dataset.__getitem__ does); n = 0 measures the rest of the program.
@@ -133,6 +169,10 @@ def variant_env(variant, plugin_dir, workload):
                 "PRESCIENT_ADMIT_BEHIND": "0"})
     if variant == "pass-through":
         env["PRESCIENT_CACHE"] = "0"
+    elif variant == "followed":
+        env["PRESCIENT_FOLLOW"] = "1"
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (os.path.join(REPO, "python"), env.get("PYTHONPATH")) if p)
     elif variant == "quarter":
         env["PRESCIENT_CACHE_SIZE"] = str(cachesize.segment_for_share(workload, 0.25))
     return env
@@ -251,8 +291,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="read-cost-") as tmp:
         for variant in args.variants:
             out = os.path.join(tmp, f"callgrind.{variant}")
+            child = LOADER_CHILD if variant in ("loader", "followed") else CHILD
             subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                            sys.executable, "-c", CHILD, path, str(args.epochs)],
+                            sys.executable, "-c", child, path, str(args.epochs)],
                            env=variant_env(variant, args.plugin_dir, workload), check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             in_read, total = instructions(out)

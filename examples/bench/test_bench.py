@@ -667,6 +667,25 @@ def test_read_cost_takes_the_read_and_the_total_from_callgrind_annotate():
     assert read_cost.parse_annotate(text.replace(":H5Dread ", ":H5Dwrite ")) is None
 
 
+def test_read_cost_loader_child_runs_and_only_followed_enables_the_follower(tmp_path):
+    import h5py
+    import numpy as np
+    import read_cost
+    path = str(tmp_path / "imglab.h5")
+    with h5py.File(path, "w") as f:
+        f["images"] = np.arange(40 * 8, dtype=np.float32).reshape(40, 8)
+        f["labels"] = np.arange(40, dtype=np.int64)
+    native = read_cost.variant_env("native", "/nowhere", None)
+    subprocess.run([sys.executable, "-c", read_cost.LOADER_CHILD, path, "2"], env=native,
+                   check=True, capture_output=True, timeout=300)
+    followed = read_cost.variant_env("followed", "/plugins", None)
+    assert followed["PRESCIENT_FOLLOW"] == "1"
+    assert followed["PYTHONPATH"].split(os.pathsep)[0] == os.path.join(read_cost.REPO, "python")
+    assert followed["HDF5_VOL_CONNECTOR"] == "prescient"
+    loader = read_cost.variant_env("loader", "/plugins", None)
+    assert "PRESCIENT_FOLLOW" not in loader and loader["HDF5_VOL_CONNECTOR"] == "prescient"
+
+
 def test_public_loader_well_layout_has_what_the_wells_module_reads(tmp_path):
     import h5py
     import yaml

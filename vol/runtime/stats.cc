@@ -137,6 +137,9 @@ void Stats::Commit(const ReadRecord& read) {
   const auto add = [this](Counter counter, std::uint64_t delta) REQUIRES(mutex_) {
     if (delta != 0) AddLocked(std::nullopt, counter, delta);
   };
+  // Set here, under the lock the read's counts take anyway: a read pays one
+  // lock for its statistics.
+  if (read.epoch) current_epoch_ = *read.epoch;
   add(Counter::kReads, 1);
   if (!read.inspected) {
     add(Counter::kReadsForwarded, 1);
@@ -226,11 +229,6 @@ std::uint64_t Stats::Get(Counter counter) const {
 std::uint64_t Stats::GetInEpoch(std::uint32_t epoch, Counter counter) const {
   cache::MutexLock lock(&mutex_);
   return epoch < epochs_.size() ? epochs_[epoch][static_cast<std::size_t>(counter)] : 0;
-}
-
-void Stats::SetCurrentEpoch(std::uint32_t epoch) {
-  cache::MutexLock lock(&mutex_);
-  current_epoch_ = epoch;
 }
 
 std::size_t Stats::NodeSlot(NodeCounter counter) const {

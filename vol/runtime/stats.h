@@ -159,6 +159,9 @@ struct ReadRecord {
   std::uint64_t schedule_matches = 0, schedule_mismatches = 0;
   // The schedule field the dataset is bound to, if any (its row counters).
   std::optional<std::uint32_t> field;
+  // The schedule's epoch the read was placed in, if any: it and the counts
+  // made after it (until the next placed read) go to that epoch's block.
+  std::optional<std::uint32_t> epoch;
 };
 
 class Stats {
@@ -180,8 +183,6 @@ class Stats {
   // Per-epoch blocks, once a schedule says how many epochs there are. A
   // running statistics file is rewritten with the larger layout.
   void SetEpochs(std::uint32_t epochs);
-  // The epoch reads are counted in (the position tracker's).
-  void SetCurrentEpoch(std::uint32_t epoch);
   // Per-field blocks, once a schedule names its fields (a running file is
   // rewritten with the larger layout, as for epochs).
   void SetFields(const std::vector<std::string>& names);

@@ -12,15 +12,24 @@ PositionTracker::PositionTracker(std::shared_ptr<const ScheduleBinding> binding)
   behind_ = std::max<std::uint64_t>(16, 2ull * layout.batch_size);
 }
 
+const PositionTracker::EpochView& PositionTracker::ViewOf(std::uint32_t epoch) const {
+  EpochView& view = views_[epoch % 2];
+  if (view.epoch != epoch) {
+    view.positions = binding_->PositionsOf(epoch);
+    view.part = binding_->Part(binding_->rank(), epoch);
+    view.epoch = epoch;
+  }
+  return view;
+}
+
 std::optional<std::uint64_t> PositionTracker::Find(std::uint32_t epoch, std::uint64_t sample,
                                                    std::uint64_t from, std::uint64_t to) const {
   if (epoch >= binding_->epochs() || sample >= binding_->header().num_samples) return std::nullopt;
-  return binding_->PositionsOf(epoch)->Within(sample, from, to);
+  return ViewOf(epoch).positions->Within(sample, from, to);
 }
 
 std::uint64_t PositionTracker::StepOf(std::uint32_t epoch, std::uint64_t position) const {
-  const scheduler::RankEpochView part = binding_->Part(binding_->rank(), epoch);
-  const auto begins = part.step_begin();
+  const auto begins = ViewOf(epoch).part.step_begin();
   const auto it = std::upper_bound(begins.begin(), begins.end(), position);
   const std::uint64_t step =
       it == begins.begin() ? 0 : static_cast<std::uint64_t>(it - begins.begin()) - 1;
@@ -82,7 +91,7 @@ PositionTracker::Observation PositionTracker::ObserveRead(std::span<const std::u
     // Against the position before this read: here (a little behind, well
     // ahead), or at the start of the next epoch; the nearer of the two in
     // reading order wins for a sample found in both.
-    const std::uint64_t size = binding_->Part(binding_->rank(), epoch_).size();
+    const std::uint64_t size = ViewOf(epoch_).part.size();
     const std::uint64_t from = position_ > behind_ ? position_ - behind_ : 0;
     std::uint64_t here_end = 0, next_end = 0;
     std::uint64_t here_count = 0, next_count = 0;

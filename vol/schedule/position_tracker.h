@@ -21,6 +21,7 @@
 #ifndef PRESCIENT_VOL_SCHEDULE_POSITION_TRACKER_H_
 #define PRESCIENT_VOL_SCHEDULE_POSITION_TRACKER_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -56,7 +57,18 @@ class PositionTracker {
   Observation Place(std::span<const std::uint64_t> samples, std::uint64_t placement);
   std::uint64_t StepOf(std::uint32_t epoch, std::uint64_t position) const;
 
+  // What a read looks an epoch up in, kept here so that a read takes none of
+  // the binding's locks and map lookups: a read looks in its epoch and the
+  // next, which fall in different slots (epoch % 2).
+  struct EpochView {
+    std::uint32_t epoch = UINT32_MAX;  // UINT32_MAX: empty
+    std::shared_ptr<const ScheduleBinding::EpochPositions> positions;
+    scheduler::RankEpochView part;  // this rank's list
+  };
+  const EpochView& ViewOf(std::uint32_t epoch) const;
+
   std::shared_ptr<const ScheduleBinding> binding_;
+  mutable std::array<EpochView, 2> views_;
   std::uint64_t ahead_;   // how far ahead of the position a read may be
   std::uint64_t behind_;  // how far behind (the other fields of recent samples)
   bool known_ = false;

@@ -69,7 +69,7 @@ void Prefetcher::SizeWindowFromCapacity() {
 }
 
 Prefetcher::~Prefetcher() {
-  if (running_pid_.load() == ::getpid()) {
+  if (running_pid_.load() == cache::CurrentPid()) {
     Stop();
   } else if (thread_) {
     (void)thread_.release();  // a thread of the parent process: it does not exist here
@@ -77,7 +77,7 @@ Prefetcher::~Prefetcher() {
 }
 
 void Prefetcher::EnsureRunning() {
-  const long pid = ::getpid();
+  const long pid = cache::CurrentPid();
   if (running_pid_.load() == pid) return;
   if (thread_) (void)thread_.release();  // inherited across fork: not joinable here
   stop_ = false;
@@ -89,7 +89,7 @@ void Prefetcher::EnsureRunning() {
 }
 
 bool Prefetcher::Stop(StopCaller caller) {
-  if (running_pid_.load() != ::getpid()) return true;
+  if (running_pid_.load() != cache::CurrentPid()) return true;
   stop_ = true;
   if (caller == StopCaller::kHoldingHdf5Lock && resolving_.load()) {
     abandoned_ = true;

@@ -27,8 +27,6 @@
 #ifndef PRESCIENT_VOL_SCHEDULE_PREFETCHER_H_
 #define PRESCIENT_VOL_SCHEDULE_PREFETCHER_H_
 
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -38,6 +36,7 @@
 #include <vector>
 
 #include "cache/core/node_cache.h"
+#include "cache/core/process_identity.h"
 #include "cache/io/executor.h"
 #include "vol/schedule/prefetch_round.h"
 #include "vol/schedule/rank_progress.h"
@@ -92,7 +91,7 @@ class Prefetcher {
   void RequestStop() { stop_ = true; }
   // True when this process runs no thread of this prefetcher (never started,
   // or its thread returned): it can be destroyed without waiting.
-  bool Idle() const { return running_pid_.load() != ::getpid() || finished_.load(); }
+  bool Idle() const { return running_pid_.load() != cache::CurrentPid() || finished_.load(); }
 
  private:
   void Run() noexcept;

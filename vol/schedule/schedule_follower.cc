@@ -276,7 +276,7 @@ void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std:
     if (!open_ended_ && o.global_step + 1 >= binding_->total_steps()) {
       progress_.Finish(binding_->rank());
     }
-    runtime.stats().SetCurrentEpoch(o.epoch);
+    record->epoch = o.epoch;
     keys->oracle.emplace(*binding_, bound_, progress_, oracle_failures_, &ownership_, local_rank_,
                          o.global_step);
   }

@@ -1,7 +1,6 @@
 #include "vol/schedule/schedule_watch.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 namespace prescient::vol {
 
@@ -9,7 +8,7 @@ bool ScheduleWatch::Changed() {
   const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now().time_since_epoch())
                                .count();
-  const long pid = ::getpid();
+  const long pid = cache::CurrentPid();
   // The common case, on every read: not yet time to look again.
   if (look_pid_.load(std::memory_order_relaxed) == pid &&
       now < next_look_ns_.load(std::memory_order_relaxed)) {

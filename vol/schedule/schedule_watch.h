@@ -20,6 +20,7 @@
 #include <string>
 
 #include "cache/base/mutex.h"
+#include "cache/core/process_identity.h"
 
 namespace prescient::vol {
 

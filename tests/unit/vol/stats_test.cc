@@ -106,18 +106,23 @@ TEST(Stats, PerEpochBlocksAppearWhenEpochsAreKnown) {
   ASSERT_EQ(stats.StartFile(path, info), "");
   stats.Add(Counter::kReads, 2);  // before epochs are known: totals only
   stats.SetEpochs(3);
-  stats.SetCurrentEpoch(1);
-  stats.Add(Counter::kRowsHit, 5);
+  ReadRecord placed;  // a read the position tracker placed in epoch 1
+  placed.inspected = false;
+  placed.epoch = 1;
+  stats.Commit(placed);
+  stats.Add(Counter::kRowsHit, 5);  // after it: in its epoch
   stats.AddInEpoch(2, Counter::kRowsPrefetched, 7);
   EXPECT_EQ(stats.Get(Counter::kRowsHit), 5u);
   EXPECT_EQ(stats.GetInEpoch(1, Counter::kRowsHit), 5u);
   EXPECT_EQ(stats.GetInEpoch(0, Counter::kRowsHit), 0u);
+  EXPECT_EQ(stats.GetInEpoch(1, Counter::kReads), 1u);
+  EXPECT_EQ(stats.Get(Counter::kReads), 3u);
   EXPECT_EQ(stats.GetInEpoch(2, Counter::kRowsPrefetched), 7u);
   const std::string text = ReadFile(path);
   EXPECT_NE(text.find("\"epochs\": ["), std::string::npos) << text;
   EXPECT_NE(text.find("{\"epoch\": 2,"), std::string::npos) << text;
-  // The rewritten file kept the counts made before it grew.
-  EXPECT_NE(text.find("\"reads\": " + std::string(LiveStatsFile::kWidth - 1, ' ') + "2"),
+  // The rewritten file kept the counts made before it grew (2, and 1 after).
+  EXPECT_NE(text.find("\"reads\": " + std::string(LiveStatsFile::kWidth - 1, ' ') + "3"),
             std::string::npos);
   ::unlink(path.c_str());
 }
