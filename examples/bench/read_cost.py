@@ -22,6 +22,7 @@ For each it prints the instructions spent inside H5Dread per read (inclusive: HD
 and everything the connector does inside it), and the whole program's instructions. `loader`
 and `followed` import PyTorch, which `cache` does not: compare their reads with `cache`'s and
 their totals with each other (the follower's Python side is their difference outside H5Dread).
+`--profiles DIR` keeps callgrind's files, to see with `callgrind_annotate` where they go.
 
     env/run python3 examples/bench/read_cost.py --shape small-datasets [--samples 200]
 
@@ -261,6 +262,9 @@ def main():
     p.add_argument("--plugin-dir", default=os.path.join(REPO, "build", "bench", "plugins"),
                    help="where libprescient_vol.so is (build/bench/plugins)")
     p.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-data", "workloads"))
+    p.add_argument("--profiles", metavar="DIR",
+                   help="keep callgrind's output files there (callgrind.<variant>[.<visits>]), "
+                        "for callgrind_annotate; by default they go with a temporary directory")
     args = p.parse_args()
     for tool in ("valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
@@ -277,9 +281,11 @@ def main():
             os.path.join(args.plugin_dir, "libprescient_vol.so")):
         raise SystemExit(f"read-cost: no libprescient_vol.so in {args.plugin_dir} (build it: "
                          "examples/bench/run --help builds build/bench; or --plugin-dir)")
+    if args.profiles:
+        os.makedirs(args.profiles, exist_ok=True)
     if visits:
         with tempfile.TemporaryDirectory(prefix="read-cost-") as tmp:
-            instructions_per_visit(args, tmp)
+            instructions_per_visit(args, args.profiles or tmp)
         return
     workload = workloads.ensure(args.workdir, workloads.recipe("imglab", samples=args.samples))
     path = workload.files[0]
@@ -290,7 +296,7 @@ def main():
     print("|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="read-cost-") as tmp:
         for variant in args.variants:
-            out = os.path.join(tmp, f"callgrind.{variant}")
+            out = os.path.join(args.profiles or tmp, f"callgrind.{variant}")
             child = LOADER_CHILD if variant in ("loader", "followed") else CHILD
             subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                             sys.executable, "-c", child, path, str(args.epochs)],

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -264,19 +265,40 @@ std::uint64_t PrefetchRound::GiveUp(const CachedDataset& dataset,
   return claimed.size() * rows_per_claim;
 }
 
+void PrefetchRound::DropResident(DatasetWork& work) {
+  std::vector<std::uint64_t> rows;
+  rows.reserve(work.needs.size());
+  for (const io::RowNeed& need : work.needs) rows.push_back(need.row);
+  std::vector<std::uint8_t> resident(rows.size());
+  if (cache_.Resident(work.dataset->slot(), rows, resident) == 0) return;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < work.needs.size(); ++i) {
+    if (resident[i] == 0) work.needs[kept++] = work.needs[i];
+  }
+  work.needs.resize(kept);
+}
+
 RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
   RoundTally tally;
-  std::sort(wanted.begin(), wanted.end(), [](const WantedRow& a, const WantedRow& b) {
-    return a.dataset != b.dataset ? a.dataset < b.dataset : a.row < b.row;
-  });
+  // The wanted rows of each dataset, in the order given; the map is asked
+  // only where the dataset differs from the row before's (a sample's fields
+  // alternate).
   std::vector<DatasetWork> works;
+  std::unordered_map<const CachedDataset*, std::size_t> work_of;
+  const CachedDataset* current = nullptr;
+  std::size_t current_work = 0;
   for (const WantedRow& w : wanted) {
-    if (w.dataset == nullptr || !w.dataset->raw_layout() || !w.dataset->registered()) continue;
-    if (works.empty() || works.back().dataset != w.dataset) {
-      works.emplace_back();
-      works.back().dataset = w.dataset;
+    if (w.dataset != current) {
+      if (w.dataset == nullptr || !w.dataset->raw_layout() || !w.dataset->registered()) continue;
+      const auto [it, fresh] = work_of.try_emplace(w.dataset, works.size());
+      if (fresh) {
+        works.emplace_back();
+        works.back().dataset = w.dataset;
+      }
+      current = w.dataset;
+      current_work = it->second;
     }
-    works.back().needs.push_back({.row = w.row, .step = w.step});
+    works[current_work].needs.push_back({.row = w.row, .step = w.step});
   }
 
   // Every dataset's tasks, most urgent first across datasets; the replies
@@ -287,6 +309,8 @@ RoundTally PrefetchRound::Run(std::vector<WantedRow> wanted) {
       RunSmallDataset(work, tally);
       continue;
     }
+    DropResident(work);
+    if (work.needs.empty()) continue;
     PlanDataset(work);
     PlanClaimed(work, pending);
   }

@@ -90,6 +90,13 @@ class PrefetchRound {
  private:
   struct DatasetWork;
   struct Pending;
+  // Drops the needs of rows the cache holds now, under one lock, before
+  // anything sorts or keys them: a claim passes a resident row over anyway
+  // (NodeCache::ClaimForPrefetch), and in the rounds of an epoch whose rows
+  // are all cached that sorting and keying was most of the leader's work
+  // (RESULTS.md, "what a followed read costs"). A snapshot: a row evicted
+  // after it is read on demand, as one evicted after its claim would be.
+  void DropResident(DatasetWork& work);
   // Claims the dataset's wanted rows, sends for those other nodes own, and
   // plans the rest.
   void PlanDataset(DatasetWork& work);

@@ -90,14 +90,21 @@ class PrefetchRoundTest : public ::testing::Test {
     return H5Fclose(file) >= 0 && written;
   }
 
-  RoundTally RunRound(cache::io::Executor& executor) {
+  // A round over `rows`, wanted in the order given (the first soonest).
+  RoundTally RunRound(cache::io::Executor& executor, const std::vector<std::uint64_t>& rows) {
     PrefetchRound round(
         *segment_, nullptr, executor, [](const CachedDataset&) { return std::nullopt; },
         [](const CachedDataset&, std::uint64_t, std::uint64_t step) { return step; });
     std::vector<WantedRow> wanted;
-    for (std::uint64_t row = 0; row < kWanted; ++row)
-      wanted.push_back({.dataset = dataset_.get(), .row = row, .step = row});
+    for (std::uint64_t step = 0; step < rows.size(); ++step)
+      wanted.push_back({.dataset = dataset_.get(), .row = rows[step], .step = step});
     return round.Run(std::move(wanted));
+  }
+
+  RoundTally RunRound(cache::io::Executor& executor) {
+    std::vector<std::uint64_t> rows;
+    for (std::uint64_t row = 0; row < kWanted; ++row) rows.push_back(row);
+    return RunRound(executor, rows);
   }
 
   std::size_t ResidentRows() {
@@ -123,6 +130,31 @@ TEST_F(PrefetchRoundTest, ALeaderReadsWhatItClaimed) {
   EXPECT_EQ(tally.failed_tasks, 0u);
   EXPECT_GE(tally.rows_prefetched, kWanted);
   EXPECT_EQ(ResidentRows(), tally.rows_prefetched);
+}
+
+// Rows the cache holds are dropped before the round claims or reads: a round
+// over every row, half of them resident and wanted in descending order, stores
+// exactly the others, and a round over resident rows only reads nothing.
+TEST_F(PrefetchRoundTest, ARoundReadsOnlyTheRowsTheCacheLacks) {
+  ASSERT_TRUE(segment_->TryBecomeLeader());
+  HookedExecutor executor(nullptr);
+  const RoundTally first = RunRound(executor);
+  ASSERT_EQ(first.failed_tasks, 0u);
+  const std::size_t resident_before = ResidentRows();
+  ASSERT_GE(resident_before, kWanted);
+
+  std::vector<std::uint64_t> descending;
+  for (std::uint64_t row = kRows; row-- > 0;) descending.push_back(row);
+  const RoundTally second = RunRound(executor, descending);
+  EXPECT_EQ(second.failed_tasks, 0u);
+  EXPECT_EQ(second.rows_given_up, 0u);
+  EXPECT_EQ(second.rows_prefetched, kRows - resident_before);
+  EXPECT_EQ(ResidentRows(), kRows);
+
+  const RoundTally third = RunRound(executor, descending);
+  EXPECT_EQ(third.rows_prefetched, 0u);
+  EXPECT_EQ(third.storage_reads, 0u);
+  EXPECT_EQ(third.storage_bytes, 0u);
 }
 
 TEST_F(PrefetchRoundTest, ALeaderDemotedMidRoundReleasesItsClaimsUnread) {
