@@ -9,6 +9,7 @@
 #include "vol/runtime/runtime.h"
 #include "vol/schedule/dataset_resolver.h"
 #include "vol/schedule/prefetcher.h"
+#include "vol/schedule/samples_of_rows.h"
 
 namespace prescient::vol {
 namespace {
@@ -255,15 +256,12 @@ void ScheduleFollower::OnRead(const CachedDataset& dataset, std::span<const std:
   record->field = entry->field.field;
   if (tracker_.abandoned()) return;
 
-  // The samples the read's rows belong to, each once for a run of its rows:
-  // a group read whole (a sample of 256 rows) is one sample read, observed
-  // and counted once, not 256 times.
-  thread_local std::vector<std::uint64_t> samples;  // reused: no allocation per read
-  samples.clear();
-  for (const std::uint64_t row : rows) {
-    const std::uint64_t sample = binding_->SampleOf(entry->field.file, row);
-    if (samples.empty() || samples.back() != sample) samples.push_back(sample);
-  }
+  // The samples the read's rows belong to: a group read whole (a sample of
+  // 256 rows) is one sample read, observed and counted once.
+  thread_local std::vector<std::uint64_t> reused;  // no allocation per read
+  std::vector<std::uint64_t>& samples = reused;    // the thread's vector, looked up once
+  const std::uint32_t file = entry->field.file;
+  SamplesOfRows(rows, [&](std::uint64_t row) { return binding_->SampleOf(file, row); }, samples);
   const PositionTracker::Observation o =
       tracker_.ObserveRead(samples, progress_.PlacementOf(binding_->rank()));
   record->schedule_matches += o.matched;

@@ -14,6 +14,7 @@
 #include "scheduler/core/schedule_file.h"
 #include "vol/schedule/bound_fields.h"
 #include "vol/schedule/rank_progress.h"
+#include "vol/schedule/samples_of_rows.h"
 #include "vol/schedule/schedule_oracle.h"
 
 namespace prescient::vol {
@@ -393,6 +394,55 @@ TEST(ScheduleBindingOpen, UnusableFilesWarnOnce) {
   EXPECT_EQ(ScheduleBinding::Open(garbage, 0, warn), nullptr);
   EXPECT_EQ(warnings.size(), 2u);
   ::unlink(garbage.c_str());
+}
+
+// The samples of a read's rows, asked twice a run of consecutive rows, are
+// those asked row by row: for rows that are samples, groups of 4 and of 256
+// rows read whole, in part, across groups, descending, repeated and mixed.
+TEST(SamplesOfRows, AreTheSamplesAskedRowByRow) {
+  std::mt19937_64 random(11);
+  for (const std::uint64_t rows_per_sample : {1u, 4u, 256u}) {
+    std::uint64_t asked = 0;
+    const auto sample_of = [&](std::uint64_t row) {
+      ++asked;
+      return 1000 + row / rows_per_sample;
+    };
+    std::vector<std::vector<std::uint64_t>> reads = {
+        {}, {7}, {5, 4, 3}, {2, 2, 3, 3}, {9, 10, 11, 40, 41, 3, 4, 5, 6, 7, 8}};
+    std::vector<std::uint64_t> group(256);
+    std::iota(group.begin(), group.end(), 512);  // a group read whole
+    reads.push_back(group);
+    reads.emplace_back(group.begin() + 10, group.begin() + 200);  // in part
+    std::iota(group.begin(), group.end(), 100);                   // across two groups
+    reads.push_back(group);
+    for (int k = 0; k < 50; ++k) {  // runs of random lengths at random places
+      std::vector<std::uint64_t> rows;
+      for (int run = 0; run < 4; ++run) {
+        const std::uint64_t first = random() % 2000, length = 1 + random() % 300;
+        for (std::uint64_t r = 0; r < length; ++r) rows.push_back(first + r);
+      }
+      reads.push_back(rows);
+    }
+    for (const std::vector<std::uint64_t>& rows : reads) {
+      std::vector<std::uint64_t> expected;
+      for (const std::uint64_t row : rows) {
+        const std::uint64_t sample = 1000 + row / rows_per_sample;
+        if (expected.empty() || expected.back() != sample) expected.push_back(sample);
+      }
+      std::vector<std::uint64_t> samples = {99};  // replaced, not appended to
+      asked = 0;
+      SamplesOfRows(rows, sample_of, samples);
+      EXPECT_EQ(samples, expected)
+          << rows_per_sample << " rows a sample, " << rows.size() << " rows";
+      EXPECT_LE(asked, 2 * rows.size());
+    }
+    // A whole group is asked about twice, not once a row.
+    std::iota(group.begin(), group.end(), 512);
+    asked = 0;
+    std::vector<std::uint64_t> samples;
+    SamplesOfRows(group, sample_of, samples);
+    EXPECT_EQ(asked, 2u);
+  }
 }
 
 }  // namespace
