@@ -3,7 +3,6 @@
 #include "vol/passthrough/connector.h"
 
 #include "vol/hdf5_ids.h"
-#include "vol/native_connector.h"
 #include "vol/passthrough/callbacks.h"
 #include "vol/passthrough/connector_info.h"
 #include "vol/passthrough/forwarding.h"
@@ -29,9 +28,9 @@ H5VL_class_t BuildClass() {
                 &InfoToString,         &InfoFromString};
   c.wrap_cls = {&GetObject, &GetWrapContext, &WrapObject, &UnwrapObject, &FreeWrapContext};
 
-#define PRESCIENT_FORWARD(slot, fn, id_pos, result, kind, ...)                                   \
-  c.slot = &Forwarder<#slot, fn, PRESCIENT_SLOT(slot), id_pos, Result::result, ObjectKind::kind, \
-                      ObjectsAt<__VA_ARGS__>, decltype(c.slot)>::Call;
+#define PRESCIENT_FORWARD(slot, fn, id_pos, result, kind, ...)                                     \
+  c.slot = &Forwarder<#slot, fn, id_pos, Result::result, ObjectKind::kind, ObjectsAt<__VA_ARGS__>, \
+                      decltype(c.slot)>::Call;
 #include "vol/passthrough/callback_table.def"
 #undef PRESCIENT_FORWARD
 
@@ -65,7 +64,6 @@ herr_t Initialize(hid_t /*vipl_id*/) {
   return Barrier("initialize", []() -> herr_t {
     RecordProcessAnchor();    // forked DataLoader workers inherit whom they work for
     hdf5::ForgetDriverIds();  // a library opened again may number its drivers anew
-    ForgetNativeClass();
     RegisterErrorClass();
     return 0;
   });
@@ -80,7 +78,6 @@ herr_t Terminate() {
     CacheClient::Get().Shutdown();
     UnregisterErrorClass();
     hdf5::ForgetDriverIds();
-    ForgetNativeClass();
     return 0;
   });
 }
