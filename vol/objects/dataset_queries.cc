@@ -1,5 +1,6 @@
 #include "vol/objects/dataset_queries.h"
 
+#include "vol/hdf5_ids.h"
 #include "vol/objects/name_query.h"
 
 namespace prescient::vol {
@@ -9,7 +10,7 @@ hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
   H5VL_dataset_get_args_t args{};
   args.op_type = op;
   args.args.get_space.space_id = H5I_INVALID_HID;  // same layout for get_type and get_dcpl
-  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, hdf5::DefaultTransferList(),
                       nullptr) < 0) {
     return H5I_INVALID_HID;
   }
@@ -29,7 +30,7 @@ herr_t NativeDatasetOptional(const VolObject& dataset, int op,
                              H5VL_native_dataset_optional_args_t* args) {
   H5VL_optional_args_t optional{op, args};
   return H5VLdataset_optional(dataset.under, dataset.under_vol_id, &optional,
-                              H5P_DATASET_XFER_DEFAULT, nullptr);
+                              hdf5::DefaultTransferList(), nullptr);
 }
 
 H5VL_loc_params_t Self() {
@@ -54,8 +55,8 @@ bool UnderDataset::Token(H5O_token_t* token) const {
   args.op_type = H5VL_OBJECT_GET_INFO;
   args.args.get_info.fields = H5O_INFO_BASIC;
   args.args.get_info.oinfo = &info;
-  if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
-                     nullptr) < 0) {
+  if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args,
+                     hdf5::DefaultTransferList(), nullptr) < 0) {
     return false;
   }
   *token = info.token;
@@ -71,7 +72,7 @@ std::string UnderDataset::Name() const {
            args.args.get_name.buf = buffer;
            args.args.get_name.name_len = length;
            return H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args,
-                                 H5P_DATASET_XFER_DEFAULT, nullptr) >= 0;
+                                 hdf5::DefaultTransferList(), nullptr) >= 0;
          })
       .value_or(std::string());
 }
@@ -95,7 +96,7 @@ std::optional<std::uint64_t> UnderDataset::StorageSize() const {
   H5VL_dataset_get_args_t args{};
   args.op_type = H5VL_DATASET_GET_STORAGE_SIZE;
   args.args.get_storage_size.storage_size = &size;
-  if (H5VLdataset_get(dataset_.under, dataset_.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+  if (H5VLdataset_get(dataset_.under, dataset_.under_vol_id, &args, hdf5::DefaultTransferList(),
                       nullptr) < 0) {
     return std::nullopt;
   }

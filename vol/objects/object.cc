@@ -3,6 +3,7 @@
 #include <atomic>
 #include <new>
 
+#include "vol/hdf5_ids.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/runtime/error.h"
@@ -47,7 +48,7 @@ void CloseUnder(void* under, hid_t under_vol_id, ObjectKind kind) noexcept {
     return;
   }
   PreservedErrorStack keep;
-  const hid_t dxpl = H5P_DATASET_XFER_DEFAULT;
+  const hid_t dxpl = hdf5::DefaultTransferList();
   switch (kind) {
     case ObjectKind::kFile:
       H5VLfile_close(under, under_vol_id, dxpl, nullptr);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "vol/hdf5_ids.h"
 #include "vol/objects/name_query.h"
 #include "vol/runtime/error.h"
 
@@ -22,7 +23,7 @@ std::optional<std::string> FileNameOf(const VolObject& object, H5I_type_t type) 
     H5VL_file_get_args_t args{};
     args.op_type = H5VL_FILE_GET_NAME;
     args.args.get_name = {type, size, buffer, length};
-    return H5VLfile_get(object.under, object.under_vol_id, &args, H5P_DATASET_XFER_DEFAULT,
+    return H5VLfile_get(object.under, object.under_vol_id, &args, hdf5::DefaultTransferList(),
                         nullptr) >= 0;
   });
 }

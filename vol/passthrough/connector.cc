@@ -2,6 +2,7 @@
 // then the hand-written callbacks, and the connector's life cycle.
 #include "vol/passthrough/connector.h"
 
+#include "vol/hdf5_ids.h"
 #include "vol/passthrough/callbacks.h"
 #include "vol/passthrough/connector_info.h"
 #include "vol/passthrough/forwarding.h"
@@ -61,7 +62,8 @@ const H5VL_class_t& ConnectorClass() {
 
 herr_t Initialize(hid_t /*vipl_id*/) {
   return Barrier("initialize", []() -> herr_t {
-    RecordProcessAnchor();  // forked DataLoader workers inherit whom they work for
+    RecordProcessAnchor();    // forked DataLoader workers inherit whom they work for
+    hdf5::ForgetDriverIds();  // a library opened again may number its drivers anew
     RegisterErrorClass();
     return 0;
   });
@@ -75,6 +77,7 @@ herr_t Terminate() {
     Runtime::Get().FlushStats();
     CacheClient::Get().Shutdown();
     UnregisterErrorClass();
+    hdf5::ForgetDriverIds();
     return 0;
   });
 }

@@ -1,7 +1,9 @@
 // file_cls: opening and creating files under the connector named in our info,
 // and the file operations whose arguments carry a FAPL or a second file.
+#include <optional>
 #include <stdexcept>
 
+#include "vol/hdf5_ids.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
 #include "vol/passthrough/callbacks.h"
@@ -37,6 +39,7 @@ class UnderFapl {
       PreservedErrorStack keep;  // a refusal is not an error: the copy below serves
       if (H5Pget_vol_id(fapl_id, &own_vol_id_) >= 0 &&
           H5Pset_vol(fapl_id, under.vol_id, under.vol_info) >= 0) {
+        keep.CallsSucceeded();
         fapl_ = fapl_id;
         return;
       }
@@ -60,14 +63,17 @@ class UnderFapl {
   void Release() {
     // Runs after a failed open too: keep the under connector's errors.
     PreservedErrorStack keep;
+    bool succeeded = true;
     if (copied_) {
-      H5Pclose(fapl_);
+      succeeded = H5Pclose(fapl_) >= 0;
     } else if (fapl_ == app_fapl_ && H5Pset_vol(app_fapl_, own_vol_id_, info_) < 0) {
+      succeeded = false;
       Runtime::Get().Log(LogLevel::kWarn,
                          "could not set Prescient back on a file access property list; files "
                          "opened with it later are not cached");
     }
-    if (own_vol_id_ >= 0) H5VLclose(own_vol_id_);
+    if (own_vol_id_ >= 0 && H5VLclose(own_vol_id_) < 0) succeeded = false;
+    if (succeeded) keep.CallsSucceeded();
     if (info_ != nullptr) InfoFree(info_);
     copied_ = false;
     fapl_ = own_vol_id_ = H5I_INVALID_HID;
@@ -82,38 +88,48 @@ class UnderFapl {
   hid_t vol_id_ = H5I_INVALID_HID;
 };
 
-// Whether file addresses are offsets a plain pread of the file's path can
-// use: HDF5's POSIX driver, and MPI-IO (the same bytes at the same offsets).
-bool RawReadableDriver(hid_t fapl_id) {
-  PreservedErrorStack keep;
-  const hid_t driver = H5Pget_driver(fapl_id);
-  if (driver == H5FD_SEC2) return true;
-#ifdef H5_HAVE_PARALLEL
-  if (driver == H5FD_MPIO) return true;
-#endif
-  return false;
-}
+// How the file's bytes may be read beside HDF5: whether its addresses are
+// offsets a plain pread of its path can use (HDF5's POSIX driver, and MPI-IO:
+// the same bytes at the same offsets), and HDF5's own descriptor of it
+// (H5Fget_vfd_handle) when the native connector opened it with the POSIX
+// driver, else -1. Neither answer is an error: a file without a descriptor is
+// read through a pooled one.
+struct RawAccess {
+  bool readable = false;
+  int descriptor = -1;
+};
 
-// HDF5's descriptor of a file the native connector opened with the POSIX
-// driver (H5Fget_vfd_handle), or -1. Not asked of other connectors: the
-// optional operation's arguments are the native connector's.
-int PosixDescriptor(void* under, hid_t under_vol_id, hid_t fapl_id) {
-  PreservedErrorStack keep;  // no answer is no error: the file is read through a pooled one
+RawAccess RawAccessOf(void* under, hid_t under_vol_id, hid_t fapl_id, bool writable) {
+  PreservedErrorStack keep;
+  RawAccess access;
+  const std::optional<hdf5::FileDriver> driver = hdf5::DriverOf(fapl_id);
+  if (!driver) return access;
+  access.readable = *driver != hdf5::FileDriver::kOther;
+  // Files open for writing are never served from the cache: nothing to
+  // borrow for. The descriptor is not asked of other connectors: the optional
+  // operation's arguments are the native connector's.
   H5VL_class_value_t value = -1;
-  if (H5VLget_value(under_vol_id, &value) < 0 || value != H5_VOL_NATIVE ||
-      H5Pget_driver(fapl_id) != H5FD_SEC2) {
-    return -1;
+  if (writable || *driver != hdf5::FileDriver::kPosix) {
+    keep.CallsSucceeded();
+    return access;
+  }
+  if (H5VLget_value(under_vol_id, &value) < 0) return access;
+  if (value != H5_VOL_NATIVE) {
+    keep.CallsSucceeded();
+    return access;
   }
   void* handle = nullptr;
   H5VL_native_file_optional_args_t native{};
-  native.get_vfd_handle.fapl_id = H5P_FILE_ACCESS_DEFAULT;
+  native.get_vfd_handle.fapl_id = hdf5::DefaultFileAccessList();
   native.get_vfd_handle.file_handle = &handle;
   H5VL_optional_args_t args{H5VL_NATIVE_FILE_GET_VFD_HANDLE, &native};
-  if (H5VLfile_optional(under, under_vol_id, &args, H5P_DATASET_XFER_DEFAULT, nullptr) < 0 ||
-      handle == nullptr) {
-    return -1;
+  if (H5VLfile_optional(under, under_vol_id, &args, hdf5::DefaultTransferList(), nullptr) < 0) {
+    return access;
   }
-  return *static_cast<const int*>(handle);  // the POSIX driver's handle is its int descriptor
+  keep.CallsSucceeded();
+  // The POSIX driver's handle is its int descriptor.
+  if (handle != nullptr) access.descriptor = *static_cast<const int*>(handle);
+  return access;
 }
 
 void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, hid_t fapl_id,
@@ -122,9 +138,8 @@ void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable,
   std::shared_ptr<FileState> state;
   try {
     Runtime::Get().stats().Add(Counter::kFilesOpened);
-    // Files open for writing are never served from the cache: nothing to borrow for.
-    const int descriptor = writable ? -1 : PosixDescriptor(under, under_vol_id, fapl_id);
-    state = FileState::Make(name, writable, RawReadableDriver(fapl_id), descriptor);
+    const RawAccess raw = RawAccessOf(under, under_vol_id, fapl_id, writable);
+    state = FileState::Make(name, writable, raw.readable, raw.descriptor);
     OpenFiles::Remember(state);
   } catch (...) {
     CloseUnder(under, under_vol_id, ObjectKind::kFile);
@@ -136,8 +151,10 @@ void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable,
 // Whether the file's contents may change while it is open: opened for
 // writing, or for SWMR reading (another process appends to it).
 bool Writable(unsigned flags) {
-  return (flags &
-          (H5F_ACC_RDWR | H5F_ACC_TRUNC | H5F_ACC_EXCL | H5F_ACC_CREAT | H5F_ACC_SWMR_READ)) != 0;
+  // The flags as constants: H5F_ACC_RDWR and the others call H5check_version
+  // and H5open each (hdf5_ids.h).
+  return (flags & (hdf5::kFileReadWrite | hdf5::kFileTruncate | hdf5::kFileExclusive |
+                   hdf5::kFileCreate | hdf5::kFileSwmrRead)) != 0;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "vol/read/transfer_properties.h"
 
+#include "vol/hdf5_ids.h"
+
 namespace prescient::vol {
 namespace {
 
@@ -45,9 +47,8 @@ TransferVerdict Inspect(hid_t dxpl) {
 
 TransferVerdict CheckTransfer(hid_t dxpl_id, hid_t file_space_id) noexcept {
   if (file_space_id == H5S_PLIST) return TransferVerdict::kPlistSelection;
-  // The default list's id is read directly: H5P_DATASET_XFER_DEFAULT would
-  // call H5open() on every read, and the library is open inside a callback.
-  if (dxpl_id == H5P_DEFAULT || dxpl_id == H5P_LST_DATASET_XFER_ID_g)
+  // The default list's id without H5open (hdf5_ids.h), on every read.
+  if (dxpl_id == H5P_DEFAULT || dxpl_id == hdf5::DefaultTransferList())
     return TransferVerdict::kServable;
   return Inspect(dxpl_id);
 }

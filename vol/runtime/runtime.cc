@@ -69,7 +69,7 @@ void Runtime::RecordInfoSettings(std::string_view settings) {
   if (info_settings_.empty()) info_settings_ = std::string(settings);
 }
 
-const Options& Runtime::options() {
+const Options& Runtime::ParseOptionsOnce() {
   std::call_once(parse_once_, [this] {
     std::string settings;
     {
@@ -82,6 +82,7 @@ const Options& Runtime::options() {
     for (const std::string& warning : parsed.warnings) {
       Log(LogLevel::kWarn, warning + "; Prescient continues as a pure pass-through");
     }
+    options_parsed_.store(true, std::memory_order_release);
   });
   return options_;
 }

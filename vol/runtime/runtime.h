@@ -28,8 +28,12 @@ class Runtime {
   // first non-empty one recorded before options() is first called is used.
   void RecordInfoSettings(std::string_view settings);
 
-  // Parsed on first use; warnings are printed once, here.
-  const Options& options();
+  // Parsed on first use; warnings are printed once, here. Asked a dozen
+  // times per file a loader opens: once parsed, one load.
+  const Options& options() {
+    if (options_parsed_.load(std::memory_order_acquire)) return options_;
+    return ParseOptionsOnce();
+  }
   bool enabled() { return options().enable; }
 
   // The counters; the first call in a process starts its statistics file
@@ -67,10 +71,12 @@ class Runtime {
   static void AtForkPrepare() NO_THREAD_SAFETY_ANALYSIS;
   static void AtForkParent() NO_THREAD_SAFETY_ANALYSIS;
   static void AtForkChild() NO_THREAD_SAFETY_ANALYSIS;
+  const Options& ParseOptionsOnce();
   std::string StatsPathForThisProcess();
   void StartStatsFile();
 
   std::once_flag parse_once_;
+  std::atomic<bool> options_parsed_{false};
   cache::Mutex mutex_;
   std::string info_settings_ GUARDED_BY(mutex_);
   Options options_;

@@ -10,6 +10,7 @@
 
 #include "cache/io/coalescing_planner.h"
 #include "cache/io/raw_loader.h"
+#include "vol/hdf5_ids.h"
 #include "vol/serve/file_handles.h"
 #include "vol/serve/raw_layout_hdf5.h"
 
@@ -251,7 +252,7 @@ cache::Status CachedDataset::ReadRunsThroughHdf5(const VolObject& dataset, hid_t
       void* buf = staging.data();
       hid_t type = mem_type;
       status = H5VLdataset_read(1, &under, dataset.under_vol_id, &type, &mem_space_id,
-                                &file_space_id, H5P_DATASET_XFER_DEFAULT, &buf, nullptr);
+                                &file_space_id, hdf5::DefaultTransferList(), &buf, nullptr);
     }
     H5Sclose(mem_space);
     H5Sclose(file_space);
@@ -299,7 +300,7 @@ cache::Status CachedDataset::ReadSelectedRowsThroughHdf5(const VolObject& datase
     void* under = dataset.under;
     hid_t mem_space_id = mem_space, file_space_id = space;
     status = H5VLdataset_read(1, &under, dataset.under_vol_id, &mem_type, &mem_space_id,
-                              &file_space_id, H5P_DATASET_XFER_DEFAULT, &out, nullptr);
+                              &file_space_id, hdf5::DefaultTransferList(), &out, nullptr);
   }
   if (mem_type >= 0) H5Tclose(mem_type);
   if (mem_space >= 0) H5Sclose(mem_space);
