@@ -1,19 +1,46 @@
 #include "vol/objects/dataset_queries.h"
 
 #include "vol/hdf5_ids.h"
+#include "vol/native_connector.h"
 #include "vol/objects/name_query.h"
 
 namespace prescient::vol {
 namespace {
 
+// H5VLdataset_get, H5VLdataset_optional and H5VLobject_get of the dataset,
+// with the native connector's callbacks called directly (native_connector.h).
+herr_t GetFromDataset(const VolObject& dataset, H5VL_dataset_get_args_t* args) {
+  const hid_t dxpl = hdf5::DefaultTransferList();
+  return CallNativeOr<PRESCIENT_SLOT(dataset_cls.get)>(
+      NativeClassOf(dataset.under, dataset.under_vol_id),
+      [&] { return H5VLdataset_get(dataset.under, dataset.under_vol_id, args, dxpl, nullptr); },
+      dataset.under, args, dxpl, nullptr);
+}
+
+herr_t DatasetOptional(const VolObject& dataset, H5VL_optional_args_t* args) {
+  const hid_t dxpl = hdf5::DefaultTransferList();
+  return CallNativeOr<PRESCIENT_SLOT(dataset_cls.optional)>(
+      NativeClassOf(dataset.under, dataset.under_vol_id),
+      [&] {
+        return H5VLdataset_optional(dataset.under, dataset.under_vol_id, args, dxpl, nullptr);
+      },
+      dataset.under, args, dxpl, nullptr);
+}
+
+herr_t GetFromObject(const VolObject& dataset, const H5VL_loc_params_t* loc,
+                     H5VL_object_get_args_t* args) {
+  const hid_t dxpl = hdf5::DefaultTransferList();
+  return CallNativeOr<PRESCIENT_SLOT(object_cls.get)>(
+      NativeClassOf(dataset.under, dataset.under_vol_id),
+      [&] { return H5VLobject_get(dataset.under, loc, dataset.under_vol_id, args, dxpl, nullptr); },
+      dataset.under, loc, args, dxpl, nullptr);
+}
+
 hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
   H5VL_dataset_get_args_t args{};
   args.op_type = op;
   args.args.get_space.space_id = H5I_INVALID_HID;  // same layout for get_type and get_dcpl
-  if (H5VLdataset_get(dataset.under, dataset.under_vol_id, &args, hdf5::DefaultTransferList(),
-                      nullptr) < 0) {
-    return H5I_INVALID_HID;
-  }
+  if (GetFromDataset(dataset, &args) < 0) return H5I_INVALID_HID;
   switch (op) {
     case H5VL_DATASET_GET_SPACE:
       return args.args.get_space.space_id;
@@ -29,8 +56,7 @@ hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
 herr_t NativeDatasetOptional(const VolObject& dataset, int op,
                              H5VL_native_dataset_optional_args_t* args) {
   H5VL_optional_args_t optional{op, args};
-  return H5VLdataset_optional(dataset.under, dataset.under_vol_id, &optional,
-                              hdf5::DefaultTransferList(), nullptr);
+  return DatasetOptional(dataset, &optional);
 }
 
 H5VL_loc_params_t Self() {
@@ -55,10 +81,7 @@ bool UnderDataset::Token(H5O_token_t* token) const {
   args.op_type = H5VL_OBJECT_GET_INFO;
   args.args.get_info.fields = H5O_INFO_BASIC;
   args.args.get_info.oinfo = &info;
-  if (H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args,
-                     hdf5::DefaultTransferList(), nullptr) < 0) {
-    return false;
-  }
+  if (GetFromObject(dataset_, &loc, &args) < 0) return false;
   *token = info.token;
   return true;
 }
@@ -71,8 +94,7 @@ std::string UnderDataset::Name() const {
            args.args.get_name.buf_size = size;
            args.args.get_name.buf = buffer;
            args.args.get_name.name_len = length;
-           return H5VLobject_get(dataset_.under, &loc, dataset_.under_vol_id, &args,
-                                 hdf5::DefaultTransferList(), nullptr) >= 0;
+           return GetFromObject(dataset_, &loc, &args) >= 0;
          })
       .value_or(std::string());
 }
@@ -96,10 +118,7 @@ std::optional<std::uint64_t> UnderDataset::StorageSize() const {
   H5VL_dataset_get_args_t args{};
   args.op_type = H5VL_DATASET_GET_STORAGE_SIZE;
   args.args.get_storage_size.storage_size = &size;
-  if (H5VLdataset_get(dataset_.under, dataset_.under_vol_id, &args, hdf5::DefaultTransferList(),
-                      nullptr) < 0) {
-    return std::nullopt;
-  }
+  if (GetFromDataset(dataset_, &args) < 0) return std::nullopt;
   return size;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vol/hdf5_ids.h"
+#include "vol/native_connector.h"
 #include "vol/objects/name_query.h"
 #include "vol/runtime/error.h"
 
@@ -23,8 +24,13 @@ std::optional<std::string> FileNameOf(const VolObject& object, H5I_type_t type) 
     H5VL_file_get_args_t args{};
     args.op_type = H5VL_FILE_GET_NAME;
     args.args.get_name = {type, size, buffer, length};
-    return H5VLfile_get(object.under, object.under_vol_id, &args, hdf5::DefaultTransferList(),
-                        nullptr) >= 0;
+    const hid_t dxpl = hdf5::DefaultTransferList();
+    return CallNativeOr<PRESCIENT_SLOT(file_cls.get)>(
+               NativeClassOf(object.under, object.under_vol_id),
+               [&] {
+                 return H5VLfile_get(object.under, object.under_vol_id, &args, dxpl, nullptr);
+               },
+               object.under, &args, dxpl, nullptr) >= 0;
   });
 }
 

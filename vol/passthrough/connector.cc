@@ -3,6 +3,7 @@
 #include "vol/passthrough/connector.h"
 
 #include "vol/hdf5_ids.h"
+#include "vol/native_connector.h"
 #include "vol/passthrough/callbacks.h"
 #include "vol/passthrough/connector_info.h"
 #include "vol/passthrough/forwarding.h"
@@ -28,9 +29,9 @@ H5VL_class_t BuildClass() {
                 &InfoToString,         &InfoFromString};
   c.wrap_cls = {&GetObject, &GetWrapContext, &WrapObject, &UnwrapObject, &FreeWrapContext};
 
-#define PRESCIENT_FORWARD(slot, fn, id_pos, result, kind, ...)                                     \
-  c.slot = &Forwarder<#slot, fn, id_pos, Result::result, ObjectKind::kind, ObjectsAt<__VA_ARGS__>, \
-                      decltype(c.slot)>::Call;
+#define PRESCIENT_FORWARD(slot, fn, id_pos, result, kind, ...)                                   \
+  c.slot = &Forwarder<#slot, fn, PRESCIENT_SLOT(slot), id_pos, Result::result, ObjectKind::kind, \
+                      ObjectsAt<__VA_ARGS__>, decltype(c.slot)>::Call;
 #include "vol/passthrough/callback_table.def"
 #undef PRESCIENT_FORWARD
 
@@ -64,6 +65,7 @@ herr_t Initialize(hid_t /*vipl_id*/) {
   return Barrier("initialize", []() -> herr_t {
     RecordProcessAnchor();    // forked DataLoader workers inherit whom they work for
     hdf5::ForgetDriverIds();  // a library opened again may number its drivers anew
+    ForgetNativeClass();
     RegisterErrorClass();
     return 0;
   });
@@ -78,6 +80,7 @@ herr_t Terminate() {
     CacheClient::Get().Shutdown();
     UnregisterErrorClass();
     hdf5::ForgetDriverIds();
+    ForgetNativeClass();
     return 0;
   });
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "vol/follow/read_recorder.h"
+#include "vol/native_connector.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/object.h"
 #include "vol/objects/object_file.h"
@@ -95,8 +96,9 @@ void* DatasetCreate(void* obj, const H5VL_loc_params_t* loc_params, const char* 
                     hid_t type_id, hid_t space_id, hid_t dcpl_id, hid_t dapl_id, hid_t dxpl_id,
                     void** req) {
   using Forward =
-      Forwarder<"dataset_cls.create", H5VLdataset_create, 2, Result::kNewObject,
-                ObjectKind::kDataset, ObjectsAt<0>, decltype(H5VL_dataset_class_t::create)>;
+      Forwarder<"dataset_cls.create", H5VLdataset_create, PRESCIENT_SLOT(dataset_cls.create), 2,
+                Result::kNewObject, ObjectKind::kDataset, ObjectsAt<0>,
+                decltype(H5VL_dataset_class_t::create)>;
   void* dataset = Forward::Call(obj, loc_params, name, lcpl_id, type_id, space_id, dcpl_id, dapl_id,
                                 dxpl_id, req);
   AttachDatasetIdentity(VolObject::From(dataset), /*created_here=*/true);
@@ -105,9 +107,9 @@ void* DatasetCreate(void* obj, const H5VL_loc_params_t* loc_params, const char* 
 
 void* DatasetOpen(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t dapl_id,
                   hid_t dxpl_id, void** req) {
-  using Forward =
-      Forwarder<"dataset_cls.open", H5VLdataset_open, 2, Result::kNewObject, ObjectKind::kDataset,
-                ObjectsAt<0>, decltype(H5VL_dataset_class_t::open)>;
+  using Forward = Forwarder<"dataset_cls.open", H5VLdataset_open, PRESCIENT_SLOT(dataset_cls.open),
+                            2, Result::kNewObject, ObjectKind::kDataset, ObjectsAt<0>,
+                            decltype(H5VL_dataset_class_t::open)>;
   void* dataset = Forward::Call(obj, loc_params, name, dapl_id, dxpl_id, req);
   AttachDatasetIdentity(VolObject::From(dataset), /*created_here=*/false);
   return dataset;
@@ -165,8 +167,13 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
     hid_t under_vol_id = H5I_INVALID_HID;
     PerDataset<void*> under(count);
     UnderObjects(count, dset, under, &under_vol_id);
-    const herr_t status = H5VLdataset_read(count, under.data(), under_vol_id, mem_type_id,
-                                           mem_space_id, file_space_id, dxpl_id, buf, req);
+    const herr_t status = CallNativeOr<PRESCIENT_SLOT(dataset_cls.read)>(
+        NativeClassOf(under[0], under_vol_id),
+        [&] {
+          return H5VLdataset_read(count, under.data(), under_vol_id, mem_type_id, mem_space_id,
+                                  file_space_id, dxpl_id, buf, req);
+        },
+        count, under.data(), mem_type_id, mem_space_id, file_space_id, dxpl_id, buf, req);
     for (const ReadRecord& record : records) runtime.stats().Commit(record);
     if (status < 0) return status;
     WrapRequest(req, under_vol_id);
@@ -192,16 +199,18 @@ herr_t DatasetWrite(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_s
 
 herr_t DatasetSpecific(void* obj, H5VL_dataset_specific_args_t* args, hid_t dxpl_id, void** req) {
   using Forward =
-      Forwarder<"dataset_cls.specific", H5VLdataset_specific, 1, Result::kStatus,
-                ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::specific)>;
+      Forwarder<"dataset_cls.specific", H5VLdataset_specific, PRESCIENT_SLOT(dataset_cls.specific),
+                1, Result::kStatus, ObjectKind::kOther, ObjectsAt<0>,
+                decltype(H5VL_dataset_class_t::specific)>;
   if (args->op_type == H5VL_DATASET_SET_EXTENT) MarkChanged(obj);
   return Forward::Call(obj, args, dxpl_id, req);
 }
 
 herr_t DatasetOptional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req) {
   using Forward =
-      Forwarder<"dataset_cls.optional", H5VLdataset_optional, 1, Result::kStatus,
-                ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_dataset_class_t::optional)>;
+      Forwarder<"dataset_cls.optional", H5VLdataset_optional, PRESCIENT_SLOT(dataset_cls.optional),
+                1, Result::kStatus, ObjectKind::kOther, ObjectsAt<0>,
+                decltype(H5VL_dataset_class_t::optional)>;
   // H5Dwrite_chunk writes raw chunks past the read path.
   if (args->op_type == H5VL_NATIVE_DATASET_CHUNK_WRITE) MarkChanged(obj);
   return Forward::Call(obj, args, dxpl_id, req);
@@ -209,8 +218,9 @@ herr_t DatasetOptional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, voi
 
 herr_t DatasetClose(void* dset, hid_t dxpl_id, void** req) {
   using Forward =
-      Forwarder<"dataset_cls.close", H5VLdataset_close, 1, Result::kClose, ObjectKind::kOther,
-                ObjectsAt<0>, decltype(H5VL_dataset_class_t::close)>;
+      Forwarder<"dataset_cls.close", H5VLdataset_close, PRESCIENT_SLOT(dataset_cls.close), 1,
+                Result::kClose, ObjectKind::kOther, ObjectsAt<0>,
+                decltype(H5VL_dataset_class_t::close)>;
   return Forward::Call(dset, dxpl_id, req);
 }
 

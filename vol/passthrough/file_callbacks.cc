@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "vol/hdf5_ids.h"
+#include "vol/native_connector.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
 #include "vol/passthrough/callbacks.h"
@@ -108,13 +109,7 @@ RawAccess RawAccessOf(void* under, hid_t under_vol_id, hid_t fapl_id, bool writa
   // Files open for writing are never served from the cache: nothing to
   // borrow for. The descriptor is not asked of other connectors: the optional
   // operation's arguments are the native connector's.
-  H5VL_class_value_t value = -1;
-  if (writable || *driver != hdf5::FileDriver::kPosix) {
-    keep.CallsSucceeded();
-    return access;
-  }
-  if (H5VLget_value(under_vol_id, &value) < 0) return access;
-  if (value != H5_VOL_NATIVE) {
+  if (writable || *driver != hdf5::FileDriver::kPosix || under_vol_id != H5VL_NATIVE) {
     keep.CallsSucceeded();
     return access;
   }
@@ -123,7 +118,11 @@ RawAccess RawAccessOf(void* under, hid_t under_vol_id, hid_t fapl_id, bool writa
   native.get_vfd_handle.fapl_id = hdf5::DefaultFileAccessList();
   native.get_vfd_handle.file_handle = &handle;
   H5VL_optional_args_t args{H5VL_NATIVE_FILE_GET_VFD_HANDLE, &native};
-  if (H5VLfile_optional(under, under_vol_id, &args, hdf5::DefaultTransferList(), nullptr) < 0) {
+  const hid_t dxpl = hdf5::DefaultTransferList();
+  if (CallNativeOr<PRESCIENT_SLOT(file_cls.optional)>(
+          NativeClassOf(under, under_vol_id),
+          [&] { return H5VLfile_optional(under, under_vol_id, &args, dxpl, nullptr); }, under,
+          &args, dxpl, nullptr) < 0) {
     return access;
   }
   keep.CallsSucceeded();
@@ -216,8 +215,9 @@ herr_t FileSpecific(void* obj, H5VL_file_specific_args_t* args, hid_t dxpl_id, v
 }
 
 herr_t FileClose(void* file, hid_t dxpl_id, void** req) {
-  using Forward = Forwarder<"file_cls.close", H5VLfile_close, 1, Result::kClose, ObjectKind::kOther,
-                            ObjectsAt<0>, decltype(H5VL_file_class_t::close)>;
+  using Forward =
+      Forwarder<"file_cls.close", H5VLfile_close, PRESCIENT_SLOT(file_cls.close), 1, Result::kClose,
+                ObjectKind::kOther, ObjectsAt<0>, decltype(H5VL_file_class_t::close)>;
   // HDF5 closes its descriptor when the file's last object closes, which
   // Prescient does not see: the file's objects still open read through the
   // pool from here on.

@@ -10,9 +10,11 @@
 // callback's with an hid_t inserted at the declared position, so a wrong row
 // or an HDF5 API change fails to compile here instead of corrupting memory.
 //
-// The body unwraps the objects, calls the under connector, wraps a returned
-// object and an async request, frees the wrapper after a successful close, and
-// runs inside Barrier() so no exception escapes into HDF5.
+// The body unwraps the objects, calls the under connector (HDF5's native
+// connector through its own callback in the slot, native_connector.h; any other
+// through the H5VL* function), wraps a returned object and an async request,
+// frees the wrapper after a successful close, and runs inside Barrier() so no
+// exception escapes into HDF5.
 #ifndef PRESCIENT_VOL_PASSTHROUGH_FORWARDING_H_
 #define PRESCIENT_VOL_PASSTHROUGH_FORWARDING_H_
 
@@ -23,6 +25,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "vol/native_connector.h"
 #include "vol/objects/object.h"
 #include "vol/runtime/error.h"
 #include "vol/runtime/trace.h"
@@ -86,6 +89,16 @@ bool IsFailure(R result) {
   }
 }
 
+// Whether the native connector's callback in slot `name` may be called in
+// place of the H5VL* function: not for the token slots, whose H5VL* functions
+// compare, print and parse tokens themselves when a connector has no callback
+// or is handed a null token.
+template <std::size_t N>
+constexpr bool CallableDirectly(const char (&name)[N]) {
+  constexpr std::string_view kTokenSlots = "token_cls.";
+  return !std::string_view(name, N - 1).starts_with(kTokenSlots);
+}
+
 template <typename... Args>
 constexpr bool kLastIsRequest = [] {
   if constexpr (sizeof...(Args) == 0) {
@@ -105,13 +118,15 @@ inline void WrapRequest(void** req, hid_t under_vol_id) {
   }
 }
 
-template <SlotName kName, auto kUnderFn, std::size_t kIdPos, Result kResult, ObjectKind kKind,
-          typename Objects, typename Callback>
+// kSlot gives the slot's callback from a connector class (PRESCIENT_SLOT).
+template <SlotName kName, auto kUnderFn, auto kSlot, std::size_t kIdPos, Result kResult,
+          ObjectKind kKind, typename Objects, typename Callback>
 struct Forwarder;
 
-template <SlotName kName, auto kUnderFn, std::size_t kIdPos, Result kResult, ObjectKind kKind,
-          std::size_t... kObjects, typename R, typename... Args>
-struct Forwarder<kName, kUnderFn, kIdPos, kResult, kKind, ObjectsAt<kObjects...>, R (*)(Args...)> {
+template <SlotName kName, auto kUnderFn, auto kSlot, std::size_t kIdPos, Result kResult,
+          ObjectKind kKind, std::size_t... kObjects, typename R, typename... Args>
+struct Forwarder<kName, kUnderFn, kSlot, kIdPos, kResult, kKind, ObjectsAt<kObjects...>,
+                 R (*)(Args...)> {
   using ArgsTuple = std::tuple<Args...>;
   static_assert(kIdPos <= sizeof...(Args), "connector id position out of range");
   static_assert(
@@ -129,9 +144,20 @@ struct Forwarder<kName, kUnderFn, kIdPos, kResult, kKind, ObjectsAt<kObjects...>
       VolObject* first = VolObject::From(std::get<kFirst>(args));
       hid_t under_vol_id = H5I_INVALID_HID;
       (internal::Unwrap<kObjects>(args, under_vol_id), ...);
-      R result = internal::CallWithId<kIdPos>(kUnderFn, under_vol_id, args,
-                                              std::make_index_sequence<kIdPos>{},
-                                              std::make_index_sequence<sizeof...(Args) - kIdPos>{});
+      auto via_api = [&] {
+        return internal::CallWithId<kIdPos>(kUnderFn, under_vol_id, args,
+                                            std::make_index_sequence<kIdPos>{},
+                                            std::make_index_sequence<sizeof...(Args) - kIdPos>{});
+      };
+      R result;
+      if constexpr (internal::CallableDirectly(kName.value)) {
+        const H5VL_class_t* native = NativeClassOf(std::get<kFirst>(args), under_vol_id);
+        result = std::apply(
+            [&](auto... under_args) { return CallNativeOr<kSlot>(native, via_api, under_args...); },
+            args);
+      } else {
+        result = via_api();
+      }
       if (internal::IsFailure(result)) return result;
       if constexpr (internal::kLastIsRequest<Args...>) {
         WrapRequest(std::get<sizeof...(Args) - 1>(args), under_vol_id);

@@ -2,6 +2,7 @@
 // the two callbacks whose arguments carry a second wrapped object:
 // link_cls.create (a hard link's target) and group_cls.specific (H5Fmount's
 // child file).
+#include "vol/native_connector.h"
 #include "vol/objects/object.h"
 #include "vol/objects/object_file.h"
 #include "vol/passthrough/callbacks.h"
@@ -16,8 +17,13 @@ void* ObjectOpen(void* obj, const H5VL_loc_params_t* loc_params, H5I_type_t* ope
   return Barrier("object_cls.open", [&]() -> void* {
     Trace("object_cls.open");
     VolObject* parent = VolObject::From(obj);
-    void* under =
-        H5VLobject_open(parent->under, loc_params, parent->under_vol_id, opened_type, dxpl_id, req);
+    void* under = CallNativeOr<PRESCIENT_SLOT(object_cls.open)>(
+        NativeClassOf(parent->under, parent->under_vol_id),
+        [&] {
+          return H5VLobject_open(parent->under, loc_params, parent->under_vol_id, opened_type,
+                                 dxpl_id, req);
+        },
+        parent->under, loc_params, opened_type, dxpl_id, req);
     if (under == nullptr) return nullptr;
     WrapRequest(req, parent->under_vol_id);
     VolObject* object =

@@ -3,6 +3,7 @@
 // terminal object behind ours.
 #include <memory>
 
+#include "vol/native_connector.h"
 #include "vol/objects/object.h"
 #include "vol/passthrough/callbacks.h"
 #include "vol/runtime/error.h"
@@ -32,6 +33,12 @@ void* GetObject(const void* obj) {
   // The terminal object: HDF5 compares it with existing file ids so that
   // f[name] in h5py finds the already open file instead of registering a new one.
   const VolObject* object = static_cast<const VolObject*>(obj);
+  // H5VLget_object, H5VLwrap_object and H5VLunwrap_object hand the object
+  // itself back for a connector without the callback, as the native one is.
+  if (const H5VL_class_t* native = NativeClassOf(object->under, object->under_vol_id);
+      native != nullptr && native->wrap_cls.get_object == nullptr) {
+    return object->under;
+  }
   return H5VLget_object(object->under, object->under_vol_id);
 }
 
@@ -56,7 +63,11 @@ herr_t GetWrapContext(const void* obj, void** wrap_ctx) {
 void* WrapObject(void* obj, H5I_type_t obj_type, void* wrap_ctx) {
   return Barrier("wrap_cls.wrap_object", [&]() -> void* {
     auto* context = static_cast<WrapContext*>(wrap_ctx);
-    void* under = H5VLwrap_object(obj, obj_type, context->under_vol_id, context->under_wrap_ctx);
+    const H5VL_class_t* native = NativeClassOf(obj, context->under_vol_id);
+    void* under =
+        native != nullptr && native->wrap_cls.wrap_object == nullptr
+            ? obj
+            : H5VLwrap_object(obj, obj_type, context->under_vol_id, context->under_wrap_ctx);
     if (under == nullptr) return nullptr;
     return VolObject::Wrap(under, context->under_vol_id, KindOf(obj_type), context->file);
   });
@@ -65,7 +76,10 @@ void* WrapObject(void* obj, H5I_type_t obj_type, void* wrap_ctx) {
 void* UnwrapObject(void* obj) {
   return Barrier("wrap_cls.unwrap_object", [&]() -> void* {
     VolObject* object = VolObject::From(obj);
-    void* under = H5VLunwrap_object(object->under, object->under_vol_id);
+    const H5VL_class_t* native = NativeClassOf(object->under, object->under_vol_id);
+    void* under = native != nullptr && native->wrap_cls.unwrap_object == nullptr
+                      ? object->under
+                      : H5VLunwrap_object(object->under, object->under_vol_id);
     if (under != nullptr) VolObject::Free(object);
     return under;
   });

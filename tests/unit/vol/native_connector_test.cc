@@ -1,0 +1,71 @@
+// The native connector's class, asked once per library session for calling
+// its callbacks directly (vol/native_connector.h).
+#include "vol/native_connector.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "vol/runtime/error.h"
+
+namespace prescient::vol {
+namespace {
+
+class NativeConnectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/tmp/prescient_native_connector_test_" + std::to_string(::getpid()) + ".h5";
+    file_ = H5Fcreate(path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(file_, 0);
+    ForgetNativeClass();
+  }
+  void TearDown() override {
+    ForgetNativeClass();
+    H5Fclose(file_);
+    ::unlink(path_.c_str());
+  }
+  std::string path_;
+  hid_t file_ = H5I_INVALID_HID;
+};
+
+TEST_F(NativeConnectorTest, IsTheNativeClassInA114Library) {
+  unsigned major = 0, minor = 0, release = 0;
+  ASSERT_GE(H5get_libversion(&major, &minor, &release), 0);
+  const H5VL_class_t* native = NativeClassOf(H5VLobject(file_), H5VL_NATIVE);
+  if (major == 1 && minor == 14) {
+    ASSERT_NE(native, nullptr);
+    EXPECT_EQ(native->value, H5_VOL_NATIVE);
+    EXPECT_NE(native->dataset_cls.get, nullptr);
+    EXPECT_EQ(NativeClassOf(H5VLobject(file_), H5VL_NATIVE), native);  // the answer kept
+  } else {
+    EXPECT_EQ(native, nullptr);  // HDF5 2.x: through the public functions
+  }
+}
+
+TEST_F(NativeConnectorTest, NoClassForAnotherConnectorOrNoObject) {
+  EXPECT_EQ(NativeClassOf(H5VLobject(file_), H5VL_PASSTHRU), nullptr);  // HDF5's own
+  EXPECT_EQ(NativeClassOf(nullptr, H5VL_NATIVE), nullptr);
+}
+
+TEST_F(NativeConnectorTest, AskingKeepsTheCallersErrors) {
+  void* native_file = H5VLobject(file_);  // a public function: it empties the stack
+  PushError("test", "an error the caller is about to report");
+  const ssize_t before = H5Eget_num(H5E_DEFAULT);
+  ASSERT_GT(before, 0);
+  (void)NativeClassOf(native_file, H5VL_NATIVE);  // asks the library: H5get_libversion
+  EXPECT_EQ(H5Eget_num(H5E_DEFAULT), before);
+  H5Eclear2(H5E_DEFAULT);
+}
+
+TEST_F(NativeConnectorTest, ASlotTheClassLacksGoesThroughThePublicFunction) {
+  H5VL_class_t without{};
+  int via_api = 0;
+  const int result = CallNativeOr<PRESCIENT_SLOT(dataset_cls.get)>(
+      &without, [&] { return ++via_api; }, nullptr, nullptr, H5P_DEFAULT, nullptr);
+  EXPECT_EQ(result, 1);
+  EXPECT_EQ(via_api, 1);
+}
+
+}  // namespace
+}  // namespace prescient::vol
