@@ -35,14 +35,16 @@ enum class FileDriver { kPosix, kMpio, kOther };
 namespace internal {
 // A driver's id, registered at its first use and kept until the library
 // closes: asked once per library session (ForgetDriverIds at the connector's
-// initialisation and termination).
+// initialisation and termination). `ask` evaluates the driver's public macro,
+// which 1.14 implements as H5FDperform_init(H5FD_*_init) and 2.x as H5open
+// plus a global: the macro is the one spelling both versions share.
 inline std::atomic<hid_t> posix_driver_id{H5I_INVALID_HID};
 inline std::atomic<hid_t> mpio_driver_id{H5I_INVALID_HID};
-template <hid_t (*Init)()>
-hid_t DriverId(std::atomic<hid_t>& cached) {
+template <typename Ask>
+hid_t DriverId(std::atomic<hid_t>& cached, Ask ask) {
   hid_t id = cached.load(std::memory_order_relaxed);
   if (id < 0) {
-    id = H5FDperform_init(Init);
+    id = ask();
     cached.store(id, std::memory_order_relaxed);
   }
   return id;
@@ -59,11 +61,11 @@ inline void ForgetDriverIds() {
 inline std::optional<FileDriver> DriverOf(hid_t fapl_id) {
   const hid_t driver = H5Pget_driver(fapl_id);
   if (driver < 0) return std::nullopt;
-  if (driver == internal::DriverId<&H5FD_sec2_init>(internal::posix_driver_id)) {
+  if (driver == internal::DriverId(internal::posix_driver_id, [] { return H5FD_SEC2; })) {
     return FileDriver::kPosix;
   }
 #ifdef H5_HAVE_PARALLEL
-  if (driver == internal::DriverId<&H5FD_mpio_init>(internal::mpio_driver_id)) {
+  if (driver == internal::DriverId(internal::mpio_driver_id, [] { return H5FD_MPIO; })) {
     return FileDriver::kMpio;
   }
 #endif

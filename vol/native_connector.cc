@@ -27,10 +27,13 @@ bool CallableDirectly(const H5VL_class_t& native) {
 }  // namespace
 
 const H5VL_class_t* NativeClassOf(const void* under, hid_t under_vol_id) noexcept {
-  if (under == nullptr || under_vol_id != H5VL_NATIVE) return nullptr;
+  if (under == nullptr) return nullptr;
   if (g_asked.load(std::memory_order_acquire)) {
-    return g_native_class.load(std::memory_order_relaxed);
+    // No class (HDF5 2.x) answers before the connector is looked at.
+    const H5VL_class_t* native = g_native_class.load(std::memory_order_relaxed);
+    return native != nullptr && IsNativeConnector(under_vol_id) ? native : nullptr;
   }
+  if (!IsNativeConnector(under_vol_id)) return nullptr;
   const H5VL_class_t* native = nullptr;
   {
     // No answer is no error (the public functions serve), and the caller's
@@ -45,6 +48,15 @@ const H5VL_class_t* NativeClassOf(const void* under, hid_t under_vol_id) noexcep
   g_native_class.store(native, std::memory_order_relaxed);
   g_asked.store(true, std::memory_order_release);
   return native;
+}
+
+bool IsNativeConnector(hid_t vol_id) noexcept {
+  if (vol_id == H5VL_NATIVE) return true;
+  PreservedErrorStack keep;
+  H5VL_class_value_t value = -1;
+  if (H5VLget_value(vol_id, &value) < 0) return false;
+  keep.CallsSucceeded();
+  return value == H5_VOL_NATIVE;
 }
 
 void ForgetNativeClass() noexcept {

@@ -29,6 +29,12 @@ namespace prescient::vol {
 // asking an object of it); the class is asked once per library session.
 const H5VL_class_t* NativeClassOf(const void* under, hid_t under_vol_id) noexcept;
 
+// Whether `vol_id` is HDF5's native connector. The id the library registered
+// it under answers at once; another id of it (HDF5 2.x gives a file access
+// list's connector a new id) is told by its class value, a library entry.
+// Never an error: a connector that cannot be asked is not the native one.
+bool IsNativeConnector(hid_t vol_id) noexcept;
+
 // Forgets the class (the connector's initialisation and termination): a
 // library closed and opened again is asked anew.
 void ForgetNativeClass() noexcept;

@@ -109,7 +109,7 @@ RawAccess RawAccessOf(void* under, hid_t under_vol_id, hid_t fapl_id, bool writa
   // Files open for writing are never served from the cache: nothing to
   // borrow for. The descriptor is not asked of other connectors: the optional
   // operation's arguments are the native connector's.
-  if (writable || *driver != hdf5::FileDriver::kPosix || under_vol_id != H5VL_NATIVE) {
+  if (writable || *driver != hdf5::FileDriver::kPosix || !IsNativeConnector(under_vol_id)) {
     keep.CallsSucceeded();
     return access;
   }

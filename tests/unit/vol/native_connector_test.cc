@@ -48,6 +48,32 @@ TEST_F(NativeConnectorTest, NoClassForAnotherConnectorOrNoObject) {
   EXPECT_EQ(NativeClassOf(nullptr, H5VL_NATIVE), nullptr);
 }
 
+// The connector id a file access list hands out is another id of the native
+// connector in HDF5 2.x: the descriptor borrowed at a file open depends on
+// telling it so (the registered id alone is not enough there).
+TEST_F(NativeConnectorTest, TellsTheNativeConnectorUnderAnyOfItsIds) {
+  EXPECT_TRUE(IsNativeConnector(H5VL_NATIVE));
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  ASSERT_GE(fapl, 0);
+  hid_t from_list = H5I_INVALID_HID;
+  ASSERT_GE(H5Pget_vol_id(fapl, &from_list), 0);
+  EXPECT_TRUE(IsNativeConnector(from_list));
+  EXPECT_EQ(NativeClassOf(H5VLobject(file_), from_list),
+            NativeClassOf(H5VLobject(file_), H5VL_NATIVE));  // the same answer
+  H5VLclose(from_list);
+  H5Pclose(fapl);
+}
+
+TEST_F(NativeConnectorTest, AnotherConnectorOrNoConnectorIsNotNativeAndLeavesNoError) {
+  EXPECT_FALSE(IsNativeConnector(H5VL_PASSTHRU));
+  const hid_t space = H5Screate(H5S_SCALAR);  // not a connector id at all
+  const ssize_t before = H5Eget_num(H5E_DEFAULT);
+  EXPECT_FALSE(IsNativeConnector(space));
+  EXPECT_FALSE(IsNativeConnector(H5I_INVALID_HID));
+  EXPECT_EQ(H5Eget_num(H5E_DEFAULT), before);
+  H5Sclose(space);
+}
+
 TEST_F(NativeConnectorTest, AskingKeepsTheCallersErrors) {
   void* native_file = H5VLobject(file_);  // a public function: it empties the stack
   PushError("test", "an error the caller is about to report");
