@@ -244,6 +244,20 @@ def storage_rows(docs, field="images"):
     return sum(field_counter(docs, field, k) for k in STORAGE_COUNTERS)
 
 
+def node_of(doc):
+    """The emulated node a process's statistics come from ("n0", ...; "?" when it had no segment)."""
+    return str((doc.get("node") or {}).get("segment", "?")).rsplit("-", 1)[-1]
+
+
+def storage_rows_by_node(docs, field="images"):
+    """Rows of `field` read from storage per node, its agent and training processes together."""
+    out = {}
+    for d in docs:
+        node = node_of(d)
+        out[node] = out.get(node, 0) + sum(field_counter([d], field, k) for k in STORAGE_COUNTERS)
+    return out
+
+
 def storage_rows_per_epoch(docs, epochs):
     """Rows of every field read from storage, per epoch (the statistics count fields together there)."""
     out = [0] * epochs
@@ -259,7 +273,7 @@ def storage_report(docs, epochs, field="images"):
     nodes = {}
     agents, _ = split_agents(docs)
     for d in docs:
-        node = str((d.get("node") or {}).get("segment", "?")).rsplit("-", 1)[-1]
+        node = node_of(d)
         kind = "agents" if d in agents else "training"
         into = nodes.setdefault((node, kind), {"processes": 0})
         into["processes"] += 1
