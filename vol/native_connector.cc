@@ -28,11 +28,7 @@ bool CallableDirectly(const H5VL_class_t& native) {
 
 const H5VL_class_t* NativeClassOf(const void* under, hid_t under_vol_id) noexcept {
   if (under == nullptr) return nullptr;
-  if (g_asked.load(std::memory_order_acquire)) {
-    // No class (HDF5 2.x) answers before the connector is looked at.
-    const H5VL_class_t* native = g_native_class.load(std::memory_order_relaxed);
-    return native != nullptr && IsNativeConnector(under_vol_id) ? native : nullptr;
-  }
+  if (g_asked.load(std::memory_order_acquire)) return KnownNativeClass(under_vol_id);
   if (!IsNativeConnector(under_vol_id)) return nullptr;
   const H5VL_class_t* native = nullptr;
   {
@@ -48,6 +44,13 @@ const H5VL_class_t* NativeClassOf(const void* under, hid_t under_vol_id) noexcep
   g_native_class.store(native, std::memory_order_relaxed);
   g_asked.store(true, std::memory_order_release);
   return native;
+}
+
+const H5VL_class_t* KnownNativeClass(hid_t under_vol_id) noexcept {
+  if (!g_asked.load(std::memory_order_acquire)) return nullptr;
+  // No class (HDF5 2.x) answers before the connector is looked at.
+  const H5VL_class_t* native = g_native_class.load(std::memory_order_relaxed);
+  return native != nullptr && IsNativeConnector(under_vol_id) ? native : nullptr;
 }
 
 bool IsNativeConnector(hid_t vol_id) noexcept {

@@ -29,6 +29,12 @@ namespace prescient::vol {
 // asking an object of it); the class is asked once per library session.
 const H5VL_class_t* NativeClassOf(const void* under, hid_t under_vol_id) noexcept;
 
+// The native connector's class when NativeClassOf has found it already and
+// `under_vol_id` is the native connector, else null: for a call that has no
+// object of the connector to ask by, such as a file open. The first such call
+// of a session takes the public path.
+const H5VL_class_t* KnownNativeClass(hid_t under_vol_id) noexcept;
+
 // Whether `vol_id` is HDF5's native connector. The id the library registered
 // it under answers at once; another id of it (HDF5 2.x gives a file access
 // list's connector a new id) is told by its class value, a library entry.

@@ -16,15 +16,18 @@
 namespace prescient::vol {
 namespace {
 
-// The application's FAPL with the under connector set in place of ours, for
-// the under connector's file create/open/delete/is-accessible.
+// The connector underneath named in the application's FAPL, and the FAPL
+// with that connector set in place of ours, for the under connector's file
+// create/open/delete/is-accessible.
 //
-// Set in the application's own list for the call and put back after it: a
-// copy of a FAPL and its close cost ~46,000 instructions, more than all else
-// Prescient does to open a file, and one-sample-per-file loaders open a file
-// per sample. Nobody sees the list in between: the application is inside
-// this HDF5 call (HDF5's lock in a thread-safe build; concurrent calls are
-// not allowed in the others). A list that refuses the change is copied.
+// The list is changed only when asked for (fapl()): a file open that calls
+// the native connector directly needs none. It is set in the application's
+// own list for the call and put back after it: a copy of a FAPL and its close
+// cost ~46,000 instructions, more than all else Prescient does to open a
+// file, and one-sample-per-file loaders open a file per sample. Nobody sees
+// the list in between: the application is inside this HDF5 call (HDF5's lock
+// in a thread-safe build; concurrent calls are not allowed in the others). A
+// list that refuses the change is copied.
 class UnderFapl {
  public:
   explicit UnderFapl(hid_t fapl_id) : app_fapl_(fapl_id) {
@@ -34,31 +37,34 @@ class UnderFapl {
           "cannot read Prescient's connector info from the file access property list");
     }
     info_ = static_cast<ConnectorInfo*>(info);
-    const UnderConnector under = UnderOf(info_);
-    vol_id_ = under.vol_id;
-    {
-      PreservedErrorStack keep;  // a refusal is not an error: the copy below serves
-      if (H5Pget_vol_id(fapl_id, &own_vol_id_) >= 0 &&
-          H5Pset_vol(fapl_id, under.vol_id, under.vol_info) >= 0) {
-        keep.CallsSucceeded();
-        fapl_ = fapl_id;
-        return;
-      }
-    }
-    fapl_ = H5Pcopy(fapl_id);
-    copied_ = fapl_ >= 0;
-    if (fapl_ < 0 || H5Pset_vol(fapl_, under.vol_id, under.vol_info) < 0) {
-      Release();  // no destructor runs for a constructor that throws
-      throw std::runtime_error(
-          "cannot set the under connector on a copy of the file access property list");
-    }
+    under_ = UnderOf(info_);
   }
   ~UnderFapl() { Release(); }
   UnderFapl(const UnderFapl&) = delete;
   UnderFapl& operator=(const UnderFapl&) = delete;
 
-  hid_t fapl() const { return fapl_; }
-  hid_t vol_id() const { return vol_id_; }
+  hid_t vol_id() const { return under_.vol_id; }
+
+  // The list naming the under connector, made at the first call.
+  hid_t fapl() {
+    if (fapl_ >= 0) return fapl_;
+    {
+      PreservedErrorStack keep;  // a refusal is not an error: the copy below serves
+      if (H5Pget_vol_id(app_fapl_, &own_vol_id_) >= 0 &&
+          H5Pset_vol(app_fapl_, under_.vol_id, under_.vol_info) >= 0) {
+        keep.CallsSucceeded();
+        fapl_ = app_fapl_;
+        return fapl_;
+      }
+    }
+    fapl_ = H5Pcopy(app_fapl_);
+    copied_ = fapl_ >= 0;
+    if (fapl_ < 0 || H5Pset_vol(fapl_, under_.vol_id, under_.vol_info) < 0) {
+      throw std::runtime_error(
+          "cannot set the under connector on a copy of the file access property list");
+    }
+    return fapl_;
+  }
 
  private:
   void Release() {
@@ -83,10 +89,10 @@ class UnderFapl {
 
   hid_t app_fapl_;
   ConnectorInfo* info_ = nullptr;
+  UnderConnector under_{};
   hid_t own_vol_id_ = H5I_INVALID_HID;
   hid_t fapl_ = H5I_INVALID_HID;
   bool copied_ = false;
-  hid_t vol_id_ = H5I_INVALID_HID;
 };
 
 // How the file's bytes may be read beside HDF5: whether its addresses are
@@ -175,7 +181,18 @@ void* FileOpen(const char* name, unsigned flags, hid_t fapl_id, hid_t dxpl_id, v
     Trace("file_cls.open");
     Runtime::Get().options();
     UnderFapl under(fapl_id);
-    void* file = H5VLfile_open(name, flags, under.fapl(), dxpl_id, req);
+    void* file = nullptr;
+    if (const H5VL_class_t* native = KnownNativeClass(under.vol_id());
+        native != nullptr && native->file_cls.open != nullptr) {
+      // The application's list as it is: HDF5 1.14's native open reads the
+      // driver's and the file's properties from it and takes the file's
+      // connector from the API context (H5F__set_vol_conn), never from the
+      // list, so the under connector need not be set in it (8,200
+      // instructions a file, RESULTS.md 2026-12-06).
+      file = native->file_cls.open(name, flags, fapl_id, dxpl_id, req);
+    } else {
+      file = H5VLfile_open(name, flags, under.fapl(), dxpl_id, req);
+    }
     if (file == nullptr) return nullptr;
     return WrapFile(file, under.vol_id(), name, Writable(flags), fapl_id, req);
   });

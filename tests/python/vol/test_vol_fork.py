@@ -121,17 +121,21 @@ def test_workers_of_each_epoch_find_the_previous_epochs_rows(prescient, tmp_path
     prescient.run([script, data, method], "connector", tmp_path, stats=str(stats / "s.json"),
                   extra={"PRESCIENT_NODE_ID": node, "PRESCIENT_CACHE_SIZE": "16MiB"},
                   connector_string=connector)
-    loaded = hits = reads = 0  # loaded: rows read from the file (misses and their read-around)
+    loaded = hits = reads = not_awaited = 0  # loaded: rows read from the file (misses, read-around)
     files = read_stats(stats, "s*.json")
     # Every worker of every generation keeps its own statistics file (the training process,
     # which opens nothing, once wrote over the first worker's).
     assert sum(1 for t in files.values() if t["reads"] > 0) == 3 * 2, sorted(files)
     for t in files.values():
         loaded += t["rows_loaded"] + t["rows_read_around"]
+        not_awaited += t["rows_not_awaited"]
         hits += t["rows_hit"]
         reads += t["reads"]
     assert reads == 3 * 256, reads
-    assert loaded == 256, (loaded, hits)  # each row once, in the first epoch
+    # Each row once, in the first epoch; on a loaded machine a worker reads a row the other one
+    # is still loading rather than wait for it (rows_not_awaited, by design: NodeCache's
+    # "Waiting"): 2 of 256 in a run beside a CI build.
+    assert loaded - not_awaited == 256, (loaded, not_awaited, hits)
     # The keeper follows the training process out: nothing of the node's is held afterwards.
     deadline = time.monotonic() + 5
     while True:

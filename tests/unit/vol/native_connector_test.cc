@@ -43,6 +43,17 @@ TEST_F(NativeConnectorTest, IsTheNativeClassInA114Library) {
   }
 }
 
+// A file open has no object to ask by: it takes the direct path only once
+// another call has found the class, and only for the native connector.
+TEST_F(NativeConnectorTest, KnownOnlyOnceAskedAndOnlyForTheNativeConnector) {
+  EXPECT_EQ(KnownNativeClass(H5VL_NATIVE), nullptr);  // not asked yet
+  const H5VL_class_t* native = NativeClassOf(H5VLobject(file_), H5VL_NATIVE);
+  EXPECT_EQ(KnownNativeClass(H5VL_NATIVE), native);  // null in HDF5 2.x
+  EXPECT_EQ(KnownNativeClass(H5VL_PASSTHRU), nullptr);
+  ForgetNativeClass();
+  EXPECT_EQ(KnownNativeClass(H5VL_NATIVE), nullptr);
+}
+
 TEST_F(NativeConnectorTest, NoClassForAnotherConnectorOrNoObject) {
   EXPECT_EQ(NativeClassOf(H5VLobject(file_), H5VL_PASSTHRU), nullptr);  // HDF5's own
   EXPECT_EQ(NativeClassOf(nullptr, H5VL_NATIVE), nullptr);
