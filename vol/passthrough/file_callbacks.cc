@@ -187,7 +187,7 @@ void* FileOpen(const char* name, unsigned flags, hid_t fapl_id, hid_t dxpl_id, v
       // The application's list as it is: HDF5 1.14's native open reads the
       // driver's and the file's properties from it and takes the file's
       // connector from the API context (H5F__set_vol_conn), never from the
-      // list, so the under connector need not be set in it (8,200
+      // list, so the under connector need not be set in it (11,000
       // instructions a file, RESULTS.md 2026-12-06).
       file = native->file_cls.open(name, flags, fapl_id, dxpl_id, req);
     } else {
