@@ -25,7 +25,9 @@ own with no group of their own make no map: their reads are cached without a
 schedule. Where the
 learned indices show a pattern (Pattern: index i stands for samples
 i * per + offset ..., with one offset per file for files concatenated in
-another order than sorted), it predicts the indices not read yet.
+another order than sorted), it predicts the indices not read yet; the files
+(or groups) not read yet beside those read complete the map where that makes
+the pattern (one sample per file, a group per seed).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import collections
 import dataclasses
 import functools
 import os
+import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 LEARN_PREFIX = "learn-"
@@ -430,7 +433,7 @@ class LearnedMap:
         # good only when they were enough evidence (see _still_fits).
         self._built_from = 0
         self._samples: Dict[int, Tuple[int, ...]] = {}
-        self._sibling_cache: Dict[Tuple[str, str], Tuple[str, ...]] = {}
+        self._sibling_cache: Dict[Tuple[str, str], Iterable[str]] = {}
         # A read line's "<file>\t<dataset>\t<rows>" -> (file realpath, dataset, rows):
         # a learn file repeats a handful of them 40,000 times.
         self._heads: Dict[str, Tuple[str, str, int]] = {}
@@ -677,7 +680,10 @@ class LearnedMap:
             self._exceptions = set()
             self._pattern = self._find_pattern() if self._map is not None else None
             if self._map is not None and self._pattern is None:
-                self._try_sibling_files()
+                if self._grouped is None:
+                    self._try_sibling_files()
+                else:
+                    self._try_sibling_groups()
             if self._map is not None and self._pattern is None:
                 self._pattern = self._find_pieces()
             elif self._map is not None:  # one piece over every file
@@ -694,24 +700,77 @@ class LearnedMap:
         (a wrong guess about a file then costs prefetches, never bytes: the
         connector checks each file's size and rows before binding it)."""
         m = self._map
-        rows = {f.rows for f in m.files}
-        if (len(rows) != 1 or len(self._reads) < _MIN_PATTERN_EVIDENCE or m.companions
-                or self._grouped is not None):
+        if len(self._reads) < _MIN_PATTERN_EVIDENCE or m.companions:
             return
-        per_file = rows.pop()
         seen = {f.path for f in m.files}
         paths = set(seen)
         for path in seen:
             paths.update(self._siblings(path))
-        if len(paths) == len(seen):
+        self._try_wider_map(paths)
+
+    def _try_wider_map(self, paths) -> None:
+        """The map over `paths` (the files read so far and those assumed to be
+        like them, each of as many rows and samples as every file read so
+        far), kept when every learned index fits a pattern in it."""
+        m = self._map
+        shapes = {(f.rows, f.rows_per_sample) for f in m.files}
+        if len(shapes) != 1 or len(paths) == len(m.files):
             return
-        files = tuple(MapFile(p, per_file) for p in sorted(paths))
+        rows, per_sample = shapes.pop()
+        files = tuple(MapFile(p, rows, per_sample) for p in sorted(paths))
+        per_file = rows // per_sample
         first = {f.path: i * per_file for i, f in enumerate(files)}
-        wider = LearnedSampleMap(files, m.fields, first, len(files) * per_file)
-        self._map = wider
+        self._map = LearnedSampleMap(files, m.fields, first, len(files) * per_file)
         self._pattern = self._find_pattern()
         if self._pattern is None:
             self._map = m
+
+    def _try_sibling_groups(self) -> None:
+        """_try_sibling_files for a map of groups: a group per sample
+        (PDEBench's seeds, `f[keys[i]]`, keys sorted) leaves the groups read
+        so far a scattering of the file's, so their numbering fits no pattern
+        until every group is read. The other groups beside them in the same
+        parent complete the sorted list, each assumed to hold the fields as
+        the groups read so far do; the wider map is kept only when every
+        learned index fits a pattern in it, which then predicts the first
+        epoch's other indices (a wrong guess costs prefetches, never bytes:
+        the connector checks every dataset's rows before binding it)."""
+        m = self._map
+        if len(self._reads) < _MIN_PATTERN_EVIDENCE or m.companions:
+            return
+        parents = {(f.file_path, f.group.rpartition("/")[0]) for f in m.files}
+        if len(parents) != 1:
+            return
+        path, parent = parents.pop()
+        groups = self._sibling_groups(path, parent)
+        seen = {f.group for f in m.files}
+        if not seen.issubset(groups):
+            return
+        self._try_wider_map({path + _GROUP_MARK + g for g in groups})
+
+    def _sibling_groups(self, path: str, parent: str) -> frozenset:
+        """The groups in `parent` ("" for the root) of the file `path`, by their
+        full names; empty when they cannot be listed. Listed through h5py in
+        this process, and only when the application has imported it: a
+        process that reads its files otherwise (netCDF) gets no second HDF5."""
+        key = (path, _GROUP_MARK + parent)
+        found = self._sibling_cache.get(key)
+        if found is not None:
+            return found
+        found = frozenset()
+        h5py = sys.modules.get("h5py")
+        if h5py is not None:
+            try:
+                with h5py.File(path, "r") as f:
+                    where = f[parent] if parent else f
+                    if isinstance(where, h5py.Group):
+                        prefix = parent + "/" if parent else ""
+                        found = frozenset(prefix + name for name in where
+                                          if where.get(name, getclass=True) is h5py.Group)
+            except Exception:  # noqa: BLE001 - a guess that cannot be made is no guess
+                found = frozenset()
+        self._sibling_cache[key] = found
+        return found
 
     def _siblings(self, path: str) -> Tuple[str, ...]:
         directory, name = os.path.split(path)

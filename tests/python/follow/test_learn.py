@@ -221,6 +221,58 @@ def test_a_group_per_index_is_a_map_of_groups():
     assert learned.sample_map().num_samples == 35 * 16 and len(learned.samples_of(8)) == 8
 
 
+def _seeds_file(path, seeds, parent="", rows=16):
+    """A file of a group per seed (PDEBench's layout): `<parent>/<seed>/data`, and a dataset
+    beside the groups that is no seed."""
+    import h5py
+    import numpy as np
+
+    with h5py.File(path, "w") as f:
+        where = f.create_group(parent) if parent else f
+        for seed in range(seeds):
+            where[f"{seed:04d}/data"] = np.zeros((rows, 4), np.float32)
+        where["notes"] = np.zeros(3)
+    return str(path)
+
+
+def test_the_first_epoch_of_a_group_per_seed_is_predicted_from_the_files_groups(tmp_path):
+    """PDEBench's FNODatasetMult: index i reads keys[i + offset] whole, keys the file's groups
+    sorted (its training split starts a tenth in). The groups read so far are a scattering of
+    the file's, so only the file's other groups beside them, listed, make the numbering a
+    pattern: the seeds not read yet are predicted, and their datasets assumed to have the
+    rows of those read (the connector checks each before binding it)."""
+    import h5py  # noqa: F401 - the application's: the learner lists groups only through it
+
+    path = _seeds_file(tmp_path / "seeds.h5", 200, parent="train")
+    learned = LearnedMap()
+    for i in range(3, 180, 5):  # 36 of the 180 training seeds, in no order
+        record(learned, [i], [f"{path}\t/train/{i + 20:04d}/data\t16\t0+16\n"])
+    assert learned.predicts()
+    m = learned.sample_map()
+    assert m.whole_groups and m.num_samples == 200 and len(m.files) == 200
+    assert m.files[0].group == "train/0000" and m.files[0].rows_per_sample == 16
+    assert learned.samples_of(3) == (23,)
+    assert learned.samples_of(4) == (24,)  # never read: predicted
+    assert learned.samples_of(180) == ()  # past the file's last group
+
+
+def test_groups_in_another_order_than_sorted_are_not_predicted(tmp_path):
+    """Seeds a loader shuffled once (index i reads a random group): no pattern over the
+    file's groups, so nothing not read is predicted, and what was read stays learned."""
+    import random
+
+    import h5py  # noqa: F401
+
+    path = _seeds_file(tmp_path / "seeds.h5", 200)
+    keys = [f"{s:04d}" for s in range(200)]
+    random.Random(5).shuffle(keys)
+    learned = LearnedMap()
+    for i in range(0, 120, 3):
+        record(learned, [i], [f"{path}\t/{keys[i]}/data\t16\t0+16\n"])
+    assert not learned.predicts()
+    assert learned.sample_map().num_samples == 40 and learned.samples_of(1) == ()
+
+
 def test_a_group_each_index_reads_whole_is_one_sample():
     """Indices that read their group's datasets whole (PDEBench's seeds, read whole and
     sliced in Python) make each group one sample of all its rows: index 7 is one sample,
