@@ -679,7 +679,8 @@ class LearnedMap:
             self._unplaced = 0
             self._exceptions = set()
             self._pattern = self._find_pattern() if self._map is not None else None
-            if self._map is not None and self._pattern is None:
+            if (self._map is not None and self._pattern is None and not self._map.companions
+                    and len(self._reads) >= _MIN_PATTERN_EVIDENCE):
                 if self._grouped is None:
                     self._try_sibling_files()
                 else:
@@ -699,10 +700,7 @@ class LearnedMap:
         wider map is kept only when every learned index fits a pattern in it
         (a wrong guess about a file then costs prefetches, never bytes: the
         connector checks each file's size and rows before binding it)."""
-        m = self._map
-        if len(self._reads) < _MIN_PATTERN_EVIDENCE or m.companions:
-            return
-        seen = {f.path for f in m.files}
+        seen = {f.path for f in self._map.files}
         paths = set(seen)
         for path in seen:
             paths.update(self._siblings(path))
@@ -736,8 +734,6 @@ class LearnedMap:
         epoch's other indices (a wrong guess costs prefetches, never bytes:
         the connector checks every dataset's rows before binding it)."""
         m = self._map
-        if len(self._reads) < _MIN_PATTERN_EVIDENCE or m.companions:
-            return
         parents = {(f.file_path, f.group.rpartition("/")[0]) for f in m.files}
         if len(parents) != 1:
             return

@@ -81,7 +81,8 @@ def cold_file(tmp_path):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def cached_rows(prescient, path, tmp_path, extra, expected):
+def check_window(prescient, path, tmp_path, extra, expected):
+    """The rows whole in the page cache after one row's miss are `expected`."""
     # A cache smaller than the 32 MiB dataset, the regime the window is for: in a larger one the
     # rows would be grouped into entries of several rows, or a miss would read its whole slab into
     # the cache while the dataset fits it (cached_dataset.h, ReadAroundPays).
@@ -89,11 +90,7 @@ def cached_rows(prescient, path, tmp_path, extra, expected):
                 "PRESCIENT_NODE_ID": f"read-window-{uuid.uuid4().hex[:8]}"}
     proc = prescient.python(READ_ONE_ROW, [path, str(ROW_READ), json.dumps(expected)],
                             "connector", tmp_path, extra=dict(settings, **extra))
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def check_window(prescient, path, tmp_path, extra, expected):
-    assert cached_rows(prescient, path, tmp_path, extra, expected) == expected
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
 
 
 def test_a_miss_of_a_job_on_one_node_brings_its_128_kib_window(prescient, cold_file, tmp_path):
