@@ -12,12 +12,12 @@ must read back natively as the natively written ones do.
 import glob
 import importlib.util
 import os
-import pickle
 import subprocess
 
 import pytest
 
 from conftest import PLUGIN_NAME, _libhdf5_of
+from voltest_records import first_difference, load
 from voltest_support import totals_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,20 +54,6 @@ def client_runner(request, runner):
     return client, runner
 
 
-def _records(path):
-    with open(path, "rb") as f:
-        return pickle.load(f)
-
-
-def _first_difference(expected, actual):
-    if len(expected) != len(actual):
-        return f"{len(expected)} reads natively, {len(actual)} through the connector"
-    for want, got in zip(expected, actual):
-        if want != got:
-            return f"native {want}\nconnector {got}"
-    return None
-
-
 @pytest.mark.parametrize("client_runner", sorted(MODULES), indirect=True)
 def test_netcdf_client_reads_what_native_reads(client_runner, tmp_path):
     client, runner = client_runner
@@ -77,9 +63,9 @@ def test_netcdf_client_reads_what_native_reads(client_runner, tmp_path):
     stats = tmp_path / "stats.json"
     runner.run([SCRIPT, "read", client, data, tmp_path / "connector.pkl"], "connector", tmp_path,
                stats=stats)
-    native, connector = _records(tmp_path / "native.pkl"), _records(tmp_path / "connector.pkl")
+    native, connector = load(tmp_path / "native.pkl"), load(tmp_path / "connector.pkl")
     assert len(native) > 100, "the client recorded too little"
-    difference = _first_difference(native, connector)
+    difference = first_difference(native, connector)
     assert difference is None, difference
     if not runner.stand_in:
         # Every process's (forked workers write stats.json.<pid>.json beside the parent's).
@@ -98,8 +84,8 @@ def test_files_the_netcdf_library_writes_through_the_connector_read_as_native_on
         runner.run([SCRIPT, "write", tmp_path / f"{mode}-written"], mode, tmp_path)
         runner.run([SCRIPT, "read", client, tmp_path / f"{mode}-written", tmp_path / f"{mode}.pkl"],
                    "native", tmp_path)
-    difference = _first_difference(_records(tmp_path / "native.pkl"),
-                                   _records(tmp_path / "connector.pkl"))
+    difference = first_difference(load(tmp_path / "native.pkl"),
+                                   load(tmp_path / "connector.pkl"))
     assert difference is None, difference
     # The files themselves dump alike (ncdump would need libnetcdf's tools; h5dump reads all).
     dumps = []

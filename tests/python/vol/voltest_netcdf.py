@@ -15,12 +15,12 @@ with their dtype and shape; the test compares the native and connector runs. `fo
 as a DataLoader's forked workers do, through handles the parent opened.
 """
 
-import hashlib
 import os
-import pickle
 import sys
 
 import numpy as np
+
+from voltest_records import Recorder, in_forked_workers
 
 STEPS, LAT, LON = 24, 19, 36
 FILES = 2
@@ -66,23 +66,6 @@ def write(directory):
             land.createDimension("time", STEPS)
             land.createVariable("swvl1", "f4", ("time", "latitude", "longitude"),
                                 chunksizes=(1, LAT, LON))[:] = rng.random(shape, dtype=np.float32)
-
-
-class Recorder:
-    def __init__(self):
-        self.records = []
-
-    def add(self, name, value):
-        value = np.asarray(value)
-        mask = np.ma.getmaskarray(value) if np.ma.isMaskedArray(value) else None
-        data = np.ma.getdata(value)
-        if data.dtype.kind == "O":
-            digest = hashlib.sha256(repr(data.tolist()).encode()).hexdigest()
-        else:
-            digest = hashlib.sha256(np.ascontiguousarray(data).tobytes()).hexdigest()
-        if mask is not None:
-            digest += hashlib.sha256(np.packbits(mask).tobytes()).hexdigest()[:16]
-        self.records.append((name, str(data.dtype), data.shape, digest))
 
 
 def samples(rng, epochs=2, per_epoch=20):
@@ -167,32 +150,14 @@ def read_forked(directory, rec):
                                  cache=False) for i in range(FILES)]
     rec.add("parent t2m[0]", files[0]["t2m"].isel(time=0).values)
     order = [pair for epoch in samples(np.random.default_rng(6)) for pair in epoch]
-    workers = 2
-    children = []
-    for w in range(workers):
-        out = os.path.join(directory, f"worker-{w}.pkl")
-        pid = os.fork()
-        if pid == 0:
-            status = 1
-            try:
-                mine = Recorder()
-                for f, t in order[w::workers]:
-                    step = files[f].isel(time=t)
-                    for name in ("t2m", "u10", "v10", "sp", "z"):
-                        mine.add(f"worker {name}[{t}]", step[name].values)
-                with open(out, "wb") as handle:
-                    pickle.dump(mine.records, handle)
-                status = 0
-            finally:
-                os._exit(status)
-        children.append((pid, out))
-    for pid, out in children:
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
-            raise RuntimeError(f"worker {pid} failed ({status})")
-        with open(out, "rb") as handle:
-            rec.records.extend(pickle.load(handle))
-        os.unlink(out)
+
+    def read_step(mine, pair):
+        f, t = pair
+        step = files[f].isel(time=t)
+        for name in ("t2m", "u10", "v10", "sp", "z"):
+            mine.add(f"worker {name}[{t}]", step[name].values)
+
+    in_forked_workers(rec, directory, order, read_step)
     rec.add("parent after the workers", files[1]["z"].isel(time=slice(0, 3)).values)
     for ds in files:
         ds.close()
@@ -208,8 +173,7 @@ def main(argv):
         return 0
     rec = Recorder()
     READERS[argv[2]](argv[3], rec)
-    with open(argv[4], "wb") as f:
-        pickle.dump(rec.records, f)
+    rec.save(argv[4])
     return 0
 
 

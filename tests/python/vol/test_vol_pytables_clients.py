@@ -1,0 +1,85 @@
+"""PyTables and pandas' HDFStore through the connector, byte for byte against native
+(voltest_pytables.py).
+
+PyTables calls the HDF5 C API itself, with filters of its own (Blosc, Blosc2, LZO, bzip2) that
+the connector cannot decode, compound tables with query indexes, big-endian and variable-length
+data; pandas' HDFStore reads through it. Each client reads the same files natively and with the
+connector: every value, dtype and shape must be the same, and the connector must have served
+reads from its cache, not merely forwarded them all. Files PyTables writes through the
+connector must read back natively as the natively written ones do.
+"""
+
+import importlib.util
+import os
+
+import pytest
+
+from conftest import PLUGIN_NAME, _libhdf5_of
+from voltest_records import first_difference, load
+from voltest_support import totals_of
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "voltest_pytables.py")
+MODULES = {"pytables": ["tables"], "pandas": ["pandas", "tables"], "forked": ["tables"]}
+
+
+def _pytables_hdf5():
+    """The libhdf5 PyTables' extension loads (resolved), or None; found beside the package
+    without importing it into the test process."""
+    spec = importlib.util.find_spec("tables")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for directory in spec.submodule_search_locations:
+        for name in sorted(os.listdir(directory)):
+            if name.startswith("hdf5extension") and name.endswith(".so"):
+                return _libhdf5_of(os.path.join(directory, name))
+    return None
+
+
+@pytest.fixture
+def client_runner(request, runner):
+    """The runner, when the client's modules are installed and load the plugin's libhdf5."""
+    client = request.param
+    for module in MODULES[client]:
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (the default environment has it: env/packages.txt)")
+    if not runner.stand_in:
+        plugin_lib = _libhdf5_of(os.path.join(runner.plugin_dir, PLUGIN_NAME))
+        tables_lib = _pytables_hdf5()
+        if tables_lib != plugin_lib:
+            pytest.skip(f"PyTables loads {tables_lib}, the plugin {plugin_lib}: one HDF5 per process")
+    return client, runner
+
+
+@pytest.mark.parametrize("client_runner", sorted(MODULES), indirect=True)
+def test_pytables_client_reads_what_native_reads(client_runner, tmp_path):
+    client, runner = client_runner
+    data = tmp_path / "data"
+    runner.run([SCRIPT, "write", data], "native", tmp_path)
+    runner.run([SCRIPT, "read", client, data, tmp_path / "native.pkl"], "native", tmp_path)
+    stats = tmp_path / "stats.json"
+    runner.run([SCRIPT, "read", client, data, tmp_path / "connector.pkl"], "connector", tmp_path,
+               stats=stats)
+    native, connector = load(tmp_path / "native.pkl"), load(tmp_path / "connector.pkl")
+    assert len(native) > 20, "the client recorded too little"
+    difference = first_difference(native, connector)
+    assert difference is None, difference
+    if not runner.stand_in:
+        # Every process's (forked workers write stats.json.<pid>.json beside the parent's).
+        counters = totals_of(tmp_path)
+        assert counters["reads_served"] > 0 and counters["rows_hit"] > 0, counters
+        assert counters["reads"] == counters["reads_served"] + counters["reads_forwarded"], counters
+
+
+@pytest.mark.parametrize("client_runner", ["pytables"], indirect=True)
+def test_files_pytables_writes_through_the_connector_read_as_native_ones(client_runner, tmp_path):
+    client, runner = client_runner
+    for mode in ("native", "connector"):
+        runner.run([SCRIPT, "write", tmp_path / f"{mode}-written"], mode, tmp_path)
+        for reader in ("pytables", "pandas"):
+            runner.run([SCRIPT, "read", reader, tmp_path / f"{mode}-written",
+                        tmp_path / f"{mode}-{reader}.pkl"], "native", tmp_path)
+    for reader in ("pytables", "pandas"):
+        difference = first_difference(load(tmp_path / f"native-{reader}.pkl"),
+                                      load(tmp_path / f"connector-{reader}.pkl"))
+        assert difference is None, f"{reader}: {difference}"
