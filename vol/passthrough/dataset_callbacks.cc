@@ -128,7 +128,11 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
     // what its pass-through costs, and its reads are only counted.
     const bool inspect = runtime.enabled() && (options.cache_enabled || options.follow);
     for (size_t i = 0; i < records.size(); ++i) {
-      records[i].inspected = inspect && !VolObject::From(dset[i])->too_small_to_cache;
+      const bool too_small = VolObject::From(dset[i])->too_small_to_cache;
+      records[i].inspected = inspect && !too_small;
+      if (!records[i].inspected) {
+        records[i].forward_reason = inspect ? ForwardReason::kTooSmall : ForwardReason::kCacheOff;
+      }
     }
     if (inspect) {
       if (options.follow) ReadRecorder::BeginAtFirstRead(options.follow_record_pid.value_or(0));
@@ -149,6 +153,10 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
         record.narrow_row_part = request.narrow_row_part;
         record.transfer_forwarded = request.transfer != TransferVerdict::kServable;
         record.bytes = request.bytes;
+        record.forward_reason = request.not_simple;
+        if (request.simple && (count != 1 || req != nullptr)) {
+          record.forward_reason = ForwardReason::kMulti;
+        }
         if (request.written) {
           runtime.Fallback(Counter::kFallbackWritten,
                            "a dataset written or resized through this process (" +

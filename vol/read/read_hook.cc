@@ -41,24 +41,34 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   // row_part_evidence.h), else forwarded: a miss would read more than twice
   // what it asks for.
   request.narrow_row_part = row_part != 0 && 2 * row_part < request.selection.row_elements;
+  const bool cacheable_dataset = state != nullptr && state->fixed_size() &&
+                                 dataset.file != nullptr && !dataset.file->writable &&
+                                 dataset.file->identity.valid;
+  const bool rows_selected = (request.selection.whole_rows || row_part != 0) &&
+                             !request.selection.scalar &&
+                             request.selection.kind != SelectionKind::kNone &&
+                             // Point selections (boolean masks) keep their own order and
+                             // repeats; rare in loaders, they are always forwarded.
+                             request.selection.kind != SelectionKind::kPoints;
   const bool servable_shape =
-      transfer == TransferVerdict::kServable && state != nullptr && state->fixed_size() &&
-      dataset.file != nullptr && !dataset.file->writable && dataset.file->identity.valid &&
-      (request.selection.whole_rows || row_part != 0) && !request.selection.scalar &&
-      request.selection.kind != SelectionKind::kNone &&
-      // Point selections (boolean masks) keep their own order and
-      // repeats; rare in loaders, they are always forwarded.
-      request.selection.kind != SelectionKind::kPoints;
+      transfer == TransferVerdict::kServable && cacheable_dataset && rows_selected;
   // When the memory type is the stored type, its size is known: h5py's reads
   // then ask the library one question about the type (dataset_state.h).
   const bool stored_type = servable_shape && state->IsStoredType(mem_type);
   const size_t mem_type_size = stored_type ? state->type_size() : H5Tget_size(mem_type);
   request.bytes = request.selection.elements * mem_type_size;
   request.file_space = file_space;
-  const bool servable =
+  const bool contiguous_memory =
       stored_type && MemoryIsContiguous(mem_space, file_space, request.selection.elements);
-  request.simple = servable && !state->changed();
-  request.written = servable && state->changed();
+  request.simple = contiguous_memory && !state->changed();
+  request.written = contiguous_memory && state->changed();
+  request.not_simple = transfer != TransferVerdict::kServable ? ForwardReason::kTransfer
+                       : !cacheable_dataset                   ? ForwardReason::kDataset
+                       : !rows_selected                       ? ForwardReason::kSelection
+                       : !stored_type                         ? ForwardReason::kType
+                       : !contiguous_memory                   ? ForwardReason::kMemory
+                       : request.written                      ? ForwardReason::kWritten
+                                                              : ForwardReason::kNone;
   return request;
 }
 
@@ -102,6 +112,8 @@ ReadRequest InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_spac
       request = std::move(*decoded);
       request.decoded = true;
       if (request.narrow_row_part) NoteNarrowRowPart();
+    } else if (request.transfer != TransferVerdict::kServable) {
+      request.not_simple = ForwardReason::kTransfer;  // an H5S_PLIST selection is not decoded
     }
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kDebug, std::string("read not decoded: ") + e.what());

@@ -19,6 +19,7 @@
 
 #include "vol/hdf5_compat.h"
 #include "vol/objects/object.h"
+#include "vol/read/forward_reason.h"
 #include "vol/read/selection.h"
 #include "vol/read/transfer_properties.h"
 
@@ -28,6 +29,9 @@ struct ReadRequest {
   bool decoded = false;  // false: the file selection could not be interpreted
   DecodedSelection selection;
   bool simple = false;
+  // Why the read is not simple (kNone when it is): the first of the
+  // conditions above it fails, in the order they are listed.
+  ForwardReason not_simple = ForwardReason::kUndecoded;
   // Would be simple, but the dataset was written or resized through this
   // process (a fallback the caller reports).
   bool written = false;

@@ -107,6 +107,9 @@ std::string JsonString(const std::string& text) {
   return out + "\"";
 }
 static_assert(kTopLevel == static_cast<std::size_t>(Counter::kSelectionNone));
+constexpr std::size_t kSelectionKinds =
+    static_cast<std::size_t>(Counter::kForwardedFirst) - kTopLevel;
+static_assert(kSelectionKinds == static_cast<std::size_t>(SelectionKind::kPoints) + 1);
 
 }  // namespace
 
@@ -141,6 +144,13 @@ void Stats::Commit(const ReadRecord& read) {
   // lock for its statistics.
   if (read.epoch) current_epoch_ = *read.epoch;
   add(Counter::kReads, 1);
+  if (!read.served) {
+    // Every forwarded read has its reason; one without (never expected) is
+    // counted as a failed serve rather than left out of the sum.
+    const ForwardReason reason =
+        read.forward_reason == ForwardReason::kNone ? ForwardReason::kFailed : read.forward_reason;
+    add(ForwardedCounter(reason), 1);
+  }
   if (!read.inspected) {
     add(Counter::kReadsForwarded, 1);
     return;
@@ -272,9 +282,15 @@ std::string Stats::Render(const ProcessInfo& process, bool markers) const {
       out << indent << '"' << kTopLevelNames[i] << "\": " << field(i) << ",\n";
     }
     out << indent << "\"selections\": {";
-    for (std::size_t k = 0; k + kTopLevel < static_cast<std::size_t>(Counter::kCount); ++k) {
+    for (std::size_t k = 0; k < kSelectionKinds; ++k) {
       out << (k ? ", " : "") << '"' << SelectionKindName(static_cast<SelectionKind>(k))
           << "\": " << field(kTopLevel + k);
+    }
+    out << "},\n" << indent << "\"forwarded\": {";
+    constexpr auto kFirst = static_cast<std::size_t>(Counter::kForwardedFirst);
+    for (std::size_t k = kFirst; k < static_cast<std::size_t>(Counter::kCount); ++k) {
+      out << (k > kFirst ? ", " : "") << '"'
+          << ForwardReasonName(static_cast<ForwardReason>(k - kFirst + 1)) << "\": " << field(k);
     }
     out << "}";
   };

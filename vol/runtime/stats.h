@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cache/base/mutex.h"
+#include "vol/read/forward_reason.h"
 #include "vol/read/selection.h"
 #include "vol/runtime/live_stats_file.h"
 
@@ -85,8 +86,17 @@ enum class Counter : std::size_t {
   kSelectionRegular,
   kSelectionIrregular,
   kSelectionPoints,
-  kCount,
+  // One counter per ForwardReason after kNone, in its order: why each read of
+  // reads_forwarded was.
+  kForwardedFirst,
+  kCount = kForwardedFirst + static_cast<std::size_t>(ForwardReason::kCount) - 1,
 };
+
+// The counter of reads forwarded for `reason` (not kNone).
+constexpr Counter ForwardedCounter(ForwardReason reason) {
+  return static_cast<Counter>(static_cast<std::size_t>(Counter::kForwardedFirst) +
+                              static_cast<std::size_t>(reason) - 1);
+}
 
 // Row counters kept per field of the schedule's sample map (images, labels,
 // ...), so a benchmark can hold each field's storage rows against the
@@ -141,6 +151,8 @@ struct ReadRecord {
   bool narrow_row_part = false;
   bool transfer_forwarded = false;
   std::uint64_t bytes = 0;
+  // Why the read was forwarded, when it was (served false).
+  ForwardReason forward_reason = ForwardReason::kNone;
   // Outcome.
   bool served = false;  // false: forwarded to the connector underneath
   // Served in part: the cached rows from the cache, the parts of these many

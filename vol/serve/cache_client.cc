@@ -25,6 +25,13 @@
 namespace prescient::vol {
 namespace {
 
+// Records why a read goes to HDF5 after all, and says so: false, TryServe's
+// answer then.
+bool Forwarded(ReadRecord* record, ForwardReason reason) {
+  record->forward_reason = reason;
+  return false;
+}
+
 // A read larger than this share of the cache is forwarded: caching it would
 // only push out rows that are needed again.
 constexpr std::uint64_t kMaxShareOfCache = 4;
@@ -690,11 +697,12 @@ cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const Cac
 bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request, void* buf,
                            ReadRecord* record) noexcept {
   try {
-    if (!request.simple || request.selection.rows.rows() == 0) return false;
+    if (!request.simple) return false;  // its record says why
+    if (request.selection.rows.rows() == 0) return Forwarded(record, ForwardReason::kSelection);
     // Phase 1: the dataset and the cache (one lock).
     const Registered found = Lookup(dataset);
     const std::shared_ptr<CachedDataset>& cached = found.dataset;
-    if (cached == nullptr) return false;
+    if (cached == nullptr) return Forwarded(record, ForwardReason::kDataset);
     cache::NodeCache* cache = found.cache;
     // Read in narrow parts: the prefetch leader (another process, perhaps)
     // loads whole rows of the dataset ahead only where they would stay until
@@ -703,17 +711,19 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       cache->AddDatasetHint(cached->slot(), cache::DatasetHint::kReadInParts);
     }
     if (request.selection.rows.rows() * cached->row_bytes() > found.capacity / kMaxShareOfCache)
-      return false;
+      return Forwarded(record, ForwardReason::kLarge);
     // A part of each row (read_hook.cc) is cut from whole rows; its elements
     // must be the stored type's. Not for rows small enough to share an entry.
     const bool row_parts = !request.selection.whole_rows;
     std::uint64_t element_bytes = 0;
     if (row_parts) {
       const std::uint64_t row_elements = request.selection.row_elements;
-      if (cached->grouped() || row_elements == 0 || cached->row_bytes() % row_elements != 0)
-        return false;
+      if (cached->grouped()) return Forwarded(record, ForwardReason::kSmallRowPart);
+      if (row_elements == 0 || cached->row_bytes() % row_elements != 0)
+        return Forwarded(record, ForwardReason::kSelection);
       element_bytes = cached->row_bytes() / row_elements;
-      if (element_bytes * request.selection.elements != request.bytes) return false;
+      if (element_bytes * request.selection.elements != request.bytes)
+        return Forwarded(record, ForwardReason::kSelection);
     }
     if (cached->FileChanged(&dataset)) {
       // Its rows must never be served again: dropped from the node's cache
@@ -724,7 +734,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
                                   " changed on disk while open (size, modification or status "
                                   "time): its reads are forwarded to HDF5, never served from the "
                                   "cache");
-      return false;
+      return Forwarded(record, ForwardReason::kFileChanged);
     }
 
     // Phase 2: rows in transfer order, and the cache entries holding them.
@@ -750,7 +760,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     if (request.narrow_row_part &&
         !cached->NarrowPartsPay(rows, request.bytes / rows.size(), cache->Stats())) {
       const Residency residency = SplitByResidency(*cache, cached->slot(), rows, scratch_space);
-      if (residency == Residency::kTooLittle) return false;
+      if (residency == Residency::kTooLittle) return Forwarded(record, ForwardReason::kNarrow);
       in_part = residency == Residency::kPart;
     }
     const std::vector<std::uint64_t>& wanted = cached->grouped() ? entries
@@ -776,7 +786,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     if (in_part &&
         !ReadPartsThroughHdf5(*cached, dataset, request, rows, scratch_space.through_hdf5,
                               static_cast<std::byte*>(buf))) {
-      return false;
+      return Forwarded(record, ForwardReason::kFailed);
     }
     std::vector<std::byte>& scratch = scratch_space.entry_bytes;
     std::byte* target = static_cast<std::byte*>(buf);
@@ -807,7 +817,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       Runtime::Get().Fallback(Counter::kFallbackServeFailed,
                               "a read served from the node cache failed (" + status.message() +
                                   "); it was forwarded to HDF5, as are other reads that fail");
-      return false;
+      return Forwarded(record, ForwardReason::kFailed);
     }
     // Phase 5: row parts are cut from their rows, and small rows copied out
     // of their entries, in transfer order.
@@ -864,7 +874,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     Runtime::Get().Log(LogLevel::kDebug, std::string("cache serve failed: ") + e.what());
   } catch (...) {
   }
-  return false;
+  return Forwarded(record, ForwardReason::kFailed);
 }
 
 }  // namespace prescient::vol

@@ -45,8 +45,9 @@ class CacheClient {
   static CacheClient& Get();
 
   // True when the read was served into `buf` (complete; do not forward).
-  // False: nothing was written that matters; forward the read. What the read
-  // cost goes into `record` (committed by the caller). Never throws.
+  // False: nothing was written that matters; forward the read (its reason is
+  // then record->forward_reason). What the read cost goes into `record`
+  // (committed by the caller). Never throws.
   bool TryServe(const VolObject& dataset, const ReadRequest& request, void* buf,
                 ReadRecord* record) noexcept;
 

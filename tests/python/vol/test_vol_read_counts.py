@@ -48,12 +48,26 @@ EXPECTED = {
     "c['b',10:12]": ("regular", 2, False),
     "xc[[3,17,42]]": ("irregular", 3, True),
     "s[()]": ("all", None, None),
+    "v[5]": ("regular", 1, False),
 }
 # Bytes delivered by the reads of row parts above (float32 elements of x's (3, 8, 8) rows).
 ROW_PART_BYTES = {"x[5,:,2:6]": 3 * 4 * 8 * 4, "x[5,[0,2]]": 2 * 8 * 8 * 4,
                   "x[[3,17,42],1:]": 3 * 2 * 8 * 8 * 4, "x[5,:,:,::2]": 3 * 8 * 4 * 4,
                   "x[5,1]": 8 * 8 * 4, "x[:,1]": 100 * 8 * 8 * 4,
                   "x[2:50:5,::2,1:7:3]": 10 * 2 * 2 * 8 * 4}
+
+# Why the reads above that are not served are forwarded (statistics "forwarded"); the others
+# are served. The test's rows are small enough to share a cache entry, from which parts of rows
+# are not cut.
+FORWARDED_FOR = {
+    "y[mask]": "selection",
+    "s[()]": "selection",
+    "x.astype(f8)[5]": "type",
+    "c['b',10:12]": "type",
+    "read_direct s_[10:18] -> s_[8:16]": "memory",
+    "v[5]": "dataset",  # variable-length strings: no fixed-size rows to cache
+    **{expression: "small_row_part" for expression in ROW_PART_BYTES},
+}
 
 COUNT_SCRIPT = textwrap.dedent("""
     import json, os, sys, h5py
@@ -82,8 +96,9 @@ COUNT_SCRIPT = textwrap.dedent("""
 def delta(before, after):
     out = {k: after[k] - before[k] for k in ("reads", "reads_simple", "rows", "bytes",
                                              "files_opened", "datasets_opened")}
-    out["selections"] = {k: after["selections"][k] - before["selections"][k]
-                         for k in after["selections"]}
+    for group in ("selections", "forwarded"):
+        out[group] = {k: after[group][k] - before[group][k] for k in after[group]}
+    out["reads_served"] = after["reads_served"] - before["reads_served"]
     return out
 
 
@@ -119,6 +134,10 @@ def test_read_is_counted(counted, expression):
         assert d["rows"] == rows, d
     if simple is not None:
         assert d["reads_simple"] == (1 if simple else 0), d
+    # Served, or forwarded for one reason, the one the read's shape gives.
+    reason = FORWARDED_FOR.get(expression)
+    assert d["forwarded"] == {k: int(k == reason) for k in d["forwarded"]}, d
+    assert d["reads_served"] == (0 if reason else 1), d
     if expression in ROW_PART_BYTES:
         assert d["bytes"] == ROW_PART_BYTES[expression], d
     elif simple and expression.startswith("x") and not expression.startswith("xc"):

@@ -15,7 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from voltest_support import schedule_tool, totals_of
+from voltest_support import forwarded_for, schedule_tool, totals_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "voltest_serving.py")
@@ -72,6 +72,7 @@ def test_row_parts_are_cut_from_cached_rows_exactly(runner, tmp_path):
     # whole rows), and `pairs`, whose small rows share entries.
     assert totals["reads_row_parts_narrow_served"] == 2 * 2 * 24 * 2, totals
     assert totals["reads_served"] == 2 * 2 * (24 * 8 + 2), totals
+    assert forwarded_for(totals) == {"memory": 2 * 2, "small_row_part": 2 * 4}, totals
     assert totals["rows_hit"] > 0, totals
 
 
@@ -92,6 +93,7 @@ def test_overlapping_patches_are_served_once_whole_rows_pay(runner, tmp_path):
     served = totals["reads_row_parts_narrow_served"]
     assert 2 * (125 + 125 - 27) <= served <= patches, totals
     assert totals["reads_served"] == served, totals
+    assert forwarded_for(totals) == {"narrow": patches - served, "small_row_part": channels}, totals
     # Each plane loaded from storage once (the chunked volume's 4-plane chunks whole).
     assert totals["rows_loaded"] + totals["rows_read_around"] <= 2 * 24, totals
 
@@ -137,6 +139,9 @@ def test_patches_of_partly_cached_planes_read_only_the_rest_through_hdf5(runner,
     assert totals["reads_row_parts_narrow"] == passes * datasets * 9, totals
     assert totals["reads_row_parts_narrow_served"] == passes * datasets * 7, totals
     assert totals["reads_row_parts_narrow_split"] == passes * datasets * 6, totals
+    # Of the two forwarded, the patch of 11 planes (396 KiB) asks for more rows than a quarter
+    # of the 1.5 MiB of blocks a read may take; the other finds none of its planes cached.
+    assert forwarded_for(totals) == {"large": passes * datasets, "narrow": passes * datasets}, totals
     assert totals["rows_narrow_through_hdf5"] == passes * datasets * 16, totals
     # Nothing loaded for a patch: the planes read whole (13 per dataset) are the only loads.
     assert totals["rows_loaded"] + totals["rows_read_around"] == datasets * 13, totals
@@ -217,6 +222,7 @@ def test_file_changed_under_an_open_handle(runner, tmp_path, mode):
         return
     totals = totals_of(stats_dir)
     assert totals["fallback_file_changed"] == 3, totals
+    assert forwarded_for(totals) == {"file_changed": 3}, totals
     assert totals["reads_served"] == 3, totals
 
 

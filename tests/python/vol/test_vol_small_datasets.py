@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from voltest_support import totals_of
+from voltest_support import forwarded_for, totals_of
 
 SAMPLES = 64
 
@@ -73,6 +73,7 @@ def test_small_contiguous_datasets_are_forwarded_without_a_schedule(prescient, t
     # served (the first pass loads them, the second hits).
     assert t["reads"] == 2 * SAMPLES * 6, t
     assert t["reads_forwarded"] == 2 * SAMPLES * 3, t
+    assert forwarded_for(t) == {"too_small": 2 * SAMPLES * 3}, t
     assert t["reads_served"] == 2 * SAMPLES * 3, t
     assert t["reads_scalar"] == 0, t  # the labels were not looked at
     assert t["rows_hit"] > 0, t
@@ -83,6 +84,7 @@ def test_every_dataset_is_cached_with_the_setting_at_zero(prescient, tmp_path):
     assert t["datasets_too_small"] == 0, t
     # Only the scalar labels are forwarded (no rows to cache).
     assert t["reads_forwarded"] == 2 * SAMPLES, t
+    assert forwarded_for(t) == {"selection": 2 * SAMPLES}, t
     assert t["reads_served"] == 2 * SAMPLES * 5, t
 
 

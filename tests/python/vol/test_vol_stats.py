@@ -132,6 +132,7 @@ def test_with_the_cache_off_reads_are_forwarded_uninspected_and_counted(prescien
     assert off.stdout == native.stdout
     (s,) = read_stats(tmp_path).values()
     assert (s["reads"], s["reads_forwarded"], s["reads_served"]) == (8, 8, 0), s
+    assert s["forwarded"] == {k: 8 if k == "cache_off" else 0 for k in s["forwarded"]}, s
     assert s["reads_simple"] == s["reads_undecoded"] == s["rows"] == s["bytes"] == 0, s
 
 

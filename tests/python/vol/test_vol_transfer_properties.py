@@ -58,8 +58,11 @@ def counters_during(connector, case):
     names = list(connector)
     before = connector[names[names.index(case) - 1]]["stats"] if names.index(case) else None
     after = connector[case]["stats"]
-    return {k: after[k] - (before[k] if before else 0)
-            for k in ("reads", "reads_served", "reads_forwarded", "reads_forwarded_transfer")}
+    counts = {k: after[k] - (before[k] if before else 0)
+              for k in ("reads", "reads_served", "reads_forwarded", "reads_forwarded_transfer")}
+    counts["forwarded for the transfer list"] = (after["forwarded"]["transfer"]
+                                                 - (before["forwarded"]["transfer"] if before else 0))
+    return counts
 
 
 @pytest.mark.parametrize("case", FORWARDED)
@@ -67,6 +70,7 @@ def test_forwarded_for_its_transfer_list(prescient, outcomes, case):
     _, connector = outcomes
     counts = counters_during(connector, case)
     assert counts["reads_forwarded_transfer"] == 2, counts
+    assert counts["forwarded for the transfer list"] == 2, counts
     # The default read may be served (x) or fail (fl's damaged chunk); the two property
     # reads never are.
     assert counts["reads_served"] <= 1, counts

@@ -19,14 +19,27 @@ def read_stats(directory, pattern="stats*.json"):
     return out
 
 
+COUNTER_GROUPS = ("selections", "forwarded")  # nested counters, summed too ("node" is not)
+
+
 def totals_of(directory):
-    """Counters summed over every statistics file in directory."""
+    """Counters summed over every statistics file in directory, with the counter groups'
+    (totals["forwarded"]["type"], ...)."""
     totals = {}
     for stats in read_stats(directory).values():
         for key, value in stats.items():
             if isinstance(value, int) and not isinstance(value, bool):
                 totals[key] = totals.get(key, 0) + value
+            elif key in COUNTER_GROUPS:
+                group = totals.setdefault(key, {})
+                for name, count in value.items():
+                    group[name] = group.get(name, 0) + count
     return totals
+
+
+def forwarded_for(totals):
+    """The reasons of totals' forwarded reads that occurred, {reason: reads}."""
+    return {reason: reads for reason, reads in totals["forwarded"].items() if reads}
 
 
 def schedule_tool():

@@ -148,6 +148,44 @@ TEST(Stats, AReadNotInspectedCountsAsAForwardedReadOnly) {
   EXPECT_EQ(stats.Get(Counter::kBytes), 0u);
 }
 
+TEST(Stats, EveryForwardedReadCountsItsReasonOnce) {
+  Stats stats;
+  ReadRecord served;
+  served.decoded = true;
+  served.served = true;
+  served.forward_reason = ForwardReason::kType;  // left from a check passed: not counted
+  stats.Commit(served);
+  ReadRecord converted;
+  converted.decoded = true;
+  converted.forward_reason = ForwardReason::kType;
+  stats.Commit(converted);
+  ReadRecord too_small;
+  too_small.inspected = false;
+  too_small.forward_reason = ForwardReason::kTooSmall;
+  stats.Commit(too_small);
+  ReadRecord unexplained;  // never expected: counted, as a failed serve
+  unexplained.decoded = true;
+  stats.Commit(unexplained);
+
+  EXPECT_EQ(stats.Get(Counter::kReadsForwarded), 3u);
+  EXPECT_EQ(stats.Get(ForwardedCounter(ForwardReason::kType)), 1u);
+  EXPECT_EQ(stats.Get(ForwardedCounter(ForwardReason::kTooSmall)), 1u);
+  EXPECT_EQ(stats.Get(ForwardedCounter(ForwardReason::kFailed)), 1u);
+  std::uint64_t reasons = 0;
+  for (auto c = static_cast<std::size_t>(Counter::kForwardedFirst);
+       c < static_cast<std::size_t>(Counter::kCount); ++c) {
+    reasons += stats.Get(static_cast<Counter>(c));
+  }
+  EXPECT_EQ(reasons, stats.Get(Counter::kReadsForwarded));
+  const Stats::ProcessInfo info{.pid = 1, .parent_pid = 0, .forked_child = false, .enabled = true};
+  const std::string json = stats.ToJson(info);
+  EXPECT_NE(json.find("\"forwarded\": {\"cache_off\": 0, \"too_small\": 1, \"undecoded\": 0"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"type\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"failed\": 1}"), std::string::npos) << json;
+}
+
 TEST(Stats, OneCommitPerReadCountsEveryOutcome) {
   Stats stats;
   ReadRecord served;
