@@ -4,7 +4,7 @@
 
 STATS is the directory holding a run's statistics files (PRESCIENT_STATS; the
 main process's file and its workers' <name>.<pid>.json), or a glob of them.
-Prints a summary table (processes, reads, hit rate, rows loaded, prefetched and
+Prints a summary table (processes, reads, why reads were forwarded, hit rate, rows loaded, prefetched and
 waited for, storage requests and bytes, mean request size, stall time, schedule
 matches) and, when the files carry per-epoch blocks, one row per epoch. With
 --schedule and a cache size it runs `prescient-schedule simulate` on the same
@@ -43,6 +43,7 @@ def summary_rows(merged):
         ("dataset reads", _fmt_int(t.get("reads", 0))),
         ("reads served from the node cache", _fmt_int(t.get("reads_served", 0))),
         ("reads forwarded to HDF5", _fmt_int(t.get("reads_forwarded", 0))),
+        ("  why (statistics \"forwarded\")", forward_reasons(t)),
         ("rows found in the cache (hits)", _fmt_int(t.get("rows_hit", 0))),
         ("rows loaded on a miss", _fmt_int(t.get("rows_loaded", 0))),
         ("rows waited for (in flight)", _fmt_int(t.get("rows_waited", 0))),
@@ -55,6 +56,14 @@ def summary_rows(merged):
         ("schedule matches / mismatches",
          f"{_fmt_int(t.get('schedule_matches', 0))} / {_fmt_int(t.get('schedule_mismatches', 0))}"),
     ]
+
+
+def forward_reasons(totals):
+    """Why the forwarded reads were, most frequent first ("type 240, selection 18"); "-" when
+    none was (or the files predate the breakdown)."""
+    reasons = sorted(((n, r) for r, n in totals.get("forwarded", {}).items() if n),
+                     key=lambda item: (-item[0], item[1]))
+    return ", ".join(f"{reason} {count:,}" for count, reason in reasons) or "-"
 
 
 def epoch_table(epochs):

@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import segment_geometry  # noqa: E402
+import report  # noqa: E402
 import stats_merge  # noqa: E402
 
 # tests/run points PRESCIENT_BUILD_DIR at its build; by hand, examples/bench/run's build.
@@ -57,6 +58,18 @@ def test_merge_sums_counters_and_epochs_but_not_identities(tmp_path):
     assert [(e["epoch"], e["reads"], e.get("rows_hit", 0)) for e in merged["epochs"]] == [(0, 5, 3), (1, 7, 7)]
     assert stats_merge.hit_rate(t) == pytest.approx(10 / 12)
     assert stats_merge.hit_rate({}) is None
+
+
+def test_the_summary_says_why_reads_were_forwarded_most_frequent_first(tmp_path):
+    a = doc(10, reads=9, reads_forwarded=5, forwarded={"type": 2, "selection": 1, "dataset": 0})
+    b = doc(11, reads=4, reads_forwarded=3, forwarded={"type": 1, "too_small": 2, "dataset": 0})
+    for i, d in enumerate((a, b)):
+        (tmp_path / f"s.{i}.json").write_text(json.dumps(d))
+    merged = stats_merge.merge_files(stats_merge.expand(str(tmp_path)))
+    rows = dict(report.summary_rows(merged))
+    assert rows["reads forwarded to HDF5"] == "8"
+    assert rows['  why (statistics "forwarded")'] == "type 3, too_small 2, selection 1"
+    assert report.forward_reasons({"reads_forwarded": 0}) == "-"
 
 
 def test_node_blocks_are_the_latest_snapshot_per_segment_never_a_sum(tmp_path):

@@ -182,7 +182,10 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
                                   file_space_id, dxpl_id, buf, req);
         },
         count, under.data(), mem_type_id, mem_space_id, file_space_id, dxpl_id, buf, req);
-    for (const ReadRecord& record : records) runtime.stats().Commit(record);
+    for (const ReadRecord& record : records) {
+      runtime.stats().Commit(record);
+      if (!record.served) NoteForwarded(record.forward_reason);
+    }
     if (status < 0) return status;
     WrapRequest(req, under_vol_id);
     return status;

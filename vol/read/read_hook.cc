@@ -98,7 +98,56 @@ void NoteNarrowRowPart() {
                      "reads_row_parts_narrow_split)");
 }
 
+// What NoteForwarded says of a reason; null where another message says it.
+const char* ForwardedExplanation(ForwardReason reason) {
+  switch (reason) {
+    case ForwardReason::kTooSmall:
+      return "reads of contiguous datasets smaller than PRESCIENT_MIN_DATASET_BYTES are forwarded "
+             "to HDF5 unlooked-at: HDF5 reads so few bytes as fast as a cache serves them";
+    case ForwardReason::kUndecoded:
+      return "reads whose file selection could not be interpreted are forwarded to HDF5";
+    case ForwardReason::kDataset:
+      return "reads of datasets that cannot be cached (variable-length data, a file opened for "
+             "writing or not through the POSIX driver, no raw rows, no node cache) are forwarded "
+             "to HDF5";
+    case ForwardReason::kSelection:
+      return "reads of neither whole rows nor the same part of each row (boolean masks, point "
+             "lists, scalars, empty selections) are forwarded to HDF5";
+    case ForwardReason::kType:
+      return "reads into a memory type other than the stored one (astype, a field of a compound, "
+             "big-endian data read in native order) are forwarded to HDF5, which converts them";
+    case ForwardReason::kMemory:
+      return "reads into a memory selection that is not one run in selection order (read_direct "
+             "into part of an array) are forwarded to HDF5";
+    case ForwardReason::kLarge:
+      return "reads of more rows than a quarter of the node cache holds are forwarded to HDF5: "
+             "keeping them would push out rows read again";
+    case ForwardReason::kSmallRowPart:
+      return "reads of a part of rows small enough to share a cache entry are forwarded to HDF5";
+    case ForwardReason::kMulti:
+      return "H5Dread_multi reads of several datasets, and asynchronous reads, are forwarded to "
+             "HDF5";
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
+
+void NoteForwarded(ForwardReason reason) noexcept {
+  static_assert(static_cast<unsigned>(ForwardReason::kCount) <= 32, "one bit per reason");
+  static std::atomic<std::uint32_t> noted{0};
+  const std::uint32_t bit = 1u << static_cast<unsigned>(reason);
+  if ((noted.load(std::memory_order_relaxed) & bit) != 0) return;
+  if ((noted.fetch_or(bit) & bit) != 0) return;
+  const char* explanation = ForwardedExplanation(reason);
+  if (explanation == nullptr) return;
+  try {
+    Runtime::Get().Log(LogLevel::kInfo, std::string(explanation) + " (statistics: forwarded." +
+                                            ForwardReasonName(reason) + ")");
+  } catch (...) {
+  }
+}
 
 ReadRequest InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space, hid_t file_space,
                         hid_t dxpl) noexcept {

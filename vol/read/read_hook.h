@@ -46,6 +46,11 @@ struct ReadRequest {
   hid_t file_space = H5I_INVALID_HID;
 };
 
+// Says once per process, at info level (PRESCIENT_LOG=info), why reads of a
+// kind are forwarded, for the reasons no other message explains already (the
+// fallbacks warn, the transfer list and narrow parts have notes of their own).
+void NoteForwarded(ForwardReason reason) noexcept;
+
 // Never throws; a read that could not be decoded is simply forwarded.
 ReadRequest InspectRead(const VolObject& dataset, hid_t mem_type, hid_t mem_space, hid_t file_space,
                         hid_t dxpl) noexcept;
