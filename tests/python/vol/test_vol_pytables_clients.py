@@ -9,6 +9,7 @@ reads from its cache, not merely forwarded them all. Files PyTables writes throu
 connector must read back natively as the natively written ones do.
 """
 
+import functools
 import importlib.util
 import os
 
@@ -23,16 +24,21 @@ SCRIPT = os.path.join(HERE, "voltest_pytables.py")
 MODULES = {"pytables": ["tables"], "pandas": ["pandas", "tables"], "forked": ["tables"]}
 
 
-def _pytables_hdf5():
-    """The libhdf5 PyTables' extension loads (resolved), or None; found beside the package
-    without importing it into the test process."""
-    spec = importlib.util.find_spec("tables")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for directory in spec.submodule_search_locations:
-        for name in sorted(os.listdir(directory)):
-            if name.startswith("hdf5extension") and name.endswith(".so"):
-                return _libhdf5_of(os.path.join(directory, name))
+@functools.lru_cache(maxsize=None)
+def _pytables_package(runner):
+    """The directory of the PyTables package the readers import (a subprocess with the readers'
+    path: in this process another module named `tables`, examples/bench/tables.py, may come
+    first on the path), or None when it is not installed."""
+    proc = runner.python("import os, tables; print(os.path.dirname(tables.__file__))", [],
+                         "native", HERE, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _pytables_hdf5(package):
+    """The libhdf5 PyTables' extension in `package` loads (resolved), or None."""
+    for name in sorted(os.listdir(package)):
+        if name.startswith("hdf5extension") and name.endswith(".so"):
+            return _libhdf5_of(os.path.join(package, name))
     return None
 
 
@@ -40,12 +46,14 @@ def _pytables_hdf5():
 def client_runner(request, runner):
     """The runner, when the client's modules are installed and load the plugin's libhdf5."""
     client = request.param
-    for module in MODULES[client]:
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed (the default environment has it: env/packages.txt)")
+    package = _pytables_package(runner)
+    if package is None:
+        pytest.skip("PyTables is not installed (the default environment has it: env/packages.txt)")
+    if "pandas" in MODULES[client] and importlib.util.find_spec("pandas") is None:
+        pytest.skip("pandas is not installed (the default environment has it: env/packages.txt)")
     if not runner.stand_in:
         plugin_lib = _libhdf5_of(os.path.join(runner.plugin_dir, PLUGIN_NAME))
-        tables_lib = _pytables_hdf5()
+        tables_lib = _pytables_hdf5(package)
         if tables_lib != plugin_lib:
             pytest.skip(f"PyTables loads {tables_lib}, the plugin {plugin_lib}: one HDF5 per process")
     return client, runner
