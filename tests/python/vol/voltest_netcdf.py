@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from voltest_records import Recorder, in_forked_workers
+from voltest_records import in_forked_workers, script_main
 
 STEPS, LAT, LON = 24, 19, 36
 FILES = 2
@@ -167,15 +167,5 @@ READERS = {"netcdf4": read_netcdf4, "h5netcdf": read_h5netcdf, "xarray": read_xa
            "forked": read_forked}
 
 
-def main(argv):
-    if argv[1] == "write":
-        write(argv[2])
-        return 0
-    rec = Recorder()
-    READERS[argv[2]](argv[3], rec)
-    rec.save(argv[4])
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(script_main(sys.argv, write, READERS))

@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from voltest_records import Recorder, in_forked_workers
+from voltest_records import in_forked_workers, script_main
 
 SAMPLES, SIDE = 240, 24
 FILTERS = ("zlib", "shuffle", "fletcher32", "blosc", "blosc2", "blosc2:zstd", "lzo", "bzip2",
@@ -158,15 +158,5 @@ def read_forked(directory, rec):
 READERS = {"pytables": read_pytables, "pandas": read_pandas, "forked": read_forked}
 
 
-def main(argv):
-    if argv[1] == "write":
-        write(argv[2])
-        return 0
-    rec = Recorder()
-    READERS[argv[2]](argv[3], rec)
-    rec.save(argv[4])
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(script_main(sys.argv, write, READERS))

@@ -1,7 +1,8 @@
 """What a client read, recorded for a differential test: per read, its name, the dtype, the
 shape and a digest of the values (with the mask of a masked array). The scripts that read
 (voltest_netcdf.py, voltest_pytables.py) run in subprocesses, natively and with the connector,
-and pickle their records; the tests load both and report the first difference."""
+and pickle their records (script_main); the tests load both and report the first difference
+(voltest_support.check_client_reads)."""
 
 import hashlib
 import os
@@ -71,3 +72,15 @@ def in_forked_workers(rec, directory, items, read, workers=2):
             raise RuntimeError(f"worker {pid} failed ({status})")
         rec.records.extend(load(out))
         os.unlink(out)
+
+
+def script_main(argv, write, readers):
+    """A client script's command line: `write DIR`, or `read CLIENT DIR OUT.pkl` with
+    readers[CLIENT](DIR, recorder)."""
+    if argv[1] == "write":
+        write(argv[2])
+        return 0
+    rec = Recorder()
+    readers[argv[2]](argv[3], rec)
+    rec.save(argv[4])
+    return 0

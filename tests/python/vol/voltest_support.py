@@ -42,6 +42,32 @@ def forwarded_for(totals):
     return {reason: reads for reason, reads in totals["forwarded"].items() if reads}
 
 
+def check_client_reads(runner, script, client, tmp_path, least_records):
+    """A client script (voltest_records.script_main) writes its files natively, then reads them
+    as `client` natively and with the connector: every record must be the same, and the
+    connector must have served reads from its cache, not merely forwarded them all, each
+    forwarded read with its reason. Returns the connector's counters summed over its processes
+    (forked workers write stats.json.<pid>.json beside the parent's), None with the stand-in."""
+    from voltest_records import first_difference, load
+
+    data = tmp_path / "data"
+    runner.run([script, "write", data], "native", tmp_path)
+    runner.run([script, "read", client, data, tmp_path / "native.pkl"], "native", tmp_path)
+    runner.run([script, "read", client, data, tmp_path / "connector.pkl"], "connector", tmp_path,
+               stats=tmp_path / "stats.json")
+    native, connector = load(tmp_path / "native.pkl"), load(tmp_path / "connector.pkl")
+    assert len(native) >= least_records, f"the client recorded too little: {len(native)} reads"
+    difference = first_difference(native, connector)
+    assert difference is None, difference
+    if runner.stand_in:
+        return None
+    counters = totals_of(tmp_path)
+    assert counters["reads_served"] > 0 and counters["rows_hit"] > 0, counters
+    assert counters["reads"] == counters["reads_served"] + counters["reads_forwarded"], counters
+    assert sum(counters["forwarded"].values()) == counters["reads_forwarded"], counters
+    return counters
+
+
 def schedule_tool():
     """Path of prescient-schedule in PRESCIENT_BUILD_DIR (default build/dev); a missing tool fails
     the test when PRESCIENT_REQUIRE_PLUGIN=1 (tests/run), else skips it."""
