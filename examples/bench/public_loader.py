@@ -933,6 +933,11 @@ def stats_totals(out_dir, stem):
                 for key, value in json.load(f).items():
                     if isinstance(value, int) and not isinstance(value, bool) and "pid" not in key:
                         totals[key] = totals.get(key, 0) + value
+                    elif key == "forwarded":  # why reads were forwarded, reason by reason
+                        for reason, count in value.items():
+                            if count:
+                                name = f"forwarded.{reason}"
+                                totals[name] = totals.get(name, 0) + count
     return totals
 
 
@@ -1032,6 +1037,7 @@ def compare(args):
                     "reads_admit_small",
                     "rows_not_kept_busy",
                     "schedule_matches", "storage_bytes")
+            keys += tuple(sorted(k for k in r["stats"] if k.startswith("forwarded.")))
             print(f"{r['variant']} r{r['round']}: " + ", ".join(f"{k} {r['stats'].get(k, 0)}" for k in keys))
         for line in r["stderr"]:
             print(f"{r['variant']} r{r['round']} stderr: {line}")
