@@ -4,25 +4,14 @@
 #include <array>
 #include <cstring>
 #include <mutex>
-#include <set>
 #include <string>
-#include <tuple>
 
-#include "cache/base/mutex.h"
 #include "vol/objects/file_state.h"
+#include "vol/objects/written_datasets.h"
 #include "vol/runtime/error.h"
 
 namespace prescient::vol {
 namespace {
-
-// Datasets changed through this process, by (device, inode, token).
-using ChangedKey =
-    std::tuple<std::uint64_t, std::uint64_t, std::array<std::uint8_t, H5O_MAX_TOKEN_SIZE>>;
-cache::Mutex g_changed_mutex;
-std::set<ChangedKey>& ChangedSet() {
-  static auto* set = new std::set<ChangedKey>;
-  return *set;
-}
 
 // 64-bit FNV-1a, twice with different offsets: a stable 128-bit fingerprint
 // (not cryptographic; collisions between real datasets are not a concern).
@@ -112,6 +101,7 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const DatasetQueries& datas
     const FileIdentity& f = file->identity;
     id.file_device = f.device;
     id.file_inode = f.inode;
+    if (f.valid) id.file_ctime_ns = f.ctime_ns;
     for (std::uint64_t v : {f.device, f.inode, f.size, static_cast<std::uint64_t>(f.mtime_ns),
                             static_cast<std::uint64_t>(f.ctime_ns)}) {
       fp.AddValue(v);
@@ -212,19 +202,13 @@ hid_t DatasetState::NewStoredTypeId() const {
 
 void DatasetState::MarkChanged() noexcept {
   changed_.store(true, std::memory_order_relaxed);
-  try {
-    cache::MutexLock lock(&g_changed_mutex);
-    ChangedSet().emplace(identity_.file_device, identity_.file_inode, identity_.token);
-  } catch (...) {
-    // Out of memory: this handle still knows; other handles may not.
-  }
+  WrittenDatasets::Note(identity_);
 }
 
 bool DatasetState::changed() const {
   if (changed_.load(std::memory_order_relaxed)) return true;
-  cache::MutexLock lock(&g_changed_mutex);
-  if (ChangedSet().count({identity_.file_device, identity_.file_inode, identity_.token}) == 0)
-    return false;
+  if (!WrittenDatasets::Contains(identity_)) return false;
+  // This handle shares the open the dataset was changed through: for good.
   changed_.store(true, std::memory_order_relaxed);
   return true;
 }

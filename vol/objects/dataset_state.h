@@ -30,6 +30,8 @@ struct DatasetIdentity {
   std::array<std::uint64_t, 2> hash{};  // over everything below
   std::array<std::uint8_t, H5O_MAX_TOKEN_SIZE> token{};
   std::uint64_t file_device = 0, file_inode = 0;
+  // The file's status-change time when the handle was opened (0: unknown).
+  std::int64_t file_ctime_ns = 0;
   // The path the dataset was opened by ("/images"); not part of the hash (a
   // dataset reached by two links is one dataset). Binds schedule fields.
   std::string name;

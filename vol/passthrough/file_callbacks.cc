@@ -7,6 +7,7 @@
 #include "vol/native_connector.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
+#include "vol/objects/written_datasets.h"
 #include "vol/passthrough/callbacks.h"
 #include "vol/passthrough/connector_info.h"
 #include "vol/passthrough/forwarding.h"
@@ -137,6 +138,31 @@ RawAccess RawAccessOf(void* under, hid_t under_vol_id, hid_t fapl_id, bool writa
   return access;
 }
 
+// Whether HDF5 opened the file anew for this read-only open: its intent is
+// read-only, so no handle of the process has it open for writing (HDF5 keeps
+// one open per file, which a read-only open of a file open for writing
+// shares, intent and unflushed writes included). False when it cannot tell.
+bool OpenedAnewReadOnly(void* under, hid_t under_vol_id) noexcept {
+  try {
+    PreservedErrorStack keep;
+    unsigned intent = hdf5::kFileReadWrite;
+    H5VL_file_get_args_t args{};
+    args.op_type = H5VL_FILE_GET_INTENT;
+    args.args.get_intent.flags = &intent;
+    const hid_t dxpl = hdf5::DefaultTransferList();
+    if (CallNativeOr<PRESCIENT_SLOT(file_cls.get)>(
+            NativeClassOf(under, under_vol_id),
+            [&] { return H5VLfile_get(under, under_vol_id, &args, dxpl, nullptr); }, under, &args,
+            dxpl, nullptr) < 0) {
+      return false;
+    }
+    keep.CallsSucceeded();
+    return (intent & hdf5::kFileReadWrite) == 0;
+  } catch (...) {
+    return false;
+  }
+}
+
 void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, hid_t fapl_id,
                void** req) {
   WrapRequest(req, under_vol_id);
@@ -145,6 +171,12 @@ void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable,
     Runtime::Get().stats().Add(Counter::kFilesOpened);
     const RawAccess raw = RawAccessOf(under, under_vol_id, fapl_id, writable);
     state = FileState::Make(name, writable, raw.readable, raw.descriptor);
+    if (!writable) {
+      // Datasets this process wrote are served again once the file's writes
+      // are behind it (written_datasets.h).
+      WrittenDatasets::FileOpenedReadOnly(state->identity,
+                                          [&] { return OpenedAnewReadOnly(under, under_vol_id); });
+    }
     OpenFiles::Remember(state);
   } catch (...) {
     CloseUnder(under, under_vol_id, ObjectKind::kFile);

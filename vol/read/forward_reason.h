@@ -19,8 +19,8 @@ enum class ForwardReason : std::uint8_t {
   kTooSmall,      // a dataset below PRESCIENT_MIN_DATASET_BYTES, not inspected
   kUndecoded,     // the file selection could not be interpreted
   kTransfer,      // the transfer property list (transfer_properties.h)
-  kDataset,       // not cacheable: variable-length data, a file opened for writing or not a
-                  // regular file, a layout without raw rows, no node cache to use
+  kDataset,       // not cacheable: variable-length data, a virtual dataset or external
+                  // storage, a file opened for writing or not a regular file, no node cache
   kSelection,     // neither whole rows nor the same part of each row: points (a boolean mask),
                   // a scalar, an empty selection
   kType,          // the memory type is not the stored type: HDF5 converts

@@ -107,9 +107,9 @@ const char* ForwardedExplanation(ForwardReason reason) {
     case ForwardReason::kUndecoded:
       return "reads whose file selection could not be interpreted are forwarded to HDF5";
     case ForwardReason::kDataset:
-      return "reads of datasets that cannot be cached (variable-length data, a file opened for "
-             "writing or not through the POSIX driver, no raw rows, no node cache) are forwarded "
-             "to HDF5";
+      return "reads of datasets that cannot be cached (variable-length data, a virtual dataset "
+             "or external storage, a file opened for writing or not a regular file, no node "
+             "cache) are forwarded to HDF5";
     case ForwardReason::kSelection:
       return "reads of neither whole rows nor the same part of each row (boolean masks, point "
              "lists, scalars, empty selections) are forwarded to HDF5";

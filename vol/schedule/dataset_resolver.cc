@@ -213,6 +213,9 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
     std::shared_ptr<DatasetState> state = DatasetState::Identify(queries, file.get());
     if (state == nullptr) return io::Status::Unsupported("cannot identify " + dataset);
     std::shared_ptr<CachedDataset> prepared = CachedDataset::Prepare(queries, file, *state);
+    if (prepared == nullptr) {
+      return io::Status::Unsupported(dataset + " in " + path + " keeps its bytes in other files");
+    }
     if (!prepared->raw_layout()) {
       return io::Status::Unsupported(dataset + " in " + path + " cannot be read raw (" +
                                      prepared->raw_reason() + ")");

@@ -60,6 +60,7 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& data
                                                       const std::shared_ptr<FileState>& file,
                                                       const DatasetState& state) {
   StoredRows stored = ReadStoredRows(dataset, file.get(), state);
+  if (stored.bytes_elsewhere) return nullptr;
   Facts facts{.key = cache::DatasetKey{state.identity().hash[0], state.identity().hash[1]},
               .description = state.identity().description,
               .name = state.identity().name,

@@ -52,7 +52,9 @@ class CachedDataset {
  public:
   // Works out how to load the dataset's rows (raw layout) and records its
   // identity. Runs on the caller's thread inside a VOL callback: all the HDF5
-  // work happens here. Throws std::runtime_error when it cannot.
+  // work happens here. Throws std::runtime_error when it cannot. Null for a
+  // dataset whose bytes live in other files or whose storage cannot be told
+  // (StoredRows::bytes_elsewhere): never cached, its reads forwarded.
   static std::shared_ptr<CachedDataset> Prepare(const VolObject& dataset,
                                                 const DatasetState& state);
   // The same from any source of answers (dataset_queries.h): the prefetch

@@ -162,13 +162,19 @@ StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
       }
     }
     ScopedId dcpl(dataset.CreationPlist(), &H5Pclose);
+    if (dcpl.get() < 0) {
+      return {0, io::Status::Unsupported("cannot read the creation property list"), true};
+    }
+    if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL || H5Pget_external_count(dcpl.get()) != 0) {
+      return {0, io::Status::Unsupported("virtual or external storage"), true};
+    }
     const std::uint64_t chunk_rows = ChunkRows(dcpl.get());
     if (*not_raw != '\0') return {chunk_rows, io::Status::Unsupported(not_raw)};
     return {chunk_rows, FromCreationPlist(dataset, dcpl.get(), *file, state)};
   } catch (const std::exception& e) {
-    return {0, io::Status::Internal(std::string("raw layout: ") + e.what())};
+    return {0, io::Status::Internal(std::string("raw layout: ") + e.what()), true};
   } catch (...) {
-    return {0, io::Status::Internal("raw layout: unknown exception")};
+    return {0, io::Status::Internal("raw layout: unknown exception"), true};
   }
 }
 

@@ -30,6 +30,11 @@ struct StoredRows {
   // virtual or external storage, unallocated contiguous data, filters other
   // than deflate and shuffle.
   cache::io::Result<cache::io::RawLayout> layout;
+  // The bytes live in other files (a virtual dataset's sources, external
+  // storage), or where they live could not be told. The file's identity, which every dataset key
+  // includes, says nothing of those files: a source moved, rewritten or removed would leave cached
+  // rows looking current. Such a dataset is never cached.
+  bool bytes_elsewhere = false;
 };
 
 // Never throws; leaves the HDF5 error stack as it was.

@@ -226,6 +226,43 @@ def test_file_changed_under_an_open_handle(runner, tmp_path, mode):
     assert totals["reads_served"] == 3, totals
 
 
+def test_a_file_written_here_is_served_once_its_writes_are_behind_it(runner, tmp_path):
+    """A process that writes its data and then reads it (a notebook, with forked workers too):
+    reads through a handle that shares the writable open are forwarded, exact with the bytes
+    HDF5 has not flushed yet; once every handle closed, a read-only open made anew is served,
+    with the new bytes, in the process and in a child forked after the writes. Every read's
+    bytes equal native's, also right after an in-place rewrite made at once."""
+    results, stats_dir = run_both(runner, tmp_path, ["written-here"], "written-here")
+    assert results["connector"] == results["native"], results
+    assert results["native"][3] != results["native"][0]  # the writes really changed row 3
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    # The four reads through the shared handle, and nothing else but perhaps the three after
+    # the quick rewrite (forwarded when the file's status-change time did not move).
+    assert 4 <= totals["forwarded"]["written"] <= 7, totals
+    assert totals["fallback_written"] >= 1, totals
+    # Served: the first three, the five after the writes, the child's four.
+    assert totals["reads_served"] >= 3 + 5 + 4, totals
+    assert totals["rows_hit"] > 0, totals
+
+
+def test_datasets_whose_bytes_live_in_other_files_are_never_cached(runner, tmp_path):
+    """A virtual dataset and one in external storage, read, their source files changed (one
+    replaced, the raw file rewritten in place) and read again, in the same process and in a new
+    one: the file that names them is unchanged, so no key of the cache would see the change.
+    Every read's bytes equal native's; none is served."""
+    results, stats_dir = run_both(runner, tmp_path, ["elsewhere"], "elsewhere",
+                                  writer="write-elsewhere")
+    assert results["connector"] == results["native"], results
+    assert results["native"][0] != results["native"][12]  # the sources really changed
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    assert totals["reads_served"] == 0, totals
+    assert forwarded_for(totals) == {"dataset": 24}, totals
+
+
 def test_misses_borrow_hdf5s_descriptor_until_the_file_handle_closes(runner, tmp_path):
     results, stats_dir = run_both(runner, tmp_path, ["file-closed"], "file-closed")
     assert results["connector"] == results["native"], results

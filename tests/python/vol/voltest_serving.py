@@ -12,6 +12,9 @@
     python3 voltest_serving.py partly-cached FILE OUT.json
     python3 voltest_serving.py rewrite FILE OUT.json MODE      (MODE: same-size | truncate)
     python3 voltest_serving.py file-closed FILE OUT.json
+    python3 voltest_serving.py written-here FILE OUT.json
+    python3 voltest_serving.py write-elsewhere FILE
+    python3 voltest_serving.py elsewhere FILE OUT.json
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
 fancy lists) and by slices, twice over (the second pass from the cache). `samples` reads
@@ -23,13 +26,19 @@ per epoch: the order a schedule was imported from), sample i being rows i of bot
 h5py handle open, reads rows, changes the file under it (MODE), waits for the connector's
 change check, and reads again. `file-closed` reads rows through a dataset before and after
 its file's handle is closed (HDF5 keeps the file open for the dataset), and rows of a copy of
-the file through an open handle. OUT holds a digest of every read, or the error it raised.
+the file through an open handle. `written-here` writes the file itself and reads it in turns:
+anew, through a read-only handle that shares a writable one's open, anew after the writes, after
+an in-place rewrite made at once, and in a forked child. `elsewhere` reads a virtual dataset
+and one in external storage, changes their source files (one replaced, one rewritten in place),
+and reads them again, in the same process and in a new one. OUT holds a digest of every read, or the
+error it raised.
 """
 
 import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -268,6 +277,103 @@ def file_closed(path, out):
     json.dump(results, open(out, "w"))
 
 
+def written_here(path, out):
+    rng = np.random.default_rng(9)
+    results = []
+
+    def rows(f, which):
+        return [attempt(lambda i=i: f["images"][i]) for i in which]
+
+    with h5py.File(path, "w") as f:
+        time.sleep(0.02)  # the data written a tick of the kernel's clock after the creation
+        f.create_dataset("images", data=rng.random((SAMPLES, *SAMPLE_SHAPE), dtype=np.float32))
+    with h5py.File(path, "r") as f:  # opened anew after the writes: served
+        results += rows(f, (3, 700, 3))
+    with h5py.File(path, "r+") as w:
+        time.sleep(0.02)
+        w["images"][0:10] = 7.0
+        # A read-only handle now shares the writable open (and its unflushed bytes): forwarded.
+        with h5py.File(path, "r") as r:
+            results += rows(r, (3, 12))
+            w["images"][12] = -1.0
+            results += rows(r, (12, 3))
+    with h5py.File(path, "r") as f:  # anew: the new bytes, served
+        results += rows(f, (3, 12, 700, 3, 12))
+    with h5py.File(path, "r+") as w:  # rewritten in place at once, perhaps within one tick
+        w["images"][3] = 5.0
+    with h5py.File(path, "r") as f:
+        results += rows(f, (3, 700, 3))
+    child_out = f"{out}.child"
+    pid = os.fork()  # as a DataLoader worker: forked after the writes, opening the file itself
+    if pid == 0:
+        status = 1
+        try:
+            with h5py.File(path, "r") as f:
+                json.dump(rows(f, (3, 12, 40, 40)), open(child_out, "w"))
+            status = 0
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    results += json.load(open(child_out)) if status == 0 else [f"child failed: {status}"]
+    json.dump(results, open(out, "w"))
+
+
+ELSEWHERE_ROWS = 64
+
+
+def write_elsewhere(path, seed=21):
+    """FILE holds `virtual` (rows from two source files) and `external` (its bytes in
+    FILE.raw); the sources and the raw file get values from `seed`."""
+    rng = np.random.default_rng(seed)
+    half = ELSEWHERE_ROWS // 2
+    layout = h5py.VirtualLayout((ELSEWHERE_ROWS, *SAMPLE_SHAPE), "f4")
+    for k in range(2):
+        source = f"{path}.source{k}.h5"
+        with h5py.File(source, "w") as f:
+            f["data"] = rng.random((half, *SAMPLE_SHAPE), dtype=np.float32)
+        layout[k * half:(k + 1) * half] = h5py.VirtualSource(source, "data",
+                                                             shape=(half, *SAMPLE_SHAPE))
+    with h5py.File(path, "w") as f:
+        f.create_virtual_dataset("virtual", layout)
+        raw = os.path.basename(path) + ".raw"
+        external = f.create_dataset("external", (ELSEWHERE_ROWS, *SAMPLE_SHAPE), "f4",
+                                    external=[(raw, 0, h5py.h5f.UNLIMITED)])
+        external[...] = rng.random((ELSEWHERE_ROWS, *SAMPLE_SHAPE), dtype=np.float32)
+
+
+def elsewhere(path, out, fresh_process=False):
+    os.chdir(os.path.dirname(os.path.abspath(path)))  # the raw file is named relative to it
+
+    def rows():
+        with h5py.File(path, "r") as f:
+            return [attempt(lambda i=i, n=n: f[n][i]) for n in ("virtual", "external")
+                    for i in (1, 40, 1)]
+
+    if fresh_process:
+        json.dump(rows(), open(out, "w"))
+        return
+    results = rows() + rows()  # the second read may come from the cache
+    # New sources, written by another process without the connector: the first one replaced
+    # (a new file under its name), the raw file rewritten in place, the main file untouched.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH", "PRESCIENT_"))}
+    script = ("import sys, voltest_serving as s, numpy as np, h5py, os; "
+              "rng = np.random.default_rng(99); "
+              "p = sys.argv[1]; h = s.ELSEWHERE_ROWS // 2; "
+              "h5py.File(p + '.new.h5', 'w')['data'] = rng.random((h, *s.SAMPLE_SHAPE), "
+              "dtype=np.float32); os.replace(p + '.new.h5', p + '.source0.h5'); "
+              "f = open(p + '.raw', 'r+b'); f.write(rng.random(s.ELSEWHERE_ROWS * 4096, "
+              "dtype=np.float32).tobytes()); f.close()")
+    subprocess.run([sys.executable, "-c", script, path], env=env, check=True,
+                   cwd=os.path.dirname(os.path.abspath(__file__)))
+    results += rows()
+    second = f"{out}.fresh"
+    subprocess.run([sys.executable, os.path.abspath(__file__), "elsewhere-fresh", path, second],
+                   check=True)
+    results += json.load(open(second))
+    json.dump(results, open(out, "w"))
+
+
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "write":
@@ -292,5 +398,13 @@ if __name__ == "__main__":
         partly_cached(sys.argv[2], sys.argv[3])
     elif command == "file-closed":
         file_closed(sys.argv[2], sys.argv[3])
+    elif command == "written-here":
+        written_here(sys.argv[2], sys.argv[3])
+    elif command == "write-elsewhere":
+        write_elsewhere(sys.argv[2])
+    elif command == "elsewhere":
+        elsewhere(sys.argv[2], sys.argv[3])
+    elif command == "elsewhere-fresh":
+        elsewhere(sys.argv[2], sys.argv[3], fresh_process=True)
     else:
         rewrite(sys.argv[2], sys.argv[3], sys.argv[4])

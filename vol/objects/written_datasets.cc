@@ -1,0 +1,96 @@
+#include "vol/objects/written_datasets.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "cache/base/mutex.h"
+#include "cache/base/thread_annotations.h"
+
+namespace prescient::vol {
+namespace {
+
+using Token = std::array<std::uint8_t, H5O_MAX_TOKEN_SIZE>;
+
+struct FileChanges {
+  std::set<Token> datasets;
+  // The latest status-change time the file had when a handle its changes
+  // were made through was opened.
+  std::int64_t opened_at_ctime_ns = 0;
+};
+
+struct Registry {
+  cache::Mutex mu;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, FileChanges> files GUARDED_BY(mu);
+};
+
+Registry& TheRegistry() {
+  static auto* registry = new Registry;  // never destroyed: used until the process ends
+  return *registry;
+}
+
+// A leaf lock (nothing is taken under it), held across fork() so that a child
+// never inherits it held by a thread it does not have (the prefetch leader
+// opens files too).
+void LockAcrossFork() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ::pthread_atfork([]() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.Lock(); },
+                     []() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.Unlock(); },
+                     []() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.Unlock(); });
+  });
+}
+
+}  // namespace
+
+std::atomic<std::uint32_t> WrittenDatasets::files_{0};
+
+void WrittenDatasets::Note(const DatasetIdentity& identity) noexcept {
+  try {
+    LockAcrossFork();
+    Registry& registry = TheRegistry();
+    cache::MutexLock lock(&registry.mu);
+    auto [it, fresh] = registry.files.try_emplace({identity.file_device, identity.file_inode});
+    FileChanges& changes = it->second;
+    changes.datasets.insert(identity.token);
+    changes.opened_at_ctime_ns = std::max(changes.opened_at_ctime_ns, identity.file_ctime_ns);
+    if (fresh) files_.fetch_add(1, std::memory_order_release);
+  } catch (...) {
+    // Out of memory: the handle that wrote still knows (DatasetState::changed).
+  }
+}
+
+bool WrittenDatasets::Contains(const DatasetIdentity& identity) noexcept {
+  if (files_.load(std::memory_order_acquire) == 0) return false;
+  Registry& registry = TheRegistry();
+  cache::MutexLock lock(&registry.mu);
+  const auto it = registry.files.find({identity.file_device, identity.file_inode});
+  return it != registry.files.end() && it->second.datasets.count(identity.token) != 0;
+}
+
+bool WrittenDatasets::WrittenBefore(const FileIdentity& file) noexcept {
+  Registry& registry = TheRegistry();
+  cache::MutexLock lock(&registry.mu);
+  const auto it = registry.files.find({file.device, file.inode});
+  // A time of 0 is unknown: never taken for "before".
+  return it != registry.files.end() && it->second.opened_at_ctime_ns != 0 &&
+         file.ctime_ns > it->second.opened_at_ctime_ns;
+}
+
+void WrittenDatasets::Forget(const FileIdentity& file) noexcept {
+  Registry& registry = TheRegistry();
+  cache::MutexLock lock(&registry.mu);
+  const auto it = registry.files.find({file.device, file.inode});
+  // Changes noted since WrittenBefore looked were made through a handle that
+  // a new open would have shared (HDF5's intent then read-write): none.
+  if (it == registry.files.end() || file.ctime_ns <= it->second.opened_at_ctime_ns) return;
+  registry.files.erase(it);
+  files_.fetch_sub(1, std::memory_order_release);
+}
+
+}  // namespace prescient::vol
