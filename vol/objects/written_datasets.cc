@@ -37,13 +37,13 @@ Registry& TheRegistry() {
 // A leaf lock (nothing is taken under it), held across fork() so that a child
 // never inherits it held by a thread it does not have (the prefetch leader
 // opens files too).
+void LockBeforeFork() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.Lock(); }
+void UnlockAfterFork() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.Unlock(); }
+
 void LockAcrossFork() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    ::pthread_atfork([]() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.Lock(); },
-                     []() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.Unlock(); },
-                     []() NO_THREAD_SAFETY_ANALYSIS { TheRegistry().mu.Unlock(); });
-  });
+  std::call_once(once,
+                 [] { ::pthread_atfork(&LockBeforeFork, &UnlockAfterFork, &UnlockAfterFork); });
 }
 
 }  // namespace
