@@ -20,8 +20,10 @@ using Token = std::array<std::uint8_t, H5O_MAX_TOKEN_SIZE>;
 struct FileChanges {
   std::set<Token> datasets;
   // The latest status-change time the file had when a handle its changes
-  // were made through was opened.
-  std::int64_t opened_at_ctime_ns = 0;
+  // were made through was opened, or a read-only handle since.
+  std::int64_t latest_ctime_ns = 0;
+  // A writing handle's time was unknown: the changes are kept for good.
+  bool time_unknown = false;
 };
 
 struct Registry {
@@ -58,7 +60,11 @@ void WrittenDatasets::Note(const DatasetIdentity& identity) noexcept {
     auto [it, fresh] = registry.files.try_emplace({identity.file_device, identity.file_inode});
     FileChanges& changes = it->second;
     changes.datasets.insert(identity.token);
-    changes.opened_at_ctime_ns = std::max(changes.opened_at_ctime_ns, identity.file_ctime_ns);
+    if (identity.file_ctime_ns == 0) {
+      changes.time_unknown = true;
+    } else {
+      changes.latest_ctime_ns = std::max(changes.latest_ctime_ns, identity.file_ctime_ns);
+    }
     if (fresh) files_.fetch_add(1, std::memory_order_release);
   } catch (...) {
     // Out of memory: the handle that wrote still knows (DatasetState::changed).
@@ -73,22 +79,25 @@ bool WrittenDatasets::Contains(const DatasetIdentity& identity) noexcept {
   return it != registry.files.end() && it->second.datasets.count(identity.token) != 0;
 }
 
-bool WrittenDatasets::WrittenBefore(const FileIdentity& file) noexcept {
+std::optional<bool> WrittenDatasets::ChangedBefore(const FileIdentity& file) noexcept {
   Registry& registry = TheRegistry();
   cache::MutexLock lock(&registry.mu);
   const auto it = registry.files.find({file.device, file.inode});
-  // A time of 0 is unknown: never taken for "before".
-  return it != registry.files.end() && it->second.opened_at_ctime_ns != 0 &&
-         file.ctime_ns > it->second.opened_at_ctime_ns;
+  if (it == registry.files.end()) return std::nullopt;
+  return !it->second.time_unknown && file.ctime_ns > it->second.latest_ctime_ns;
 }
 
-void WrittenDatasets::Forget(const FileIdentity& file) noexcept {
+void WrittenDatasets::Settle(const FileIdentity& file, bool behind) noexcept {
   Registry& registry = TheRegistry();
   cache::MutexLock lock(&registry.mu);
   const auto it = registry.files.find({file.device, file.inode});
-  // Changes noted since WrittenBefore looked were made through a handle that
-  // a new open would have shared (HDF5's intent then read-write): none.
-  if (it == registry.files.end() || file.ctime_ns <= it->second.opened_at_ctime_ns) return;
+  if (it == registry.files.end()) return;
+  FileChanges& changes = it->second;
+  if (changes.time_unknown) return;
+  if (!behind || file.ctime_ns <= changes.latest_ctime_ns) {
+    changes.latest_ctime_ns = std::max(changes.latest_ctime_ns, file.ctime_ns);
+    return;
+  }
   registry.files.erase(it);
   files_.fetch_sub(1, std::memory_order_release);
 }

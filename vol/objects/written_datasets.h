@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
@@ -44,20 +45,25 @@ class WrittenDatasets {
   // A read-only open of `file` (its identity at this open): forgets the
   // changes to its datasets when `opened_anew()` (asked only then: HDF5's
   // intent for the file is read-only) and its status-change time is past
-  // the one of every handle its changes were made through. Costs one atomic
-  // load while nothing was ever changed through this process.
+  // the one of every handle its changes were made through and of every
+  // read-only open since (rows may have been cached under that open's
+  // identity, from bytes HDF5 had not flushed). Costs one atomic load while
+  // nothing was ever changed through this process.
   template <typename OpenedAnew>
   static void FileOpenedReadOnly(const FileIdentity& file, OpenedAnew&& opened_anew) noexcept {
     if (files_.load(std::memory_order_acquire) == 0 || !file.valid) return;
-    if (!WrittenBefore(file)) return;
-    if (opened_anew()) Forget(file);
+    const std::optional<bool> past = ChangedBefore(file);
+    if (!past) return;  // nothing changed in this file
+    Settle(file, *past && opened_anew());
   }
 
  private:
-  // Whether `file` has changes whose writing handles saw an earlier
-  // status-change time than this open does.
-  static bool WrittenBefore(const FileIdentity& file) noexcept;
-  static void Forget(const FileIdentity& file) noexcept;
+  // Nullopt when no change to `file` is recorded; else whether this open's
+  // status-change time is past every one recorded for it.
+  static std::optional<bool> ChangedBefore(const FileIdentity& file) noexcept;
+  // Forgets the changes to `file` when `behind` (and its time is still past
+  // every one recorded); else records its time.
+  static void Settle(const FileIdentity& file, bool behind) noexcept;
   static std::atomic<std::uint32_t> files_;  // files with changes recorded
 };
 

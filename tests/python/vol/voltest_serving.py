@@ -297,6 +297,9 @@ def written_here(path, out):
             results += rows(r, (3, 12))
             w["images"][12] = -1.0
             results += rows(r, (12, 3))
+        # A tick past the read-only open's time before the close writes row 12 out: served
+        # anew after it (the open that shared the writable one raised the bar).
+        time.sleep(0.02)
     with h5py.File(path, "r") as f:  # anew: the new bytes, served
         results += rows(f, (3, 12, 700, 3, 12))
     with h5py.File(path, "r+") as w:  # rewritten in place at once, perhaps within one tick

@@ -48,13 +48,24 @@ TEST(WrittenDatasets, ForgottenOnlyByAnOpenMadeAnewOfAFileChangedSince) {
   WrittenDatasets::FileOpenedReadOnly(File(201, 4000), shared_writable);
   EXPECT_EQ(asked, 1);
   EXPECT_TRUE(WrittenDatasets::Contains(Dataset(201, 2, 0)));
-  // Both: forgotten, every dataset of the file, no other file's.
+  // Both (past that open's time too): forgotten, every dataset of the file, no other file's.
   WrittenDatasets::Note(Dataset(202, 1, 1000));
-  WrittenDatasets::FileOpenedReadOnly(File(201, 4000), anew);
+  WrittenDatasets::FileOpenedReadOnly(File(201, 5000), anew);
   EXPECT_EQ(asked, 2);
   EXPECT_FALSE(WrittenDatasets::Contains(Dataset(201, 1, 0)));
   EXPECT_FALSE(WrittenDatasets::Contains(Dataset(201, 2, 0)));
   EXPECT_TRUE(WrittenDatasets::Contains(Dataset(202, 1, 0)));
+}
+
+TEST(WrittenDatasets, AnOpenThatSharesTheWritableOneRaisesTheBar) {
+  // Rows may be cached under the identity a read-only open saw while the
+  // writes were not flushed: a later open must be past its time too.
+  WrittenDatasets::Note(Dataset(401, 1, 1000));
+  WrittenDatasets::FileOpenedReadOnly(File(401, 2000), [] { return false; });
+  WrittenDatasets::FileOpenedReadOnly(File(401, 2000), [] { return true; });
+  EXPECT_TRUE(WrittenDatasets::Contains(Dataset(401, 1, 0)));
+  WrittenDatasets::FileOpenedReadOnly(File(401, 2001), [] { return true; });
+  EXPECT_FALSE(WrittenDatasets::Contains(Dataset(401, 1, 0)));
 }
 
 TEST(WrittenDatasets, AnUnknownTimeIsNeverBehindUs) {
