@@ -379,37 +379,24 @@ def elsewhere(path, out, fresh_process=False):
     json.dump(results, open(out, "w"))
 
 
+COMMANDS = {
+    "write": write,
+    "write-samples": write_samples,
+    "labels": labels,
+    "samples": samples,
+    "scheduled-samples": scheduled_samples,
+    "write-fields": write_fields,
+    "row-parts": row_parts,
+    "write-volume": write_volume,
+    "patches": patches,
+    "partly-cached": partly_cached,
+    "rewrite": rewrite,
+    "file-closed": file_closed,
+    "written-here": written_here,
+    "write-elsewhere": write_elsewhere,
+    "elsewhere": elsewhere,
+    "elsewhere-fresh": lambda path, out: elsewhere(path, out, fresh_process=True),
+}
+
 if __name__ == "__main__":
-    command = sys.argv[1]
-    if command == "write":
-        write(sys.argv[2])
-    elif command == "write-samples":
-        write_samples(sys.argv[2])
-    elif command == "labels":
-        labels(sys.argv[2], sys.argv[3])
-    elif command == "samples":
-        samples(sys.argv[2], sys.argv[3])
-    elif command == "scheduled-samples":
-        scheduled_samples(sys.argv[2], sys.argv[3], sys.argv[4])
-    elif command == "write-fields":
-        write_fields(sys.argv[2])
-    elif command == "row-parts":
-        row_parts(sys.argv[2], sys.argv[3])
-    elif command == "write-volume":
-        write_volume(sys.argv[2])
-    elif command == "patches":
-        patches(sys.argv[2], sys.argv[3])
-    elif command == "partly-cached":
-        partly_cached(sys.argv[2], sys.argv[3])
-    elif command == "file-closed":
-        file_closed(sys.argv[2], sys.argv[3])
-    elif command == "written-here":
-        written_here(sys.argv[2], sys.argv[3])
-    elif command == "write-elsewhere":
-        write_elsewhere(sys.argv[2])
-    elif command == "elsewhere":
-        elsewhere(sys.argv[2], sys.argv[3])
-    elif command == "elsewhere-fresh":
-        elsewhere(sys.argv[2], sys.argv[3], fresh_process=True)
-    else:
-        rewrite(sys.argv[2], sys.argv[3], sys.argv[4])
+    COMMANDS[sys.argv[1]](*sys.argv[2:])
