@@ -40,11 +40,11 @@ FILES, PER_FILE = 8, 5000
 VARIANTS = ("native", "connector", "cache-all", "follow")
 
 CHILD = r"""
-import json, os, sys, time
+import json, sys
 sys.path.insert(0, sys.argv[4])
-import h5py, numpy as np, torch
+import h5py
 from torch.utils.data import DataLoader, Dataset
-import storage
+from per_sample import timed_epochs
 
 class PerSample(Dataset):
     def __init__(self, paths, per_file):
@@ -61,18 +61,29 @@ class PerSample(Dataset):
 paths, epochs = json.loads(sys.argv[1]), int(sys.argv[2])
 per_file = int(sys.argv[5])
 loader = DataLoader(PerSample(paths, per_file), batch_size=32, shuffle=True, num_workers=2)
-out = []
-for _ in range(epochs):
-    storage.drop_from_page_cache(paths)
-    t0, c0 = time.perf_counter(), os.times()
-    wrong = 0
-    for x, y in loader:
-        wrong += int((x[:, 0, 0].long() != y).sum())
-    c1 = os.times()
-    cpu = sum(getattr(c1, k) - getattr(c0, k) for k in ("user", "system", "children_user", "children_system"))
-    out.append({"s": time.perf_counter() - t0, "cpu_s": cpu, "wrong": wrong})
-json.dump(out, open(sys.argv[3], "w"))
+json.dump(timed_epochs(loader, paths, epochs), open(sys.argv[3], "w"))
 """
+
+
+def timed_epochs(loader, paths, epochs):
+    """Runs `epochs` epochs of `loader` (batches of samples whose first element holds the label
+    beside them), `paths` dropped from the page cache before each: per epoch its seconds, the CPU
+    seconds of the process and its finished children (the DataLoader's workers), and how many
+    samples were wrong."""
+    import time
+    import storage
+    out = []
+    for _ in range(epochs):
+        storage.drop_from_page_cache(paths)
+        t0, c0 = time.perf_counter(), os.times()
+        wrong = 0
+        for x, y in loader:
+            wrong += int((x[:, 0, 0].long() != y).sum())
+        c1 = os.times()
+        cpu = sum(getattr(c1, k) - getattr(c0, k)
+                  for k in ("user", "system", "children_user", "children_system"))
+        out.append({"s": time.perf_counter() - t0, "cpu_s": cpu, "wrong": wrong})
+    return out
 
 
 def generate(workdir, side, per_file):
@@ -117,17 +128,33 @@ def variant_env(variant, plugin_dir, run_id, stats_dir=None, cache_size=None, se
     return env
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def alternation_arguments(doc, variants, data_name):
+    """The arguments of a benchmark that alternates runs of a loader (`alternate`): rounds,
+    epochs, variants, the plugin, where its data and statistics go."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--variants", nargs="+", default=list(variants), choices=variants)
     p.add_argument("--plugin-dir", default=os.path.join(REPO, "build", "bench", "plugins"),
                    help="where libprescient_vol.so is (build/bench/plugins)")
-    p.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-data", "per-sample"))
+    p.add_argument("--workdir", default=os.path.join(REPO, "build", "bench-data", data_name))
+    p.add_argument("--stats-dir", help="keep the Prescient runs' statistics files here")
+    return p
+
+
+def check_alternation_arguments(args, tag):
+    """Stops when a Prescient variant has no plugin to load; makes the statistics directory."""
+    if any(v != "native" for v in args.variants) and not os.path.isfile(
+            os.path.join(args.plugin_dir, "libprescient_vol.so")):
+        raise SystemExit(f"{tag}: no libprescient_vol.so in {args.plugin_dir} (--plugin-dir)")
+    if args.stats_dir:
+        os.makedirs(args.stats_dir, exist_ok=True)
+
+
+def main():
+    p = alternation_arguments(__doc__, VARIANTS, "per-sample")
     p.add_argument("--side", type=int, default=64, help="data is SIDE x SIDE float32 (64)")
     p.add_argument("--per-file", type=int, default=PER_FILE, help=f"samples per file ({PER_FILE})")
-    p.add_argument("--stats-dir", help="keep the Prescient runs' statistics files here")
     p.add_argument("--cache-size", help="PRESCIENT_CACHE_SIZE of the Prescient runs (default: the "
                    "connector's, which holds the data)")
     p.add_argument("--setting", action="append", default=[], metavar="PRESCIENT_NAME=VALUE",
@@ -137,41 +164,45 @@ def main():
     settings = dict(s.split("=", 1) for s in args.setting)
     if any(not k.startswith("PRESCIENT_") for k in settings):
         p.error("--setting takes PRESCIENT_NAME=VALUE")
-    if any(v != "native" for v in args.variants) and not os.path.isfile(
-            os.path.join(args.plugin_dir, "libprescient_vol.so")):
-        raise SystemExit(f"per-sample: no libprescient_vol.so in {args.plugin_dir} (--plugin-dir)")
+    check_alternation_arguments(args, "per-sample")
     paths = generate(args.workdir, args.side, args.per_file)
-    if args.stats_dir:
-        os.makedirs(args.stats_dir, exist_ok=True)
+    alternate(CHILD, [json.dumps(paths), str(args.epochs)],
+              [HERE, str(args.per_file)], args.variants, args.rounds, args.epochs, "per-sample",
+              lambda r, v: variant_env(v, args.plugin_dir, f"{r}{v}", args.stats_dir,
+                                       args.cache_size, settings))
+
+
+def alternate(child, args_before_out, args_after_out, variants, rounds, epochs, tag, env_of):
+    """Runs `child` once per variant in every round (its arguments: `args_before_out`, the output
+    file, `args_after_out`; its environment `env_of(round, variant)`), checks that no run read a
+    wrong sample, and prints every epoch's time and its ratio to the round's native epoch, then
+    the median ratio per variant and epoch."""
     ratios = {}
     print("| round | run | epoch | s | CPU s | native / run |")
     print("|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="per-sample-") as tmp:
-        for r in range(args.rounds):
+    with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
+        for r in range(rounds):
             results = {}
-            for v in args.variants:
+            for v in variants:
                 out = os.path.join(tmp, f"{r}-{v}.json")
-                env = variant_env(v, args.plugin_dir, f"{r}{v}", args.stats_dir, args.cache_size,
-                                  settings)
-                subprocess.run([sys.executable, "-c", CHILD, json.dumps(paths), str(args.epochs), out,
-                                HERE, str(args.per_file)], env=env, check=True)
+                subprocess.run([sys.executable, "-c", child, *args_before_out, out, *args_after_out],
+                               env=env_of(r, v), check=True)
                 results[v] = json.load(open(out))
                 if any(e["wrong"] for e in results[v]):
-                    raise SystemExit(f"per-sample: {v} read wrong samples")
-            for v, epochs in results.items():
-                for e, epoch in enumerate(epochs):
+                    raise SystemExit(f"{tag}: {v} read wrong samples")
+            for v, runs in results.items():
+                for e, epoch in enumerate(runs):
                     native = results.get("native")
                     ratio = native[e]["s"] / epoch["s"] if native else float("nan")
                     ratios.setdefault((v, e), []).append(ratio)
-                    print(f"| {r} | {v} | {e} | {epoch['s']:.2f} | {epoch['cpu_s']:.2f} | {ratio:.2f} |",
-                          flush=True)
-    print("\n| run | " + " | ".join(f"epoch {e}" for e in range(args.epochs)) + " |")
-    print("|---|" + "---|" * args.epochs)
-    for v in args.variants:
+                    print(f"| {r} | {v} | {e} | {epoch['s']:.2f} | {epoch['cpu_s']:.2f} | "
+                          f"{ratio:.2f} |", flush=True)
+    print("\n| run | " + " | ".join(f"epoch {e}" for e in range(epochs)) + " |")
+    print("|---|" + "---|" * epochs)
+    for v in variants:
         if v != "native":
             print(f"| {v} | " + " | ".join(f"{statistics.median(ratios[(v, e)]):.2f}"
-                                          for e in range(args.epochs)) + " |")
-
+                                          for e in range(epochs)) + " |")
 
 if __name__ == "__main__":
     main()

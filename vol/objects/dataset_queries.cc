@@ -48,6 +48,8 @@ hid_t UnderDatasetGet(const VolObject& dataset, H5VL_dataset_get_t op) {
       return args.args.get_type.type_id;
     case H5VL_DATASET_GET_DCPL:
       return args.args.get_dcpl.dcpl_id;
+    case H5VL_DATASET_GET_DAPL:
+      return args.args.get_dapl.dapl_id;
     default:
       return H5I_INVALID_HID;
   }
@@ -73,6 +75,8 @@ hid_t UnderDataset::Type() const { return UnderDatasetGet(dataset_, H5VL_DATASET
 hid_t UnderDataset::CreationPlist() const {
   return UnderDatasetGet(dataset_, H5VL_DATASET_GET_DCPL);
 }
+
+hid_t UnderDataset::AccessPlist() const { return UnderDatasetGet(dataset_, H5VL_DATASET_GET_DAPL); }
 
 bool UnderDataset::Token(H5O_token_t* token) const {
   H5O_info2_t info{};

@@ -27,6 +27,9 @@ class DatasetQueries {
   virtual hid_t Space() const = 0;
   virtual hid_t Type() const = 0;
   virtual hid_t CreationPlist() const = 0;
+  // The access property list the dataset was opened with (its virtual
+  // dataset prefix, say).
+  virtual hid_t AccessPlist() const = 0;
   virtual bool Token(H5O_token_t* token) const = 0;
   // The path the dataset was opened by ("/group/x"), or "" if it has none.
   virtual std::string Name() const = 0;
@@ -47,6 +50,7 @@ class UnderDataset final : public DatasetQueries {
   hid_t Space() const override;
   hid_t Type() const override;
   hid_t CreationPlist() const override;
+  hid_t AccessPlist() const override;
   bool Token(H5O_token_t* token) const override;
   std::string Name() const override;
   bool Native() const override;
@@ -65,6 +69,7 @@ class PublicDataset final : public DatasetQueries {
   hid_t Space() const override { return H5Dget_space(dataset_); }
   hid_t Type() const override { return H5Dget_type(dataset_); }
   hid_t CreationPlist() const override { return H5Dget_create_plist(dataset_); }
+  hid_t AccessPlist() const override { return H5Dget_access_plist(dataset_); }
   bool Token(H5O_token_t* token) const override;
   std::string Name() const override;
   bool Native() const override;

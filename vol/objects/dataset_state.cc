@@ -2,39 +2,18 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
 
 #include "vol/objects/file_state.h"
+#include "vol/objects/fingerprint.h"
 #include "vol/objects/written_datasets.h"
 #include "vol/runtime/error.h"
 
 namespace prescient::vol {
 namespace {
-
-// 64-bit FNV-1a, twice with different offsets: a stable 128-bit fingerprint
-// (not cryptographic; collisions between real datasets are not a concern).
-class Fingerprint {
- public:
-  void Add(const void* data, std::size_t size) {
-    const auto* p = static_cast<const std::uint8_t*>(data);
-    for (std::size_t i = 0; i < size; ++i) {
-      a_ = (a_ ^ p[i]) * 0x100000001b3ULL;
-      b_ = (b_ ^ p[i]) * 0x100000001b3ULL;
-      b_ ^= b_ >> 29;
-    }
-  }
-  template <typename T>
-  void AddValue(const T& value) {
-    Add(&value, sizeof(value));
-  }
-  std::array<std::uint64_t, 2> Finish() const { return {a_, b_}; }
-
- private:
-  std::uint64_t a_ = 0xcbf29ce484222325ULL;
-  std::uint64_t b_ = 0x84222325cbf29ce4ULL;
-};
 
 bool HasVariableParts(hid_t type) {
   return H5Tdetect_class(type, H5T_VLEN) > 0 || H5Tdetect_class(type, H5T_REFERENCE) > 0 ||
@@ -52,6 +31,8 @@ std::shared_ptr<DatasetState> DatasetState::Identify(const DatasetQueries& datas
   // Failed queries must not leave errors behind a successful open.
   PreservedErrorStack keep;
   std::shared_ptr<DatasetState> state(new DatasetState);
+  static std::atomic<std::uint64_t> opens{0};
+  state->open_serial_ = opens.fetch_add(1, std::memory_order_relaxed) + 1;
   const hid_t space = dataset.Space();
   if (space < 0) return nullptr;
   const int rank = H5Sget_simple_extent_ndims(space);

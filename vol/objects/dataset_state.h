@@ -53,6 +53,10 @@ class DatasetState {
   static std::shared_ptr<DatasetState> TryIdentify(const VolObject& dataset) noexcept;
 
   const DatasetIdentity& identity() const { return identity_; }
+  // Numbers this open of the dataset apart from every other in the process
+  // (never 0): a virtual dataset's sources are looked at once per open
+  // (VirtualSources::ChangedForRows).
+  std::uint64_t open_serial() const { return open_serial_; }
   const std::vector<hsize_t>& dims() const { return dims_; }
   std::size_t type_size() const { return type_size_; }
   // No HDF5 id of the stored type is held (ids a connector keeps would show
@@ -73,6 +77,7 @@ class DatasetState {
  private:
   DatasetState() = default;
   DatasetIdentity identity_;
+  std::uint64_t open_serial_ = 0;
   std::vector<hsize_t> dims_;
   std::vector<unsigned char> encoded_type_;
   H5T_class_t type_class_ = H5T_NO_CLASS;

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -46,6 +47,9 @@ std::shared_ptr<FileState> FileState::Make(const char* name, bool writable, bool
   state->identified_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::steady_clock::now().time_since_epoch())
                              .count();
+  state->open_since_realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
   return state;
 }
 
@@ -66,7 +70,12 @@ void OpenFiles::Remember(const std::shared_ptr<FileState>& file) {
   auto& map = OpenFileMap();
   for (auto it = map.begin(); it != map.end();)
     it = it->second.expired() ? map.erase(it) : std::next(it);
-  map[{file->identity.device, file->identity.inode}] = file;
+  std::weak_ptr<FileState>& slot = map[{file->identity.device, file->identity.inode}];
+  if (const std::shared_ptr<FileState> earlier = slot.lock(); earlier && earlier != file) {
+    file->open_since_realtime_ns =
+        std::min(file->open_since_realtime_ns, earlier->open_since_realtime_ns);
+  }
+  slot = file;
 }
 
 std::shared_ptr<FileState> OpenFiles::Find(const FileIdentity& identity) {

@@ -52,6 +52,12 @@ struct FileState {
   // steady_clock time (ns) at which `identity` was taken: the file was as
   // `identity` says at least until then.
   std::int64_t identified_ns = 0;
+  // Wall-clock time (CLOCK_REALTIME, ns, comparable with file timestamps)
+  // since which this process has had the file open without a break: this
+  // open's, or an earlier one still open when this one was made (OpenFiles).
+  // HDF5 can have opened what the file refers to (a virtual dataset's
+  // sources) only after it.
+  std::int64_t open_since_realtime_ns = 0;
   // HDF5's own descriptor of the file, borrowed (never closed here) for the
   // raw reads and change checks the application's thread makes inside an HDF5
   // call on one of the file's objects, which holds the file open: a miss then
@@ -66,7 +72,9 @@ struct FileState {
 // for objects that turn out to live in another file than their parent's.
 class OpenFiles {
  public:
-  // Called for every file opened or created through the connector.
+  // Called for every file opened or created through the connector. Moves
+  // `file->open_since_realtime_ns` back to that of an open of the same file
+  // still live.
   static void Remember(const std::shared_ptr<FileState>& file);
   // The live FileState of that file, if the application has it open.
   static std::shared_ptr<FileState> Find(const FileIdentity& identity);

@@ -163,6 +163,15 @@ const std::vector<OptionRow>& Rows() {
         "the "
         "node-shared cache in shared memory"},
        &ApplyBool<&Options::cache_enabled>},
+      {{"PRESCIENT_CACHE_VIRTUAL", "cache_virtual", kBoolAccepted, "0",
+        "also cache virtual datasets, under keys that include the identity of every file HDF5 "
+        "may take their sources from (a source replaced or rewritten is noticed at the next "
+        "dataset open, within a second under a dataset kept open); their misses load through "
+        "HDF5. Off by default: a loader that opens the dataset for every sample then pays more "
+        "for a miss than the native read (first epoch 0.78x, later epochs 1.35-1.45x: "
+        "examples/bench/RESULTS.md, \"Virtual datasets\"); with the dataset kept open a miss "
+        "costs about a native read and a hit a third of one"},
+       &ApplyBool<&Options::cache_virtual>},
       {{"PRESCIENT_CACHE_SIZE", "cache_size", "bytes with a unit: 8GiB, 512MiB, 1.5G, 100MB, 4096",
         "min(50% of free /dev/shm, 25% of RAM)",
         "size of the node's shared segment; the first process on the node decides"},

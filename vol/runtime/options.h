@@ -36,6 +36,11 @@ struct Options {
 
   // PRESCIENT_CACHE: serve simple reads from the node-shared cache.
   bool cache_enabled = true;
+  // PRESCIENT_CACHE_VIRTUAL: cache virtual datasets too, keyed by their
+  // source files (serve/virtual_sources.h). Off by default: their misses load
+  // through HDF5, which costs more than the native read it replaces when a
+  // loader opens the dataset per sample (examples/bench/virtual.py).
+  bool cache_virtual = false;
   // PRESCIENT_CACHE_SIZE, PRESCIENT_NODE_ID, PRESCIENT_KEEP_CACHE,
   // PRESCIENT_SHM_DIR: the segment (cache/core/cache_options.h).
   cache::CacheOptions cache;

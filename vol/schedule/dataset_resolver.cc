@@ -212,9 +212,12 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
     const PublicDataset queries(h5dataset.get());
     std::shared_ptr<DatasetState> state = DatasetState::Identify(queries, file.get());
     if (state == nullptr) return io::Status::Unsupported("cannot identify " + dataset);
-    std::shared_ptr<CachedDataset> prepared = CachedDataset::Prepare(queries, file, *state);
+    std::string why_not;
+    std::shared_ptr<CachedDataset> prepared =
+        // (A virtual dataset has no raw layout for the prefetch threads: not watched here.)
+        CachedDataset::Prepare(queries, file, *state, /*cache_virtual=*/false, &why_not);
     if (prepared == nullptr) {
-      return io::Status::Unsupported(dataset + " in " + path + " keeps its bytes in other files");
+      return io::Status::Unsupported(dataset + " in " + path + " is not cached: " + why_not);
     }
     if (!prepared->raw_layout()) {
       return io::Status::Unsupported(dataset + " in " + path + " cannot be read raw (" +

@@ -320,6 +320,19 @@ std::string LoadingNote(const CachedDataset& cached) {
   return note;
 }
 
+// A virtual dataset's source files behind the entries these rows are in
+// (what a miss loads and a hit serves), looked at once per open of it.
+bool SourcesChangedFor(const CachedDataset& cached, const VolObject& dataset,
+                       std::span<const std::uint64_t> rows) {
+  if (rows.empty() || dataset.dataset == nullptr) return false;
+  const auto [low, high] = std::minmax_element(rows.begin(), rows.end());
+  const std::uint64_t per_entry = cached.rows_per_entry();
+  const std::uint64_t first = *low / per_entry * per_entry;
+  const std::uint64_t last =
+      std::min(cached.num_rows() - 1, (*high / per_entry + 1) * per_entry - 1);
+  return cached.SourcesChanged(dataset.dataset->open_serial(), first, last);
+}
+
 }  // namespace
 
 CacheClient& CacheClient::Get() {
@@ -482,7 +495,13 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
   }
   std::shared_ptr<CachedDataset> cached;
   try {
-    cached = CachedDataset::Prepare(dataset, *state);
+    std::string why_not;
+    cached =
+        CachedDataset::Prepare(dataset, *state, Runtime::Get().options().cache_virtual, &why_not);
+    if (cached == nullptr && !why_not.empty()) {
+      Runtime::Get().Log(LogLevel::kInfo, "not caching " + state->identity().description + " (" +
+                                              why_not + "): its reads are forwarded");
+    }
   } catch (const std::exception& e) {
     Runtime::Get().Log(LogLevel::kWarn,
                        "not caching " + state->identity().description + ": " + e.what());
@@ -725,23 +744,29 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       if (element_bytes * request.selection.elements != request.bytes)
         return Forwarded(record, ForwardReason::kSelection);
     }
-    if (cached->FileChanged(&dataset)) {
+    auto forward_changed = [&] {
       // Its rows must never be served again: dropped from the node's cache
       // at once (every process sees the slot retired).
       if (cached->MarkDropped()) (void)cache->DropDataset(cached->slot());
-      Runtime::Get().Fallback(Counter::kFallbackFileChanged,
-                              cached->path() +
-                                  " changed on disk while open (size, modification or status "
-                                  "time): its reads are forwarded to HDF5, never served from the "
-                                  "cache");
+      const std::string changed = cached->changed_file();
+      Runtime::Get().Fallback(
+          Counter::kFallbackFileChanged,
+          changed + " changed on disk while open (size, modification or status time): " +
+              (changed == cached->path()
+                   ? std::string("its")
+                   : "as a source of a virtual dataset in " + cached->path() + ", that dataset's") +
+              " reads are forwarded to HDF5, never served from the cache");
       return Forwarded(record, ForwardReason::kFileChanged);
-    }
+    };
+    if (cached->FileChanged(&dataset)) return forward_changed();
 
     // Phase 2: rows in transfer order, and the cache entries holding them.
     thread_local ServeScratch scratch_space;
     std::vector<std::uint64_t>& rows = scratch_space.rows;
     std::vector<std::uint64_t>& entries = scratch_space.entries;
     RowsInTransferOrder(request.selection.rows, rows);
+    if (cached->virtual_dataset() && SourcesChangedFor(*cached, dataset, rows))
+      return forward_changed();
     entries.clear();
     // Whole entries in order (a dataset of small rows read whole, as a
     // sample's own dataset is): the entries land in the caller's buffer as

@@ -11,6 +11,7 @@
 #include "cache/io/coalescing_planner.h"
 #include "cache/io/raw_loader.h"
 #include "vol/hdf5_ids.h"
+#include "vol/objects/fingerprint.h"
 #include "vol/serve/file_handles.h"
 #include "vol/serve/raw_layout_hdf5.h"
 
@@ -51,17 +52,32 @@ std::int64_t NowNs() {
 }  // namespace
 
 std::shared_ptr<CachedDataset> CachedDataset::Prepare(const VolObject& dataset,
-                                                      const DatasetState& state) {
+                                                      const DatasetState& state, bool cache_virtual,
+                                                      std::string* why_not) {
   if (dataset.file == nullptr) throw std::runtime_error("its file is unknown");
-  return Prepare(UnderDataset(dataset), dataset.file, state);
+  return Prepare(UnderDataset(dataset), dataset.file, state, cache_virtual, why_not);
 }
 
 std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& dataset,
                                                       const std::shared_ptr<FileState>& file,
-                                                      const DatasetState& state) {
-  StoredRows stored = ReadStoredRows(dataset, file.get(), state);
-  if (stored.bytes_elsewhere) return nullptr;
-  Facts facts{.key = cache::DatasetKey{state.identity().hash[0], state.identity().hash[1]},
+                                                      const DatasetState& state, bool cache_virtual,
+                                                      std::string* why_not) {
+  StoredRows stored = ReadStoredRows(dataset, file.get(), state, cache_virtual);
+  if (stored.bytes_elsewhere) {
+    if (why_not != nullptr) *why_not = std::move(stored.elsewhere_reason);
+    return nullptr;
+  }
+  cache::DatasetKey key{state.identity().hash[0], state.identity().hash[1]};
+  if (stored.sources) {
+    // Other sources, another dataset to the cache (in every process).
+    Fingerprint mixed;
+    mixed.AddValue(key.hi);
+    mixed.AddValue(key.lo);
+    mixed.AddValue(stored.sources->fingerprint());
+    const std::array<std::uint64_t, 2> both = mixed.Finish();
+    key = cache::DatasetKey{both[0], both[1]};
+  }
+  Facts facts{.key = key,
               .description = state.identity().description,
               .name = state.identity().name,
               .row_bytes = state.row_bytes(),
@@ -73,6 +89,7 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& data
   }
   std::shared_ptr<CachedDataset> cached = FromFacts(std::move(facts), file);
   if (!stored.layout.ok()) cached->raw_reason_ = stored.layout.status().message();
+  cached->sources_ = std::move(stored.sources);
   return cached;
 }
 
@@ -331,7 +348,7 @@ bool CachedDataset::NarrowPartsPay(std::span<const std::uint64_t> rows, std::uin
 }
 
 bool CachedDataset::FileChanged(const VolObject* dataset) const noexcept {
-  if (changed_.load(std::memory_order_relaxed)) return true;
+  if (changed_.load(std::memory_order_acquire)) return true;
   const std::int64_t now = NowNs();
   std::int64_t due = next_check_ns_.load(std::memory_order_relaxed);
   if (now < due) return false;
@@ -349,8 +366,36 @@ bool CachedDataset::FileChanged(const VolObject* dataset) const noexcept {
   const bool changed = !now_identity.ok() || now_identity.value().size != file_identity_.size ||
                        now_identity.value().mtime_ns != file_identity_.mtime_ns ||
                        now_identity.value().ctime_ns != file_identity_.ctime_ns;
-  if (changed) changed_.store(true, std::memory_order_relaxed);
-  return changed;
+  std::optional<std::string> changed_source;
+  if (!changed && sources_) changed_source = sources_->FirstChanged();
+  if (!changed && !changed_source) return false;
+  NoteChanged(changed ? path_ : *changed_source);
+  return true;
+}
+
+bool CachedDataset::SourcesChanged(std::uint64_t open_serial, std::uint64_t first_row,
+                                   std::uint64_t last_row) const noexcept {
+  if (!sources_) return false;
+  if (changed_.load(std::memory_order_acquire)) return true;
+  const std::optional<std::string> changed =
+      sources_->ChangedForRows(open_serial, first_row, last_row);
+  if (!changed) return false;
+  NoteChanged(*changed);
+  return true;
+}
+
+void CachedDataset::NoteChanged(const std::string& file) const noexcept {
+  try {
+    cache::MutexLock lock(&changed_file_mutex_);
+    if (changed_file_.empty()) changed_file_ = file;
+  } catch (...) {
+  }
+  changed_.store(true, std::memory_order_release);
+}
+
+std::string CachedDataset::changed_file() const {
+  cache::MutexLock lock(&changed_file_mutex_);
+  return changed_file_.empty() ? path_ : changed_file_;
 }
 
 }  // namespace prescient::vol

@@ -40,6 +40,7 @@
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
 #include "vol/serve/row_part_evidence.h"
+#include "vol/serve/virtual_sources.h"
 
 namespace prescient::vol {
 
@@ -53,15 +54,19 @@ class CachedDataset {
   // Works out how to load the dataset's rows (raw layout) and records its
   // identity. Runs on the caller's thread inside a VOL callback: all the HDF5
   // work happens here. Throws std::runtime_error when it cannot. Null for a
-  // dataset whose bytes live in other files or whose storage cannot be told
-  // (StoredRows::bytes_elsewhere): never cached, its reads forwarded.
-  static std::shared_ptr<CachedDataset> Prepare(const VolObject& dataset,
-                                                const DatasetState& state);
+  // dataset whose bytes live in files that are not watched or whose storage
+  // cannot be told (StoredRows::bytes_elsewhere; `why_not` then says why):
+  // never cached, its reads forwarded. A virtual dataset is cached only with
+  // `cache_virtual` (Options::cache_virtual), keyed by its source files too
+  // (virtual_sources.h).
+  static std::shared_ptr<CachedDataset> Prepare(const VolObject& dataset, const DatasetState& state,
+                                                bool cache_virtual, std::string* why_not = nullptr);
   // The same from any source of answers (dataset_queries.h): the prefetch
   // thread prepares files the application has not opened through the public API.
   static std::shared_ptr<CachedDataset> Prepare(const DatasetQueries& dataset,
                                                 const std::shared_ptr<FileState>& file,
-                                                const DatasetState& state);
+                                                const DatasetState& state, bool cache_virtual,
+                                                std::string* why_not = nullptr);
 
   // What Prepare found out, free of HDF5: enough to prepare the dataset again
   // without opening it, in this process or another (resolution_memo.h).
@@ -189,15 +194,27 @@ class CachedDataset {
                             LoadCounters* counters) const noexcept;
 
   // True once the file was found changed since the dataset was prepared
-  // (size, modification or status-change time): its rows must never be served
-  // again. Re-checks the file at most once per kChangeCheckInterval, so a file
-  // rewritten under an open handle is noticed within that time. Thread-safe.
+  // (size, modification or status-change time), or one of a virtual dataset's
+  // source files: its rows must never be served again. Re-checks the file
+  // (and up to VirtualSources::kCheckedPerCall sources) at most once per
+  // kChangeCheckInterval, so a file rewritten under an open handle is noticed
+  // within that time. Thread-safe.
   static constexpr std::chrono::milliseconds kChangeCheckInterval{1000};
   // H5Pset_sieve_buf_size's default: what a native read of contiguous data reads at least.
   static constexpr std::uint64_t kHdf5DefaultSieveBytes = 64 * 1024;
   // `dataset` as for LoadEntries: the check is then an fstat of HDF5's own
   // descriptor (the file HDF5 reads), else of the pool's.
   bool FileChanged(const VolObject* dataset = nullptr) const noexcept;
+  // For a virtual dataset: true once a source file of the rows
+  // [first_row, last_row] changed, looked at once per open of the dataset
+  // (VirtualSources::ChangedForRows); FileChanged() is then true too. False
+  // for every other dataset.
+  bool SourcesChanged(std::uint64_t open_serial, std::uint64_t first_row,
+                      std::uint64_t last_row) const noexcept;
+  bool virtual_dataset() const { return sources_ != nullptr; }
+  // The file found changed, once FileChanged() returned true: path(), or a
+  // virtual dataset's source.
+  std::string changed_file() const EXCLUDES(changed_file_mutex_);
   // The file was found unchanged at `checked_ns` (steady_clock): a dataset of
   // it opened then, whose identity (which hashes the file's size and times)
   // is this dataset's. Its next re-check is due kChangeCheckInterval after
@@ -213,6 +230,8 @@ class CachedDataset {
   // (FileState::hdf5_file) while it is the file this dataset was identified
   // in; else null, and reads go through the pool (source_).
   const cache::io::PosixFile* BorrowedFile(const VolObject* dataset) const noexcept;
+  // Records what changed (the first report wins) and sets changed_.
+  void NoteChanged(const std::string& file) const noexcept EXCLUDES(changed_file_mutex_);
   cache::Status LoadRaw(const cache::io::RawLayout& layout,
                         const cache::io::RandomAccessSource& source,
                         std::span<const std::uint64_t> rows, std::span<std::byte* const> dest,
@@ -255,6 +274,10 @@ class CachedDataset {
   }();
   cache::io::CoalescingOptions miss_coalescing_ = coalescing_;
   mutable std::atomic<std::int64_t> next_check_ns_{0};
+  // A virtual dataset's source files (null for other layouts).
+  std::shared_ptr<const VirtualSources> sources_;
+  mutable cache::Mutex changed_file_mutex_;
+  mutable std::string changed_file_ GUARDED_BY(changed_file_mutex_);
   mutable std::atomic<bool> changed_{false};
   mutable std::atomic<bool> dropped_{false};
   mutable std::atomic<bool> narrow_read_{false};

@@ -145,10 +145,40 @@ std::uint64_t ChunkRows(hid_t dcpl) {
   return chunk[0];
 }
 
+StoredRows Stored(std::uint64_t chunk_rows, io::Result<io::RawLayout> layout) {
+  StoredRows stored{.chunk_rows = chunk_rows,
+                    .layout = std::move(layout),
+                    .bytes_elsewhere = false,
+                    .elsewhere_reason = {},
+                    .sources = nullptr};
+  return stored;
+}
+
+// Never cached: `why` goes to the log.
+StoredRows Elsewhere(std::string why) {
+  StoredRows stored = Stored(0, io::Status::Unsupported("not cached: " + why));
+  stored.bytes_elsewhere = true;
+  stored.elsewhere_reason = std::move(why);
+  return stored;
+}
+
+// A virtual dataset is cached, its rows loaded through HDF5, only under a key
+// that includes its source files' identities (virtual_sources.h).
+StoredRows Virtual(const DatasetQueries& dataset, hid_t dcpl, const FileState* file) {
+  if (file == nullptr || !file->identity.valid)
+    return Elsewhere("a virtual dataset in an unknown file");
+  io::Result<VirtualSources> sources = VirtualSources::Find(dataset, dcpl, *file);
+  if (!sources.ok()) return Elsewhere("a virtual dataset: " + sources.status().message());
+  StoredRows stored =
+      Stored(0, io::Status::Unsupported("virtual layout: rows are read through HDF5"));
+  stored.sources = std::make_shared<const VirtualSources>(std::move(sources.value()));
+  return stored;
+}
+
 }  // namespace
 
 StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
-                          const DatasetState& state) noexcept {
+                          const DatasetState& state, bool cache_virtual) noexcept {
   PreservedErrorStack keep;  // failed probes must not leave errors behind
   try {
     const char* not_raw = NotRawReadable(dataset, file);
@@ -158,23 +188,25 @@ StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
       // property list (HDF5 copies one for every request; the copy and its
       // close cost more than the rest of preparing a small dataset).
       if (const haddr_t address = dataset.Offset(); address != HADDR_UNDEF) {
-        return {0, Contiguous(*file, state, address)};
+        return Stored(0, Contiguous(*file, state, address));
       }
     }
     ScopedId dcpl(dataset.CreationPlist(), &H5Pclose);
-    if (dcpl.get() < 0) {
-      return {0, io::Status::Unsupported("cannot read the creation property list"), true};
+    if (dcpl.get() < 0) return Elsewhere("cannot read its creation property list");
+    if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL) {
+      if (!cache_virtual) return Elsewhere("a virtual dataset, and PRESCIENT_CACHE_VIRTUAL is off");
+      return Virtual(dataset, dcpl.get(), file);
     }
-    if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL || H5Pget_external_count(dcpl.get()) != 0) {
-      return {0, io::Status::Unsupported("virtual or external storage"), true};
+    if (H5Pget_external_count(dcpl.get()) != 0) {
+      return Elsewhere("its rows are in external raw files, which are not watched for changes");
     }
     const std::uint64_t chunk_rows = ChunkRows(dcpl.get());
-    if (*not_raw != '\0') return {chunk_rows, io::Status::Unsupported(not_raw)};
-    return {chunk_rows, FromCreationPlist(dataset, dcpl.get(), *file, state)};
+    if (*not_raw != '\0') return Stored(chunk_rows, io::Status::Unsupported(not_raw));
+    return Stored(chunk_rows, FromCreationPlist(dataset, dcpl.get(), *file, state));
   } catch (const std::exception& e) {
-    return {0, io::Status::Internal(std::string("raw layout: ") + e.what()), true};
+    return Elsewhere(std::string("reading its layout failed: ") + e.what());
   } catch (...) {
-    return {0, io::Status::Internal("raw layout: unknown exception"), true};
+    return Elsewhere("reading its layout failed");
   }
 }
 

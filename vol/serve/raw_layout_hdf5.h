@@ -10,12 +10,16 @@
 #ifndef PRESCIENT_VOL_SERVE_RAW_LAYOUT_HDF5_H_
 #define PRESCIENT_VOL_SERVE_RAW_LAYOUT_HDF5_H_
 
+#include <memory>
+#include <string>
+
 #include "cache/io/raw_layout.h"
 #include "cache/io/status.h"
 #include "vol/objects/dataset_queries.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
+#include "vol/serve/virtual_sources.h"
 
 namespace prescient::vol {
 
@@ -30,16 +34,24 @@ struct StoredRows {
   // virtual or external storage, unallocated contiguous data, filters other
   // than deflate and shuffle.
   cache::io::Result<cache::io::RawLayout> layout;
-  // The bytes live in other files (a virtual dataset's sources, external
-  // storage), or where they live could not be told. The file's identity, which every dataset key
-  // includes, says nothing of those files: a source moved, rewritten or removed would leave cached
-  // rows looking current. Such a dataset is never cached.
+  // The bytes live in other files that cannot be watched (external storage,
+  // a virtual dataset VirtualSources turns down), or where they live could
+  // not be told. The file's identity, which every dataset key includes, says
+  // nothing of those files: a source moved, rewritten or removed would leave
+  // cached rows looking current. Such a dataset is never cached;
+  // `elsewhere_reason` says why.
   bool bytes_elsewhere = false;
+  std::string elsewhere_reason;
+  // A virtual dataset's source files, whose identities its key must include
+  // (its rows load through HDF5). Null for every other layout.
+  std::shared_ptr<const VirtualSources> sources;
 };
 
 // Never throws; leaves the HDF5 error stack as it was.
+// `cache_virtual` (Options::cache_virtual): a virtual dataset is watched and
+// cached rather than turned down.
 StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
-                          const DatasetState& state) noexcept;
+                          const DatasetState& state, bool cache_virtual) noexcept;
 
 }  // namespace prescient::vol
 

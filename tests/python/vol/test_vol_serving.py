@@ -248,20 +248,41 @@ def test_a_file_written_here_is_served_once_its_writes_are_behind_it(runner, tmp
     assert totals["rows_hit"] > 0, totals
 
 
-def test_datasets_whose_bytes_live_in_other_files_are_never_cached(runner, tmp_path):
-    """A virtual dataset and one in external storage, read, their source files changed (one
-    replaced, the raw file rewritten in place) and read again, in the same process and in a new
-    one: the file that names them is unchanged, so no key of the cache would see the change.
-    Every read's bytes equal native's; none is served."""
+def test_datasets_whose_bytes_live_in_other_files_are_forwarded_by_default(runner, tmp_path):
+    """The reads of `test_datasets_whose_bytes_live_in_other_files_follow_their_sources`
+    without PRESCIENT_CACHE_VIRTUAL: none is served, every one equals native's."""
     results, stats_dir = run_both(runner, tmp_path, ["elsewhere"], "elsewhere",
                                   writer="write-elsewhere")
     assert results["connector"] == results["native"], results
-    assert results["native"][0] != results["native"][12]  # the sources really changed
     if runner.stand_in:
         return
     totals = totals_of(stats_dir)
     assert totals["reads_served"] == 0, totals
-    assert forwarded_for(totals) == {"dataset": 24}, totals
+    assert forwarded_for(totals) == {"dataset": 36}, totals
+
+
+def test_datasets_whose_bytes_live_in_other_files_follow_their_sources(runner, tmp_path):
+    """Two virtual datasets and one in external storage, read, their source files changed
+    (replaced, rewritten in place) and read again: through a new handle, through a handle kept
+    open across the change, and in a new process. The file that names them is unchanged, so
+    its own identity cannot tell. Every read's bytes equal native's."""
+    results, stats_dir = run_both(runner, tmp_path, ["elsewhere"], "elsewhere",
+                                  writer="write-elsewhere", env={"PRESCIENT_CACHE_VIRTUAL": "1"})
+    assert results["connector"] == results["native"], results
+    # The sources really changed: every row read after the change differs from before it.
+    native = results["native"]
+    before = [native[i] for i in (0, 1, 2, 6, 7, 8, 3, 4, 5)]  # virtual_a, external, virtual_b
+    assert all(old != new for old, new in zip(before, native[18:27])), native
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    # The virtual datasets' twelve reads before the change and six in the new process are
+    # served (the new process keys the new sources); the six after the change in the first
+    # process are forwarded, through a new file handle and through the one kept open: each
+    # dataset open checks the sources its rows come from.
+    # External storage is always forwarded.
+    assert totals["reads_served"] == 18, totals
+    assert forwarded_for(totals) == {"dataset": 12, "file_changed": 6}, totals
 
 
 def test_misses_borrow_hdf5s_descriptor_until_the_file_handle_closes(runner, tmp_path):

@@ -28,9 +28,9 @@ change check, and reads again. `file-closed` reads rows through a dataset before
 its file's handle is closed (HDF5 keeps the file open for the dataset), and rows of a copy of
 the file through an open handle. `written-here` writes the file itself and reads it in turns:
 anew, through a read-only handle that shares a writable one's open, anew after the writes, after
-an in-place rewrite made at once, and in a forked child. `elsewhere` reads a virtual dataset
-and one in external storage, changes their source files (one replaced, one rewritten in place),
-and reads them again, in the same process and in a new one. OUT holds a digest of every read, or the
+an in-place rewrite made at once, and in a forked child. `elsewhere` reads two virtual datasets
+and one in external storage, changes their source files (some replaced, some rewritten in
+place), and reads them again, through a new handle, a handle kept open and in a new process. OUT holds a digest of every read, or the
 error it raised.
 """
 
@@ -327,51 +327,72 @@ ELSEWHERE_ROWS = 64
 
 
 def write_elsewhere(path, seed=21):
-    """FILE holds `virtual` (rows from two source files) and `external` (its bytes in
-    FILE.raw); the sources and the raw file get values from `seed`."""
+    """FILE holds `virtual_a` (rows from FILE.source0.h5 and FILE.source1.h5), `virtual_b` (from
+    sources 2 and 3) and `external` (its bytes in FILE.raw), all with values from `seed`."""
     rng = np.random.default_rng(seed)
     half = ELSEWHERE_ROWS // 2
-    layout = h5py.VirtualLayout((ELSEWHERE_ROWS, *SAMPLE_SHAPE), "f4")
-    for k in range(2):
-        source = f"{path}.source{k}.h5"
-        with h5py.File(source, "w") as f:
-            f["data"] = rng.random((half, *SAMPLE_SHAPE), dtype=np.float32)
-        layout[k * half:(k + 1) * half] = h5py.VirtualSource(source, "data",
-                                                             shape=(half, *SAMPLE_SHAPE))
     with h5py.File(path, "w") as f:
-        f.create_virtual_dataset("virtual", layout)
+        for name, first in (("virtual_a", 0), ("virtual_b", 2)):
+            layout = h5py.VirtualLayout((ELSEWHERE_ROWS, *SAMPLE_SHAPE), "f4")
+            for k in range(2):
+                source = f"{path}.source{first + k}.h5"
+                with h5py.File(source, "w") as s:
+                    s["data"] = rng.random((half, *SAMPLE_SHAPE), dtype=np.float32)
+                layout[k * half:(k + 1) * half] = h5py.VirtualSource(
+                    source, "data", shape=(half, *SAMPLE_SHAPE))
+            f.create_virtual_dataset(name, layout)
         raw = os.path.basename(path) + ".raw"
         external = f.create_dataset("external", (ELSEWHERE_ROWS, *SAMPLE_SHAPE), "f4",
                                     external=[(raw, 0, h5py.h5f.UNLIMITED)])
         external[...] = rng.random((ELSEWHERE_ROWS, *SAMPLE_SHAPE), dtype=np.float32)
 
 
+CHANGE_SOURCES = """
+import os, sys, h5py, numpy as np, voltest_serving as s
+rng = np.random.default_rng(99)
+p, h = sys.argv[1], s.ELSEWHERE_ROWS // 2
+for replaced, rewritten in ((0, 1), (2, 3)):
+    with h5py.File(p + ".new.h5", "w") as f:
+        f["data"] = rng.random((h, *s.SAMPLE_SHAPE), dtype=np.float32)
+    os.replace(p + ".new.h5", f"{p}.source{replaced}.h5")
+    with h5py.File(f"{p}.source{rewritten}.h5", "r+") as f:
+        f["data"][...] = rng.random((h, *s.SAMPLE_SHAPE), dtype=np.float32)
+with open(p + ".raw", "r+b") as f:
+    f.write(rng.random(s.ELSEWHERE_ROWS * 4096, dtype=np.float32).tobytes())
+"""
+
+
 def elsewhere(path, out, fresh_process=False):
     os.chdir(os.path.dirname(os.path.abspath(path)))  # the raw file is named relative to it
+    everything = ("virtual_a", "virtual_b", "external")
 
-    def rows():
+    def read(f, names=everything):
+        return [attempt(lambda i=i, n=n: f[n][i]) for n in names for i in (1, 40, 1)]
+
+    def rows(names=everything):
         with h5py.File(path, "r") as f:
-            return [attempt(lambda i=i, n=n: f[n][i]) for n in ("virtual", "external")
-                    for i in (1, 40, 1)]
+            return read(f, names)
 
     if fresh_process:
         json.dump(rows(), open(out, "w"))
         return
-    results = rows() + rows()  # the second read may come from the cache
-    # New sources, written by another process without the connector: the first one replaced
-    # (a new file under its name), the raw file rewritten in place, the main file untouched.
+    # A file open across the change, like a loader's cached handle. (Its datasets are opened
+    # per read: HDF5 holds an open virtual dataset's sources open, and their bytes in its sieve
+    # buffer, so natively a dataset held open does not see its sources change at all.)
+    kept = h5py.File(path, "r")
+    results = read(kept) + rows()  # the second read may come from the cache
+    # New sources, written by another process without the connector: one of each virtual
+    # dataset's replaced (a new file under its name), the other rewritten in place, the raw
+    # file rewritten in place; the main file is untouched.
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH", "PRESCIENT_"))}
-    script = ("import sys, voltest_serving as s, numpy as np, h5py, os; "
-              "rng = np.random.default_rng(99); "
-              "p = sys.argv[1]; h = s.ELSEWHERE_ROWS // 2; "
-              "h5py.File(p + '.new.h5', 'w')['data'] = rng.random((h, *s.SAMPLE_SHAPE), "
-              "dtype=np.float32); os.replace(p + '.new.h5', p + '.source0.h5'); "
-              "f = open(p + '.raw', 'r+b'); f.write(rng.random(s.ELSEWHERE_ROWS * 4096, "
-              "dtype=np.float32).tobytes()); f.close()")
-    subprocess.run([sys.executable, "-c", script, path], env=env, check=True,
+    subprocess.run([sys.executable, "-c", CHANGE_SOURCES, path], env=env, check=True,
                    cwd=os.path.dirname(os.path.abspath(__file__)))
-    results += rows()
+    # `virtual_a` through a new file handle, `virtual_b` through the one kept open: each
+    # dataset open checks the sources of the rows read through it.
+    results += rows(("virtual_a", "external"))
+    results += read(kept, ("virtual_b",))
+    kept.close()
     second = f"{out}.fresh"
     subprocess.run([sys.executable, os.path.abspath(__file__), "elsewhere-fresh", path, second],
                    check=True)
