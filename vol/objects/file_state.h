@@ -28,6 +28,13 @@ struct FileIdentity {
   std::int64_t ctime_ns = 0;
 };
 
+// The same file in the same version: device, inode, size, modification and
+// status-change times all equal (validity is the caller's question).
+inline bool SameVersion(const FileIdentity& a, const FileIdentity& b) {
+  return a.device == b.device && a.inode == b.inode && a.size == b.size &&
+         a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns;
+}
+
 // stat(2) of `path`; invalid on any failure.
 FileIdentity IdentifyFile(const std::string& path);
 // The identity a stat(2)/fstat(2) result describes (invalid unless a regular file).

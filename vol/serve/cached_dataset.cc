@@ -363,9 +363,7 @@ bool CachedDataset::FileChanged(const VolObject* dataset) const noexcept {
       borrowed != nullptr
           ? IdentityNow(*borrowed)
           : FileHandles::Get().Stat(path_, file_identity_.device, file_identity_.inode);
-  const bool changed = !now_identity.ok() || now_identity.value().size != file_identity_.size ||
-                       now_identity.value().mtime_ns != file_identity_.mtime_ns ||
-                       now_identity.value().ctime_ns != file_identity_.ctime_ns;
+  const bool changed = !now_identity.ok() || !SameVersion(now_identity.value(), file_identity_);
   std::optional<std::string> changed_source;
   if (!changed && sources_) changed_source = sources_->FirstChanged();
   if (!changed && !changed_source) return false;

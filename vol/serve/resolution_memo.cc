@@ -48,8 +48,7 @@ std::string IndexKey(std::string_view path, std::string_view name) {
 }
 
 bool SameFile(const FileIdentity& a, const FileIdentity& b) {
-  return a.valid && b.valid && a.device == b.device && a.inode == b.inode && a.size == b.size &&
-         a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns;
+  return a.valid && b.valid && SameVersion(a, b);
 }
 
 // The payload, one "tag values" line each, the layout's text last:

@@ -53,9 +53,8 @@ std::string ExpandOrigin(std::string_view prefix, std::string_view ext_path) {
 }
 
 bool SameIdentity(const FileIdentity& a, const FileIdentity& b) {
-  if (!a.valid || !b.valid) return a.valid == b.valid;
-  return a.device == b.device && a.inode == b.inode && a.size == b.size &&
-         a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns;
+  if (!a.valid || !b.valid) return a.valid == b.valid;  // still nothing there
+  return SameVersion(a, b);
 }
 
 // H5Pget_virtual_filename / H5Pget_virtual_prefix style: asked for the
