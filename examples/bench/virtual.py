@@ -1,7 +1,7 @@
 """A virtual dataset over many source files: native h5py against the connector, alternated, cold.
 
     env/run python3 examples/bench/virtual.py [--rounds 2] [--epochs 3] [--plugin-dir DIR]
-        [--variants native default cached quarter] [--files 16] [--per-file 2500] [--held]
+        [--variants native off default quarter] [--files 16] [--per-file 2500] [--held]
         [--stats-dir DIR]
 
 The layout of a dataset written in parts (one file per writer or per day of an instrument) and
@@ -14,10 +14,10 @@ batch_size=32, num_workers=2), every file written back and dropped from the page
 every epoch ("cold"). Runs, in this order in every round:
 
   native      no connector variables (HDF5's defaults)
-  default     the connector's defaults, no schedule: the virtual dataset's reads are forwarded,
-              the labels cached
-  cached      PRESCIENT_CACHE_VIRTUAL=1: the virtual dataset cached too (the cache holds it)
-  quarter     as cached, with PRESCIENT_CACHE_SIZE a quarter of the images (every epoch mixes
+  off         PRESCIENT_CACHE_VIRTUAL=0: the virtual dataset's reads forwarded, the labels cached
+  default     the connector's defaults, no schedule: the virtual dataset cached too, its rows
+              read raw from the source files (PRESCIENT_CACHE_VIRTUAL=raw; the cache holds it)
+  quarter     as default, with PRESCIENT_CACHE_SIZE a quarter of the images (every epoch mixes
               hits and misses)
 
 It prints one line per run and epoch (seconds, CPU seconds of the job's processes, the ratio of
@@ -35,7 +35,7 @@ from per_sample import (alternate, alternation_arguments, check_alternation_argu
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SIDE = 64
-VARIANTS = ("native", "default", "cached", "quarter")
+VARIANTS = ("native", "off", "default", "quarter")
 
 CHILD = r"""
 import json, sys
@@ -105,7 +105,7 @@ def main():
     paths = generate(args.workdir, args.files, args.per_file)
     quarter = f"{args.files * args.per_file * SIDE * SIDE * 4 // 4 // (1 << 20)}MiB"
     def env_of(r, v):
-        settings = {"PRESCIENT_CACHE_VIRTUAL": "1"} if v in ("cached", "quarter") else {}
+        settings = {"PRESCIENT_CACHE_VIRTUAL": "0"} if v == "off" else {}
         return variant_env("native" if v == "native" else "connector", args.plugin_dir,
                            f"virtual{r}{v}", args.stats_dir, quarter if v == "quarter" else None,
                            settings)

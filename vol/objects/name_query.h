@@ -24,6 +24,19 @@ std::optional<std::string> QueryName(Ask ask) {
   return name;
 }
 
+// The same for queries that return the full length, negative on failure
+// (H5Pget_virtual_filename, H5Pget_virtual_dsetname, H5Pget_virtual_prefix):
+// `get(buffer, size)`.
+template <typename Get>
+std::optional<std::string> QueryNameByLength(Get get) {
+  return QueryName([&](char* buffer, std::size_t size, std::size_t* length) {
+    const auto got = get(buffer, size);
+    if (got < 0) return false;
+    *length = static_cast<std::size_t>(got);
+    return true;
+  });
+}
+
 }  // namespace prescient::vol
 
 #endif  // PRESCIENT_VOL_OBJECTS_NAME_QUERY_H_

@@ -163,15 +163,25 @@ const std::vector<OptionRow>& Rows() {
         "the "
         "node-shared cache in shared memory"},
        &ApplyBool<&Options::cache_enabled>},
-      {{"PRESCIENT_CACHE_VIRTUAL", "cache_virtual", kBoolAccepted, "0",
-        "also cache virtual datasets, under keys that include the identity of every file HDF5 "
-        "may take their sources from (a source replaced or rewritten is noticed at the next "
-        "dataset open, within a second under a dataset kept open); their misses load through "
-        "HDF5. Off by default: a loader that opens the dataset for every sample then pays more "
-        "for a miss than the native read (first epoch 0.78x, later epochs 1.35-1.45x: "
-        "examples/bench/RESULTS.md, \"Virtual datasets\"); with the dataset kept open a miss "
-        "costs about a native read and a hit a third of one"},
-       &ApplyBool<&Options::cache_virtual>},
+      {{"PRESCIENT_CACHE_VIRTUAL", "cache_virtual", "raw, or 1 (all) or 0 (none) as for yes/no",
+        "raw",
+        "which virtual datasets are cached, under keys that include the identity of every file "
+        "HDF5 may take their sources from (a source replaced or rewritten is noticed at the next "
+        "dataset open, within a second under a dataset kept open). raw: those whose mappings "
+        "take whole rows from contiguous datasets of the same type, a miss being a pread of the "
+        "source (first epoch 1.14x, later 1.49-1.55x opened per sample: "
+        "examples/bench/RESULTS.md, \"Virtual datasets\"); the others are forwarded. 1: the "
+        "others too, their misses loaded through HDF5, which costs more than the native read "
+        "when the dataset is opened per sample (first epoch 0.8x). 0: none"},
+       [](std::string_view v, Options& o) {
+         if (Lower(v) == "raw") {
+           o.cache_virtual = VirtualCaching::kRaw;
+           return true;
+         }
+         auto b = ParseBool(v);
+         if (b) o.cache_virtual = *b ? VirtualCaching::kAll : VirtualCaching::kOff;
+         return b.has_value();
+       }},
       {{"PRESCIENT_CACHE_SIZE", "cache_size", "bytes with a unit: 8GiB, 512MiB, 1.5G, 100MB, 4096",
         "min(50% of free /dev/shm, 25% of RAM)",
         "size of the node's shared segment; the first process on the node decides"},

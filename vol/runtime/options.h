@@ -24,6 +24,13 @@ namespace prescient::vol {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
+// Which virtual datasets are cached (PRESCIENT_CACHE_VIRTUAL).
+enum class VirtualCaching {
+  kOff,  // none: their reads are forwarded
+  kRaw,  // those whose rows read raw from their sources (serve/virtual_rows.h)
+  kAll,  // every one that can be watched, the others' misses loaded through HDF5
+};
+
 struct Options {
   // PRESCIENT_ENABLE: false = pure pass-through (no decoding, no cache).
   bool enable = true;
@@ -36,11 +43,12 @@ struct Options {
 
   // PRESCIENT_CACHE: serve simple reads from the node-shared cache.
   bool cache_enabled = true;
-  // PRESCIENT_CACHE_VIRTUAL: cache virtual datasets too, keyed by their
-  // source files (serve/virtual_sources.h). Off by default: their misses load
-  // through HDF5, which costs more than the native read it replaces when a
-  // loader opens the dataset per sample (examples/bench/virtual.py).
-  bool cache_virtual = false;
+  // PRESCIENT_CACHE_VIRTUAL: which virtual datasets are cached, keyed by
+  // their source files (serve/virtual_sources.h). By default those whose rows
+  // read raw from their sources: a miss is then a pread, where loading it
+  // through HDF5 costs more than the native read it replaces when a loader
+  // opens the dataset per sample (examples/bench/virtual.py).
+  VirtualCaching cache_virtual = VirtualCaching::kRaw;
   // PRESCIENT_CACHE_SIZE, PRESCIENT_NODE_ID, PRESCIENT_KEEP_CACHE,
   // PRESCIENT_SHM_DIR: the segment (cache/core/cache_options.h).
   cache::CacheOptions cache;

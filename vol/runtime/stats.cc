@@ -13,6 +13,8 @@ constexpr const char* kTopLevelNames[] = {
     "files_opened",
     "datasets_opened",
     "datasets_too_small",
+    "virtual_datasets_raw",
+    "virtual_datasets_through_hdf5",
     "reads",
     "reads_simple",
     "reads_whole_rows",

@@ -29,6 +29,8 @@ enum class Counter : std::size_t {
   kFilesOpened,
   kDatasetsOpened,
   kDatasetsTooSmall,           // opened, not cached for their size (CacheClient::TooSmallToCache)
+  kVirtualDatasetsRaw,         // virtual datasets prepared, rows read raw from their sources
+  kVirtualDatasetsViaHdf5,     // ... prepared, rows loaded through HDF5 (cache_virtual=1)
   kReads,                      // dataset reads (each dataset of an H5Dread_multi counts once)
   kReadsSimple,                // could be served row by row from a cache (read_hook.h)
   kReadsWholeRows,             // selection covers whole rows

@@ -214,8 +214,8 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
     if (state == nullptr) return io::Status::Unsupported("cannot identify " + dataset);
     std::string why_not;
     std::shared_ptr<CachedDataset> prepared =
-        // (A virtual dataset has no raw layout for the prefetch threads: not watched here.)
-        CachedDataset::Prepare(queries, file, *state, /*cache_virtual=*/false, &why_not);
+        // (A virtual dataset's sources are watched by the reads that open it, not here.)
+        CachedDataset::Prepare(queries, file, *state, VirtualCaching::kOff, &why_not);
     if (prepared == nullptr) {
       return io::Status::Unsupported(dataset + " in " + path + " is not cached: " + why_not);
     }

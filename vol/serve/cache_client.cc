@@ -498,6 +498,10 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
     std::string why_not;
     cached =
         CachedDataset::Prepare(dataset, *state, Runtime::Get().options().cache_virtual, &why_not);
+    if (cached != nullptr && cached->virtual_dataset()) {
+      Runtime::Get().stats().Add(cached->raw_layout() ? Counter::kVirtualDatasetsRaw
+                                                      : Counter::kVirtualDatasetsViaHdf5);
+    }
     if (cached == nullptr && !why_not.empty()) {
       Runtime::Get().Log(LogLevel::kInfo, "not caching " + state->identity().description + " (" +
                                               why_not + "): its reads are forwarded");

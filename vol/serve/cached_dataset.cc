@@ -52,7 +52,8 @@ std::int64_t NowNs() {
 }  // namespace
 
 std::shared_ptr<CachedDataset> CachedDataset::Prepare(const VolObject& dataset,
-                                                      const DatasetState& state, bool cache_virtual,
+                                                      const DatasetState& state,
+                                                      VirtualCaching cache_virtual,
                                                       std::string* why_not) {
   if (dataset.file == nullptr) throw std::runtime_error("its file is unknown");
   return Prepare(UnderDataset(dataset), dataset.file, state, cache_virtual, why_not);
@@ -60,7 +61,8 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const VolObject& dataset,
 
 std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& dataset,
                                                       const std::shared_ptr<FileState>& file,
-                                                      const DatasetState& state, bool cache_virtual,
+                                                      const DatasetState& state,
+                                                      VirtualCaching cache_virtual,
                                                       std::string* why_not) {
   StoredRows stored = ReadStoredRows(dataset, file.get(), state, cache_virtual);
   if (stored.bytes_elsewhere) {
@@ -83,9 +85,11 @@ std::shared_ptr<CachedDataset> CachedDataset::Prepare(const DatasetQueries& data
               .row_bytes = state.row_bytes(),
               .chunk_rows = stored.chunk_rows,
               .dims = state.dims(),
-              .layout = nullptr};
+              .layout = nullptr,
+              .source = nullptr};
   if (stored.layout.ok()) {
     facts.layout = std::make_shared<const io::RawLayout>(std::move(stored.layout.value()));
+    facts.source = std::move(stored.source);
   }
   std::shared_ptr<CachedDataset> cached = FromFacts(std::move(facts), file);
   if (!stored.layout.ok()) cached->raw_reason_ = stored.layout.status().message();
@@ -100,7 +104,8 @@ CachedDataset::Facts CachedDataset::facts() const {
           .row_bytes = row_bytes_,
           .chunk_rows = chunk_rows_,
           .dims = dims_,
-          .layout = layout_};
+          .layout = layout_,
+          .source = rows_elsewhere_ ? source_ : nullptr};
 }
 
 std::shared_ptr<CachedDataset> CachedDataset::FromFacts(Facts facts,
@@ -117,7 +122,11 @@ std::shared_ptr<CachedDataset> CachedDataset::FromFacts(Facts facts,
   cached->num_rows_ = cached->dims_.empty() ? 0 : cached->dims_[0];
   cached->chunk_rows_ = facts.chunk_rows;
   cached->layout_ = std::move(facts.layout);
-  if (cached->layout_) cached->source_ = FileHandles::Get().Source(*file);
+  if (cached->layout_) {
+    cached->rows_elsewhere_ = facts.source != nullptr;
+    cached->source_ =
+        cached->rows_elsewhere_ ? std::move(facts.source) : FileHandles::Get().Source(*file);
+  }
   return cached;
 }
 
@@ -204,7 +213,8 @@ cache::Status CachedDataset::LoadEntries(const VolObject* dataset,
 }
 
 const io::PosixFile* CachedDataset::BorrowedFile(const VolObject* dataset) const noexcept {
-  if (dataset == nullptr || dataset->file == nullptr || dataset->file->hdf5_file == nullptr) {
+  if (rows_elsewhere_ || dataset == nullptr || dataset->file == nullptr ||
+      dataset->file->hdf5_file == nullptr) {
     return nullptr;
   }
   // (A borrowed descriptor's file always has a valid identity: FileState::Make.)

@@ -39,6 +39,7 @@
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
+#include "vol/runtime/options.h"
 #include "vol/serve/row_part_evidence.h"
 #include "vol/serve/virtual_sources.h"
 
@@ -56,16 +57,18 @@ class CachedDataset {
   // work happens here. Throws std::runtime_error when it cannot. Null for a
   // dataset whose bytes live in files that are not watched or whose storage
   // cannot be told (StoredRows::bytes_elsewhere; `why_not` then says why):
-  // never cached, its reads forwarded. A virtual dataset is cached only with
-  // `cache_virtual` (Options::cache_virtual), keyed by its source files too
-  // (virtual_sources.h).
+  // never cached, its reads forwarded. A virtual dataset is cached as
+  // `cache_virtual` (Options::cache_virtual) says, keyed by its source files
+  // too (virtual_sources.h).
   static std::shared_ptr<CachedDataset> Prepare(const VolObject& dataset, const DatasetState& state,
-                                                bool cache_virtual, std::string* why_not = nullptr);
+                                                VirtualCaching cache_virtual,
+                                                std::string* why_not = nullptr);
   // The same from any source of answers (dataset_queries.h): the prefetch
   // thread prepares files the application has not opened through the public API.
   static std::shared_ptr<CachedDataset> Prepare(const DatasetQueries& dataset,
                                                 const std::shared_ptr<FileState>& file,
-                                                const DatasetState& state, bool cache_virtual,
+                                                const DatasetState& state,
+                                                VirtualCaching cache_virtual,
                                                 std::string* why_not = nullptr);
 
   // What Prepare found out, free of HDF5: enough to prepare the dataset again
@@ -78,6 +81,10 @@ class CachedDataset {
     std::uint64_t chunk_rows = 0;
     std::vector<hsize_t> dims;
     std::shared_ptr<const cache::io::RawLayout> layout;  // null: rows load through HDF5
+    // What the layout's offsets point into when not the dataset's own file
+    // (a virtual dataset's sources, spliced): a process's open descriptors,
+    // so never in the resolution memo. Null: the file.
+    std::shared_ptr<const cache::io::RandomAccessSource> source;
   };
   Facts facts() const;
   // The dataset `facts` describe in `file`, whose identity is the one they
@@ -258,6 +265,9 @@ class CachedDataset {
   // not one of them). Set by Register.
   std::shared_ptr<const cache::io::RawLayout> entry_layout_;
   std::shared_ptr<const cache::io::RandomAccessSource> source_;
+  // Rows are read from other files than the dataset's (Facts::source): never
+  // through the descriptor HDF5 has of the dataset's file.
+  bool rows_elsewhere_ = false;
   std::string raw_reason_;
   std::uint64_t chunk_rows_ = 0;
   // Contiguous rows read ahead bring in the window of HDF5's sieve size (64

@@ -11,6 +11,7 @@
 #include "vol/objects/file_state.h"
 #include "vol/objects/scoped_id.h"
 #include "vol/runtime/error.h"
+#include "vol/serve/virtual_rows.h"
 
 namespace prescient::vol {
 namespace {
@@ -150,7 +151,8 @@ StoredRows Stored(std::uint64_t chunk_rows, io::Result<io::RawLayout> layout) {
                     .layout = std::move(layout),
                     .bytes_elsewhere = false,
                     .elsewhere_reason = {},
-                    .sources = nullptr};
+                    .sources = nullptr,
+                    .source = nullptr};
   return stored;
 }
 
@@ -162,15 +164,35 @@ StoredRows Elsewhere(std::string why) {
   return stored;
 }
 
-// A virtual dataset is cached, its rows loaded through HDF5, only under a key
-// that includes its source files' identities (virtual_sources.h).
-StoredRows Virtual(const DatasetQueries& dataset, hid_t dcpl, const FileState* file) {
+// A virtual dataset is cached only under a key that includes its source
+// files' identities (virtual_sources.h); its rows are read raw from the
+// sources where its mappings allow (virtual_rows.h), else through HDF5.
+StoredRows Virtual(const DatasetQueries& dataset, hid_t dcpl, const FileState* file,
+                   const DatasetState& state, VirtualCaching caching) {
   if (file == nullptr || !file->identity.valid)
     return Elsewhere("a virtual dataset in an unknown file");
   io::Result<VirtualSources> sources = VirtualSources::Find(dataset, dcpl, *file);
   if (!sources.ok()) return Elsewhere("a virtual dataset: " + sources.status().message());
-  StoredRows stored =
-      Stored(0, io::Status::Unsupported("virtual layout: rows are read through HDF5"));
+  io::Result<std::shared_ptr<const io::RandomAccessSource>> rows =
+      io::Status::Unsupported("the connector underneath is not the native one");
+  if (dataset.Native()) rows = VirtualRowSource(dcpl, state, *file, sources.value());
+  // Row r at r * row_bytes of the spliced sources: a contiguous layout at 0.
+  io::ContiguousLayout layout;
+  layout.row_bytes = state.row_bytes();
+  layout.num_rows = state.dims()[0];
+  const io::Status raw = rows.ok() ? layout.Validate() : rows.status();
+  if (!raw.ok() && caching == VirtualCaching::kRaw) {
+    return Elsewhere("a virtual dataset whose rows cannot be read raw from its sources (" +
+                     raw.message() + "), and PRESCIENT_CACHE_VIRTUAL is raw, not 1");
+  }
+  StoredRows stored = Stored(
+      0,
+      io::Status::Unsupported("a virtual dataset whose rows are not read raw: " + raw.message()));
+  if (raw.ok()) {
+    layout.path = rows.value()->name();
+    stored.layout = io::RawLayout(std::move(layout));
+    stored.source = std::move(rows.value());
+  }
   stored.sources = std::make_shared<const VirtualSources>(std::move(sources.value()));
   return stored;
 }
@@ -178,7 +200,7 @@ StoredRows Virtual(const DatasetQueries& dataset, hid_t dcpl, const FileState* f
 }  // namespace
 
 StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
-                          const DatasetState& state, bool cache_virtual) noexcept {
+                          const DatasetState& state, VirtualCaching cache_virtual) noexcept {
   PreservedErrorStack keep;  // failed probes must not leave errors behind
   try {
     const char* not_raw = NotRawReadable(dataset, file);
@@ -194,8 +216,9 @@ StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
     ScopedId dcpl(dataset.CreationPlist(), &H5Pclose);
     if (dcpl.get() < 0) return Elsewhere("cannot read its creation property list");
     if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL) {
-      if (!cache_virtual) return Elsewhere("a virtual dataset, and PRESCIENT_CACHE_VIRTUAL is off");
-      return Virtual(dataset, dcpl.get(), file);
+      if (cache_virtual == VirtualCaching::kOff)
+        return Elsewhere("a virtual dataset, and PRESCIENT_CACHE_VIRTUAL is off");
+      return Virtual(dataset, dcpl.get(), file, state, cache_virtual);
     }
     if (H5Pget_external_count(dcpl.get()) != 0) {
       return Elsewhere("its rows are in external raw files, which are not watched for changes");

@@ -19,6 +19,7 @@
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
 #include "vol/objects/object.h"
+#include "vol/runtime/options.h"
 #include "vol/serve/virtual_sources.h"
 
 namespace prescient::vol {
@@ -30,9 +31,10 @@ struct StoredRows {
   // when rows load through HDF5.
   std::uint64_t chunk_rows = 0;
   // Unsupported (load through HDF5 instead) for: a connector underneath that
-  // is not the native one, a file not opened with the POSIX driver, compact,
-  // virtual or external storage, unallocated contiguous data, filters other
-  // than deflate and shuffle.
+  // is not the native one, a file not opened with the POSIX driver, compact
+  // or external storage, a virtual dataset whose sources cannot be read raw
+  // (VirtualRowSource), unallocated contiguous data, filters other than
+  // deflate and shuffle.
   cache::io::Result<cache::io::RawLayout> layout;
   // The bytes live in other files that cannot be watched (external storage,
   // a virtual dataset VirtualSources turns down), or where they live could
@@ -42,16 +44,20 @@ struct StoredRows {
   // `elsewhere_reason` says why.
   bool bytes_elsewhere = false;
   std::string elsewhere_reason;
-  // A virtual dataset's source files, whose identities its key must include
-  // (its rows load through HDF5). Null for every other layout.
+  // A virtual dataset's source files, whose identities its key must include.
+  // Null for every other layout.
   std::shared_ptr<const VirtualSources> sources;
+  // Where `layout`'s offsets point when not into the dataset's own file: a
+  // virtual dataset's sources spliced in row order (virtual_rows.h). Null:
+  // the file itself.
+  std::shared_ptr<const cache::io::RandomAccessSource> source;
 };
 
 // Never throws; leaves the HDF5 error stack as it was.
-// `cache_virtual` (Options::cache_virtual): a virtual dataset is watched and
-// cached rather than turned down.
+// `cache_virtual` (Options::cache_virtual): which virtual datasets are watched
+// and cached rather than turned down.
 StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
-                          const DatasetState& state, bool cache_virtual) noexcept;
+                          const DatasetState& state, VirtualCaching cache_virtual) noexcept;
 
 }  // namespace prescient::vol
 

@@ -164,7 +164,9 @@ std::shared_ptr<CachedDataset> ResolutionMemo::Find(const std::shared_ptr<FileSt
 
 void ResolutionMemo::Remember(const std::string& name, const CachedDataset& dataset) {
   CachedDataset::Facts facts = dataset.facts();
-  if (!facts.layout || !dataset.file_identity().valid) return;
+  // Rows read from other files (a virtual dataset's) are the preparing
+  // process's descriptors, and their key holds more than the file's identity.
+  if (!facts.layout || facts.source != nullptr || !dataset.file_identity().valid) return;
   cache::MutexLock lock(&mutex_);
   if (given_up_) return;
   // Under the file's canonical path, the one a schedule's map names (the

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "vol/objects/fingerprint.h"
+#include "vol/objects/name_query.h"
 #include "vol/objects/scoped_id.h"
 
 namespace prescient::vol {
@@ -55,18 +56,6 @@ std::string ExpandOrigin(std::string_view prefix, std::string_view ext_path) {
 bool SameIdentity(const FileIdentity& a, const FileIdentity& b) {
   if (!a.valid || !b.valid) return a.valid == b.valid;  // still nothing there
   return SameVersion(a, b);
-}
-
-// H5Pget_virtual_filename / H5Pget_virtual_prefix style: asked for the
-// length, then the text. nullopt on failure.
-template <typename Get>
-std::optional<std::string> AskText(Get get) {
-  const ssize_t length = get(nullptr, 0);
-  if (length < 0) return std::nullopt;
-  std::string text(static_cast<std::size_t>(length) + 1, '\0');
-  if (get(text.data(), text.size()) < 0) return std::nullopt;
-  text.resize(static_cast<std::size_t>(length));
-  return text;
 }
 
 std::string WorkingDirectory() {
@@ -141,12 +130,13 @@ io::Result<VirtualSources> VirtualSources::Find(const DatasetQueries& dataset, h
   if (H5Pget_virtual_count(dcpl, &count) < 0)
     return io::Status::Unsupported("cannot read its mappings");
   VirtualSources sources;
-  std::vector<std::string> names;  // distinct source file names, by source number
+  std::vector<std::string>& names = sources.names_;
   std::vector<hsize_t> start(static_cast<std::size_t>(rank)), end(start.size());
   for (std::size_t i = 0; i < count; ++i) {
-    std::optional<std::string> name = AskText([&](char* text, std::size_t size) -> ssize_t {
-      return H5Pget_virtual_filename(dcpl, i, text, size);
-    });
+    std::optional<std::string> name =
+        QueryNameByLength([&](char* text, std::size_t size) -> ssize_t {
+          return H5Pget_virtual_filename(dcpl, i, text, size);
+        });
     if (!name) return io::Status::Unsupported("cannot read a source file's name");
     if (name->find('%') != std::string::npos)
       return io::Status::Unsupported("source file names are printf-style patterns");
@@ -163,9 +153,10 @@ io::Result<VirtualSources> VirtualSources::Find(const DatasetQueries& dataset, h
   {
     ScopedId dapl(dataset.AccessPlist(), &H5Pclose);
     std::optional<std::string> prefix =
-        dapl.get() < 0 ? std::nullopt : AskText([&](char* text, std::size_t size) -> ssize_t {
-          return H5Pget_virtual_prefix(dapl.get(), text, size);
-        });
+        dapl.get() < 0 ? std::nullopt
+                       : QueryNameByLength([&](char* text, std::size_t size) -> ssize_t {
+                           return H5Pget_virtual_prefix(dapl.get(), text, size);
+                         });
     if (!prefix) return io::Status::Unsupported("cannot read its access property list");
     dapl_prefix = std::move(*prefix);
   }
@@ -215,6 +206,16 @@ io::Result<VirtualSources> VirtualSources::Find(const DatasetQueries& dataset, h
   }
   sources.checked_for_open_ = std::make_unique<std::atomic<std::uint64_t>[]>(names.size());
   return sources;
+}
+
+std::optional<VirtualSources::Located> VirtualSources::Where(const std::string& source_name) const {
+  const auto found = std::find(names_.begin(), names_.end(), source_name);
+  if (found == names_.end()) return std::nullopt;
+  const auto source = static_cast<std::size_t>(found - names_.begin());
+  for (std::uint32_t c = source_begin_[source]; c < source_begin_[source + 1]; ++c) {
+    if (candidates_[c].identity.valid) return Located{candidates_[c].path, candidates_[c].identity};
+  }
+  return std::nullopt;  // (Find turns such a dataset down)
 }
 
 std::optional<std::string> VirtualSources::SourceChanged(std::uint32_t source) const noexcept {

@@ -82,6 +82,16 @@ class VirtualSources {
 
   static constexpr std::size_t kCheckedPerCall = 256;
 
+  // The file HDF5 opens for the source file a mapping names (as
+  // H5Pget_virtual_filename gives it; not "."): the first of its candidates
+  // that existed when they were taken, with the identity it had then.
+  // Nullopt for a name no mapping gave.
+  struct Located {
+    std::string path;
+    FileIdentity identity;
+  };
+  std::optional<Located> Where(const std::string& source_name) const;
+
  private:
   VirtualSources() = default;
   struct Candidate {
@@ -97,6 +107,8 @@ class VirtualSources {
   };
   std::optional<std::string> SourceChanged(std::uint32_t source) const noexcept;
 
+  // The source file names, by source number.
+  std::vector<std::string> names_;
   // Every source file's candidates in turn: source s has
   // candidates_[source_begin_[s], source_begin_[s + 1]).
   std::vector<Candidate> candidates_;

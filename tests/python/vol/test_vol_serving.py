@@ -248,11 +248,12 @@ def test_a_file_written_here_is_served_once_its_writes_are_behind_it(runner, tmp
     assert totals["rows_hit"] > 0, totals
 
 
-def test_datasets_whose_bytes_live_in_other_files_are_forwarded_by_default(runner, tmp_path):
+def test_datasets_whose_bytes_live_in_other_files_are_forwarded_with_virtual_caching_off(
+        runner, tmp_path):
     """The reads of `test_datasets_whose_bytes_live_in_other_files_follow_their_sources`
-    without PRESCIENT_CACHE_VIRTUAL: none is served, every one equals native's."""
+    with PRESCIENT_CACHE_VIRTUAL=0: none is served, every one equals native's."""
     results, stats_dir = run_both(runner, tmp_path, ["elsewhere"], "elsewhere",
-                                  writer="write-elsewhere")
+                                  writer="write-elsewhere", env={"PRESCIENT_CACHE_VIRTUAL": "0"})
     assert results["connector"] == results["native"], results
     if runner.stand_in:
         return
@@ -261,13 +262,16 @@ def test_datasets_whose_bytes_live_in_other_files_are_forwarded_by_default(runne
     assert forwarded_for(totals) == {"dataset": 36}, totals
 
 
-def test_datasets_whose_bytes_live_in_other_files_follow_their_sources(runner, tmp_path):
+@pytest.mark.parametrize("setting", ["raw", "1"])
+def test_datasets_whose_bytes_live_in_other_files_follow_their_sources(runner, tmp_path, setting):
     """Two virtual datasets and one in external storage, read, their source files changed
     (replaced, rewritten in place) and read again: through a new handle, through a handle kept
     open across the change, and in a new process. The file that names them is unchanged, so
-    its own identity cannot tell. Every read's bytes equal native's."""
+    its own identity cannot tell. Every read's bytes equal native's. The virtual datasets' rows
+    are read raw from their sources, by default (raw) as with PRESCIENT_CACHE_VIRTUAL=1."""
+    env = {} if setting == "raw" else {"PRESCIENT_CACHE_VIRTUAL": setting}
     results, stats_dir = run_both(runner, tmp_path, ["elsewhere"], "elsewhere",
-                                  writer="write-elsewhere", env={"PRESCIENT_CACHE_VIRTUAL": "1"})
+                                  writer="write-elsewhere", env=env)
     assert results["connector"] == results["native"], results
     # The sources really changed: every row read after the change differs from before it.
     native = results["native"]
@@ -283,6 +287,35 @@ def test_datasets_whose_bytes_live_in_other_files_follow_their_sources(runner, t
     # External storage is always forwarded.
     assert totals["reads_served"] == 18, totals
     assert forwarded_for(totals) == {"dataset": 12, "file_changed": 6}, totals
+    # Both prepared in the first process and again in the new one, with the new sources.
+    assert totals["virtual_datasets_raw"] == 4, totals
+    assert totals["virtual_datasets_through_hdf5"] == 0, totals
+
+
+@pytest.mark.parametrize("setting", ["raw", "1", "0"])
+def test_virtual_datasets_are_read_raw_where_their_mappings_allow(runner, tmp_path, setting):
+    """Virtual datasets of every kind of mapping, read by rows, slices, lists and whole, twice.
+    Whole rows of contiguous sources of the same type (also from the naming file itself, out of
+    order, a part of a source) are read raw from the sources; chunked sources, rows left to the
+    fill value, sources of another byte order and rows filled from two sources are forwarded by
+    default, and cached through HDF5 with PRESCIENT_CACHE_VIRTUAL=1. Every read's bytes equal
+    native's."""
+    env = {} if setting == "raw" else {"PRESCIENT_CACHE_VIRTUAL": setting}
+    results, stats_dir = run_both(runner, tmp_path, ["mappings"], "mappings",
+                                  writer="write-mappings", env=env)
+    assert results["connector"] == results["native"], results
+    assert not any(r.startswith("error") for r in results["native"]), results["native"]
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    reads_each = 2 * 7
+    raw = {"raw": 2, "1": 2, "0": 0}[setting]
+    through_hdf5 = {"raw": 0, "1": 4, "0": 0}[setting]
+    assert totals["virtual_datasets_raw"] == raw, totals
+    assert totals["virtual_datasets_through_hdf5"] == through_hdf5, totals
+    assert totals["reads_served"] == reads_each * (raw + through_hdf5), totals
+    forwarded = reads_each * (6 - raw - through_hdf5)
+    assert forwarded_for(totals) == ({"dataset": forwarded} if forwarded else {}), totals
 
 
 def test_misses_borrow_hdf5s_descriptor_until_the_file_handle_closes(runner, tmp_path):

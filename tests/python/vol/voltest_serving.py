@@ -15,6 +15,8 @@
     python3 voltest_serving.py written-here FILE OUT.json
     python3 voltest_serving.py write-elsewhere FILE
     python3 voltest_serving.py elsewhere FILE OUT.json
+    python3 voltest_serving.py write-mappings FILE
+    python3 voltest_serving.py mappings FILE OUT.json
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
 fancy lists) and by slices, twice over (the second pass from the cache). `samples` reads
@@ -400,6 +402,80 @@ def elsewhere(path, out, fresh_process=False):
     json.dump(results, open(out, "w"))
 
 
+MAPPING_ROWS = 24
+
+
+def write_mappings(path):
+    """FILE holds virtual datasets of 24 rows of 64x64 int32 (16 KiB rows, each cached in an
+    entry of its own) whose mappings Prescient reads raw
+    (`whole`: three contiguous sources, out of order, one in part; `own`: a dataset of FILE
+    itself) and ones it must leave to HDF5 (`chunked` sources, `partial` rows left to the fill
+    value, `converted` sources of another byte order, `columns` filled half a row from each of
+    two sources)."""
+    rng = np.random.default_rng(31)
+    shape = (64, 64)
+    sources = {}
+    for k, (kind, dtype) in enumerate((("plain", "<i4"), ("plain", "<i4"), ("plain", "<i4"),
+                                       ("chunked", "<i4"), ("converted", ">i4"))):
+        name = f"{path}.m{k}.h5"
+        with h5py.File(name, "w") as s:
+            data = rng.integers(-2**31, 2**31, (16, *shape), dtype=np.int64).astype(dtype)
+            if kind == "chunked":
+                s.create_dataset("x", data=data, chunks=(4, 16, 16), compression="gzip")
+            else:
+                s.create_dataset("x", data=data)
+        sources[k] = os.path.basename(name)
+
+    def layout():
+        return h5py.VirtualLayout((MAPPING_ROWS, *shape), "<i4")
+
+    def src(k, rows=16, name="x"):
+        return h5py.VirtualSource(sources[k] if k is not None else ".", name, shape=(rows, *shape))
+
+    with h5py.File(path, "w") as f:
+        f.create_dataset("own_rows", data=rng.integers(0, 9, (30, *shape), dtype=np.int32))
+        whole = layout()
+        whole[0:8] = src(2)[8:16]  # the second half of source 2 first
+        whole[8:24] = src(0)
+        f.create_virtual_dataset("whole", whole)
+        own = layout()
+        own[0:12] = src(1)[4:16]
+        own[12:24] = src(None, 30, "own_rows")[3:15]
+        f.create_virtual_dataset("own", own)
+        chunked = layout()
+        chunked[0:16] = src(3)
+        chunked[16:24] = src(0)[0:8]
+        f.create_virtual_dataset("chunked", chunked)
+        partial = layout()
+        partial[4:20] = src(1)
+        f.create_virtual_dataset("partial", partial, fillvalue=-7)
+        converted = layout()
+        converted[0:16] = src(4)
+        converted[16:24] = src(2)[0:8]
+        f.create_virtual_dataset("converted", converted)
+        columns = layout()
+        columns[0:16, :, 0:32] = src(0)[:, :, 0:32]
+        columns[0:16, :, 32:64] = src(1)[:, :, 32:64]
+        columns[16:24] = src(2)[0:8]
+        f.create_virtual_dataset("columns", columns)
+
+
+MAPPINGS = ("whole", "own", "chunked", "partial", "converted", "columns")
+
+
+def mappings(path, out):
+    """Every virtual dataset of FILE read twice over: single rows, a slice, a sorted list, the
+    whole of it."""
+    os.chdir(os.path.dirname(os.path.abspath(path)))
+    results = []
+    with h5py.File(path, "r") as f:
+        for _ in range(2):
+            for name in MAPPINGS:
+                for key in (0, 5, 23, 5, slice(2, 11), [1, 4, 19], slice(None)):
+                    results.append(attempt(lambda n=name, k=key: f[n][k]))
+    json.dump(results, open(out, "w"))
+
+
 COMMANDS = {
     "write": write,
     "write-samples": write_samples,
@@ -417,6 +493,8 @@ COMMANDS = {
     "write-elsewhere": write_elsewhere,
     "elsewhere": elsewhere,
     "elsewhere-fresh": lambda path, out: elsewhere(path, out, fresh_process=True),
+    "write-mappings": write_mappings,
+    "mappings": mappings,
 }
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace prescient::vol {
 namespace {
@@ -94,6 +96,25 @@ TEST(ParseOptions, SmallDatasetsAreLeftUncachedBelowTheKernelsReadAheadByDefault
   ParsedOptions bad = ParseOptions(FakeEnv({{"PRESCIENT_MIN_DATASET_BYTES", "small"}}), "");
   ASSERT_EQ(bad.warnings.size(), 1u);
   EXPECT_NE(bad.warnings[0].find("PRESCIENT_MIN_DATASET_BYTES='small'"), std::string::npos);
+}
+
+TEST(ParseOptions, VirtualDatasetsWhoseRowsReadRawAreCachedByDefault) {
+  EXPECT_EQ(ParseOptions(FakeEnv({}), "").options.cache_virtual, VirtualCaching::kRaw);
+  for (const auto& [text, caching] :
+       std::vector<std::pair<std::string, VirtualCaching>>{{"RAW", VirtualCaching::kRaw},
+                                                           {"1", VirtualCaching::kAll},
+                                                           {"yes", VirtualCaching::kAll},
+                                                           {"0", VirtualCaching::kOff},
+                                                           {"off", VirtualCaching::kOff}}) {
+    ParsedOptions p = ParseOptions(FakeEnv({{"PRESCIENT_CACHE_VIRTUAL", text}}), "");
+    EXPECT_TRUE(p.warnings.empty()) << text;
+    EXPECT_EQ(p.options.cache_virtual, caching) << text;
+  }
+  EXPECT_EQ(ParseOptions(FakeEnv({}), "cache_virtual=0").options.cache_virtual,
+            VirtualCaching::kOff);
+  ParsedOptions bad = ParseOptions(FakeEnv({{"PRESCIENT_CACHE_VIRTUAL", "some"}}), "");
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("PRESCIENT_CACHE_VIRTUAL='some'"), std::string::npos);
 }
 
 TEST(ParseOptions, AMissReadsTwiceTheSieveWhereTheJobSpansOneOrTwoNodes) {

@@ -1,0 +1,47 @@
+// Reading a virtual dataset's rows straight from its source files.
+//
+// HDF5 reads a row of a virtual dataset (VDS) by opening its source file and
+// dataset and reading there: for a VDS opened per sample, about 200 us of CPU
+// a read, most of it the source file's open. When every mapping takes whole
+// rows from a contiguous dataset of the VDS's type and row shape, and the
+// mappings cover every row once, each run of rows is one byte range of one
+// source file. Spliced in row order (cache/io/spliced_source.h), the VDS
+// reads as a contiguous dataset at offset 0, and a miss is a pread, as for
+// any contiguous dataset (prefetch, coalescing and read-around included).
+//
+// The sources' addresses are asked of HDF5 here, on the caller's thread: each
+// source file is opened once, with the native connector and the stdio driver
+// (HDF5 shares an open file only between opens of one driver, so this never
+// joins HDF5's own open of the source, nor the application's), and closed
+// before returning. The file opened, and the descriptor kept for reading it,
+// are checked to be the versions VirtualSources keyed the dataset by: rows
+// are never read from a file the key does not name. Later changes are
+// VirtualSources' to see, as for rows loaded through HDF5.
+#ifndef PRESCIENT_VOL_SERVE_VIRTUAL_ROWS_H_
+#define PRESCIENT_VOL_SERVE_VIRTUAL_ROWS_H_
+
+#include <memory>
+
+#include "cache/io/random_access_file.h"
+#include "cache/io/status.h"
+#include "vol/hdf5_compat.h"
+#include "vol/objects/dataset_state.h"
+#include "vol/objects/file_state.h"
+#include "vol/serve/virtual_sources.h"
+
+namespace prescient::vol {
+
+// More source files than this are loaded through HDF5: each one read raw
+// keeps a descriptor open in every process that reads the VDS.
+inline constexpr std::size_t kMaxRawVirtualSourceFiles = 256;
+
+// The VDS's rows as one source, row r at r * state.row_bytes(); Unsupported,
+// saying why, when they cannot be read raw (rows load through HDF5 then).
+// `dcpl` is the VDS's creation property list, `file` the file naming it
+// (opened with the POSIX driver: HDF5 opens the sources with its driver).
+cache::io::Result<std::shared_ptr<const cache::io::RandomAccessSource>> VirtualRowSource(
+    hid_t dcpl, const DatasetState& state, const FileState& file, const VirtualSources& sources);
+
+}  // namespace prescient::vol
+
+#endif  // PRESCIENT_VOL_SERVE_VIRTUAL_ROWS_H_
