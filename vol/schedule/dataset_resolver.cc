@@ -15,6 +15,7 @@
 #include "vol/objects/object.h"
 #include "vol/objects/scoped_id.h"
 #include "vol/runtime/error.h"
+#include "vol/runtime/runtime.h"
 
 namespace prescient::vol {
 namespace {
@@ -214,8 +215,12 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
     if (state == nullptr) return io::Status::Unsupported("cannot identify " + dataset);
     std::string why_not;
     std::shared_ptr<CachedDataset> prepared =
-        // (A virtual dataset's sources are watched by the reads that open it, not here.)
-        CachedDataset::Prepare(queries, file, *state, VirtualCaching::kOff, &why_not);
+        // Virtual datasets too, unless turned off: only those read raw are of use here.
+        CachedDataset::Prepare(queries, file, *state,
+                               Runtime::Get().options().cache_virtual == VirtualCaching::kOff
+                                   ? VirtualCaching::kOff
+                                   : VirtualCaching::kRaw,
+                               &why_not);
     if (prepared == nullptr) {
       return io::Status::Unsupported(dataset + " in " + path + " is not cached: " + why_not);
     }

@@ -157,57 +157,69 @@ io::Result<std::shared_ptr<const io::RandomAccessSource>> VirtualRowSource(
   if (H5Pget_virtual_count(dcpl, &count) < 0) return Refuse("cannot read its mappings");
   ScopedId vds_type(state.NewStoredTypeId(), &H5Tclose);
   if (vds_type.get() < 0) return Refuse("cannot rebuild its type");
+  // What each mapping names and fills, before anything is opened: a dataset
+  // that cannot be read raw for its shape is turned down at no cost.
+  struct Named {
+    std::string dataset;
+    VirtualSources::Located where;
+    Rows rows;
+  };
+  std::vector<Named> mappings;
+  mappings.reserve(count);
   std::map<std::string, OpenSource> open;  // by the path opened
-  std::vector<io::SplicedSource::Run> runs;
-  runs.reserve(count);
+  std::uint64_t mapped_rows = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const std::optional<std::string> file_name = QueryNameByLength(
         [&](char* t, std::size_t n) { return H5Pget_virtual_filename(dcpl, i, t, n); });
-    const std::optional<std::string> dataset_name = QueryNameByLength(
+    std::optional<std::string> dataset_name = QueryNameByLength(
         [&](char* t, std::size_t n) { return H5Pget_virtual_dsetname(dcpl, i, t, n); });
     if (!file_name || !dataset_name) return Refuse("cannot read a mapping's source");
     if (dataset_name->find('%') != std::string::npos)
       return Refuse("source dataset names are printf-style patterns");
-    std::optional<VirtualSources::Located> where;
-    if (*file_name == ".") {
-      where = VirtualSources::Located{file.name, file.identity};
-    } else {
-      where = sources.Where(*file_name);
-    }
+    std::optional<VirtualSources::Located> where =
+        *file_name == "." ? VirtualSources::Located{file.name, file.identity}
+                          : sources.Where(*file_name);
     if (!where) return Refuse("source file " + *file_name + " is not located");
-    auto [it, fresh] = open.try_emplace(where->path);
-    if (fresh) {
-      if (open.size() > kMaxRawVirtualSourceFiles) {
-        return Refuse("more than " + std::to_string(kMaxRawVirtualSourceFiles) + " source files");
-      }
-      if (io::Status s = Open(where->path, where->identity, &it->second); !s.ok()) return s;
-    }
     ScopedId vspace(H5Pget_virtual_vspace(dcpl, i), &H5Sclose);
     const std::optional<Rows> rows =
         vspace.get() < 0 ? std::nullopt : WholeRowsOf(vspace.get(), state.dims());
     if (!rows) return Refuse("a mapping fills parts of rows of the virtual dataset");
+    mapped_rows += rows->count;
+    open.try_emplace(where->path);
+    if (open.size() > kMaxRawVirtualSourceFiles) {
+      return Refuse("more than " + std::to_string(kMaxRawVirtualSourceFiles) + " source files");
+    }
+    mappings.push_back({std::move(*dataset_name), std::move(*where), *rows});
+  }
+  // Rows no mapping gives read as the fill value; rows two give, as HDF5 decides.
+  if (mapped_rows != state.dims()[0])
+    return Refuse("its mappings do not give every row exactly once");
+  std::vector<io::SplicedSource::Run> runs;
+  runs.reserve(count);
+  for (std::size_t i = 0; i < mappings.size(); ++i) {
+    const Named& mapping = mappings[i];
+    OpenSource& source = open.at(mapping.where.path);
+    if (source.hdf5 < 0) {
+      if (io::Status s = Open(mapping.where.path, mapping.where.identity, &source); !s.ok())
+        return s;
+    }
     ScopedId srcspace(H5Pget_virtual_srcspace(dcpl, i), &H5Sclose);
     if (srcspace.get() < 0) return Refuse("cannot read a mapping's source selection");
-    Rows source_rows{0, rows->count};
+    Rows source_rows{0, mapping.rows.count};
     io::Result<std::uint64_t> offset =
-        SourceRowsOffset(it->second, *dataset_name, srcspace.get(), state.dims(), vds_type.get(),
+        SourceRowsOffset(source, mapping.dataset, srcspace.get(), state.dims(), vds_type.get(),
                          row_bytes, &source_rows);
     if (!offset.ok()) return offset.status();
-    const std::uint64_t bytes = rows->count * row_bytes;
-    io::Result<std::uint64_t> size = it->second.reader->Size();
+    const std::uint64_t bytes = mapping.rows.count * row_bytes;
+    io::Result<std::uint64_t> size = source.reader->Size();
     if (!size.ok() || size.value() < offset.value() || size.value() - offset.value() < bytes) {
-      return Refuse("source " + *dataset_name + " in " + where->path + " ends early");
+      return Refuse("source " + mapping.dataset + " in " + mapping.where.path + " ends early");
     }
-    runs.push_back({.begin = rows->first * row_bytes,
+    runs.push_back({.begin = mapping.rows.first * row_bytes,
                     .bytes = bytes,
-                    .file = it->second.reader,
+                    .file = source.reader,
                     .file_offset = offset.value()});
   }
-  const std::uint64_t all = state.dims()[0] * row_bytes;
-  std::uint64_t covered = 0;
-  for (const io::SplicedSource::Run& run : runs) covered += run.bytes;
-  // Rows no mapping gives read as the fill value; rows two give, as HDF5 decides.
-  if (covered != all) return Refuse("its mappings do not give every row exactly once");
   io::Result<std::unique_ptr<io::SplicedSource>> spliced =
       io::SplicedSource::Make(std::move(runs), file.name + " (virtual dataset sources)");
   if (!spliced.ok()) return Refuse("its mappings do not give every row exactly once");

@@ -169,26 +169,35 @@ io::Result<VirtualSources> VirtualSources::Find(const DatasetQueries& dataset, h
   Fingerprint fingerprint;
   for (const std::string& name : names) {
     sources.source_begin_.push_back(static_cast<std::uint32_t>(sources.candidates_.size()));
-    bool somewhere = false;
+    // The files found, in HDF5's order, not the paths: HDF5 opens the first
+    // of them that is an HDF5 file, and a process that named the naming file
+    // otherwise (the prefetch leader, by its canonical path) finds the same
+    // ones. A file found again under another name changes nothing.
+    std::vector<FileIdentity> found;
     for (std::string& path :
          SourceCandidates(name, file.name, cwd, real_dir, env_prefix, dapl_prefix)) {
       const FileIdentity identity = IdentifyFile(path);
       if (identity.valid) {
-        somewhere = true;
         if (identity.ctime_ns >= file.open_since_realtime_ns - kCoarseClockMarginNs) {
           return io::Status::Unsupported("source " + path + " changed while " + file.name +
                                          " was open in this process");
         }
+        if (std::none_of(found.begin(), found.end(),
+                         [&](const FileIdentity& f) { return SameVersion(f, identity); })) {
+          found.push_back(identity);
+        }
       }
-      fingerprint.AddString(path);
-      fingerprint.AddValue(identity.valid);
+      sources.candidates_.push_back({std::move(path), identity});
+    }
+    fingerprint.AddValue(found.size());
+    for (const FileIdentity& identity : found) {
       for (std::uint64_t v : {identity.device, identity.inode, identity.size,
                               static_cast<std::uint64_t>(identity.mtime_ns),
                               static_cast<std::uint64_t>(identity.ctime_ns)}) {
         fingerprint.AddValue(v);
       }
-      sources.candidates_.push_back({std::move(path), identity});
     }
+    const bool somewhere = !found.empty();
     if (!somewhere) {
       return io::Status::Unsupported("source file " + name +
                                      " is found nowhere HDF5 looks (its rows read as fill values)");

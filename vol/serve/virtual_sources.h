@@ -5,8 +5,8 @@
 // in other files, found by name when the rows are first read. The identity of
 // the file that names the VDS, which every dataset key includes, says nothing
 // of those files. So a VDS is cached only under a key that also holds the
-// identity of every place HDF5 may take each source file from, in the order it
-// tries them (H5F_prefix_open_file in HDF5 1.14): the name if absolute,
+// identity of every file found where HDF5 may take each source file from, in
+// the order it tries them (H5F_prefix_open_file in HDF5 1.14): the name if absolute,
 // HDF5_VDS_PREFIX's directories, the access property list's prefix, the
 // directory of the file that names the VDS (as opened and as resolved), and the
 // name relative to the working directory. Another process that finds any of
@@ -61,7 +61,10 @@ class VirtualSources {
   VirtualSources(VirtualSources&&) noexcept = default;
   VirtualSources& operator=(VirtualSources&&) = delete;
 
-  // Over every candidate's path and identity (absent ones included).
+  // Over the identities of the files found among the candidates, in order
+  // (the paths, and places where nothing is, left out: a file appearing there
+  // is a change FirstChanged and ChangedForRows see, and a new key for the
+  // processes that look after it).
   std::array<std::uint64_t, 2> fingerprint() const { return fingerprint_; }
   std::size_t candidates() const { return candidates_.size(); }
 

@@ -176,6 +176,34 @@ def test_contiguous_rows_read_around_only_while_the_cache_can_keep_them(runner, 
         assert totals["rows_read_around"] == 0, totals
 
 
+def run_scheduled(prescient, tmp_path, writer, reader, datasets, order_rows, extra=None):
+    """Writes FILE with `writer`, imports a schedule of two epochs over 1,024 samples of FILE's
+    `datasets` (each a permutation of `order_rows`), and runs `reader` in its order natively
+    and through the connector with it: both runs' digests, and the connector's totals."""
+    order = tmp_path / "order.txt"
+    rng = np.random.default_rng(5)
+    order.write_text("".join(" ".join(map(str, rng.permutation(order_rows))) + "\n"
+                             for _ in range(2)))
+    data = tmp_path / "data.h5"
+    prescient.run([SCRIPT, writer, data], "native", tmp_path)
+    schedule = tmp_path / "job.sched"
+    subprocess.run([schedule_tool(), "import", str(order), "--samples", "1024",
+                    *[a for d in datasets for a in ("--dataset", f"{data}:{d}")],
+                    "--output", str(schedule), "--quiet"], check=True, capture_output=True)
+    results = {}
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    for mode in ("native", "connector"):
+        out = tmp_path / f"{mode}.json"
+        prescient.run([SCRIPT, reader, data, out, order], mode, tmp_path,
+                      stats=stats / "stats.json" if mode == "connector" else None,
+                      extra={"PRESCIENT_NODE_ID": f"serving-sched-{os.getpid()}",
+                             "PRESCIENT_CACHE_SIZE": "64MiB", "PRESCIENT_SCHEDULE": str(schedule),
+                             **(extra or {})})
+        results[mode] = json.loads(out.read_text())
+    return results, totals_of(stats)
+
+
 def test_a_scheduled_miss_reads_around_the_rows_the_schedule_reads(prescient, tmp_path):
     """Two datasets of 1,024 contiguous 16 KiB rows, a schedule whose epochs read samples 0-999
     (rows 1,000 and up are in its sample map but never read), read cold in its order with
@@ -183,28 +211,9 @@ def test_a_scheduled_miss_reads_around_the_rows_the_schedule_reads(prescient, tm
     epoch before the prefetcher is ahead. A miss reads its 256 KiB slab as without a schedule
     (~63 storage reads a dataset, not 1,000), but not the slab's rows the schedule never reads
     (rows 1,000-1,007 of slab 62)."""
-    order = tmp_path / "order.txt"
-    rng = np.random.default_rng(5)
-    order.write_text("".join(" ".join(map(str, rng.permutation(1000))) + "\n" for _ in range(2)))
-    data = tmp_path / "samples.h5"
-    prescient.run([SCRIPT, "write-samples", data], "native", tmp_path)
-    schedule = tmp_path / "job.sched"
-    subprocess.run([schedule_tool(), "import", str(order), "--samples", "1024",
-                    "--dataset", f"{data}:a", "--dataset", f"{data}:b", "--output", str(schedule),
-                    "--quiet"], check=True, capture_output=True)
-    results = {}
-    stats = tmp_path / "stats"
-    stats.mkdir()
-    for mode in ("native", "connector"):
-        out = tmp_path / f"{mode}.json"
-        prescient.run([SCRIPT, "scheduled-samples", data, out, order], mode, tmp_path,
-                      stats=stats / "stats.json" if mode == "connector" else None,
-                      extra={"PRESCIENT_NODE_ID": f"serving-sched-{os.getpid()}",
-                             "PRESCIENT_CACHE_SIZE": "64MiB", "PRESCIENT_SCHEDULE": str(schedule),
-                             "PRESCIENT_PREFETCH": "0"})
-        results[mode] = json.loads(out.read_text())
+    results, totals = run_scheduled(prescient, tmp_path, "write-samples", "scheduled-samples",
+                                    ["a", "b"], 1000, {"PRESCIENT_PREFETCH": "0"})
     assert results["connector"] == results["native"]
-    totals = totals_of(stats)
     assert totals["schedule_matches"] >= 2 * 2 * 1000 - 8, totals
     assert totals["reads_forwarded"] == 0, totals
     # Every scheduled row came in once, most of them beside a miss; no other row did.
@@ -316,6 +325,19 @@ def test_virtual_datasets_are_read_raw_where_their_mappings_allow(runner, tmp_pa
     assert totals["reads_served"] == reads_each * (raw + through_hdf5), totals
     forwarded = reads_each * (6 - raw - through_hdf5)
     assert forwarded_for(totals) == ({"dataset": forwarded} if forwarded else {}), totals
+
+
+def test_a_scheduled_virtual_dataset_is_prefetched_from_its_sources(prescient, tmp_path):
+    """A virtual dataset of 1,024 16 KiB rows over four source files, named in a schedule and
+    read in its order: the schedule binds it, and the prefetcher reads its rows raw from the
+    sources ahead of the reads. Every read's bytes equal native's."""
+    results, totals = run_scheduled(prescient, tmp_path, "write-virtual-samples",
+                                    "scheduled-virtual", ["v"], 1024)
+    assert results["connector"] == results["native"]
+    assert totals["virtual_datasets_raw"] >= 1, totals
+    assert totals["reads_forwarded"] == 0, totals
+    assert totals["schedule_matches"] >= 2 * 1024 - 8, totals
+    assert totals["rows_prefetched"] > 0, totals
 
 
 def test_misses_borrow_hdf5s_descriptor_until_the_file_handle_closes(runner, tmp_path):

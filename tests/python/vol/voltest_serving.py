@@ -17,6 +17,8 @@
     python3 voltest_serving.py elsewhere FILE OUT.json
     python3 voltest_serving.py write-mappings FILE
     python3 voltest_serving.py mappings FILE OUT.json
+    python3 voltest_serving.py write-virtual-samples FILE
+    python3 voltest_serving.py scheduled-virtual FILE OUT.json ORDER.txt
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
 fancy lists) and by slices, twice over (the second pass from the cache). `samples` reads
@@ -332,17 +334,11 @@ def write_elsewhere(path, seed=21):
     """FILE holds `virtual_a` (rows from FILE.source0.h5 and FILE.source1.h5), `virtual_b` (from
     sources 2 and 3) and `external` (its bytes in FILE.raw), all with values from `seed`."""
     rng = np.random.default_rng(seed)
-    half = ELSEWHERE_ROWS // 2
     with h5py.File(path, "w") as f:
         for name, first in (("virtual_a", 0), ("virtual_b", 2)):
-            layout = h5py.VirtualLayout((ELSEWHERE_ROWS, *SAMPLE_SHAPE), "f4")
-            for k in range(2):
-                source = f"{path}.source{first + k}.h5"
-                with h5py.File(source, "w") as s:
-                    s["data"] = rng.random((half, *SAMPLE_SHAPE), dtype=np.float32)
-                layout[k * half:(k + 1) * half] = h5py.VirtualSource(
-                    source, "data", shape=(half, *SAMPLE_SHAPE))
-            f.create_virtual_dataset(name, layout)
+            f.create_virtual_dataset(name, layout_over_sources(
+                path, [f".source{first + k}.h5" for k in range(2)], ELSEWHERE_ROWS, rng, "data",
+                relative=False))
         raw = os.path.basename(path) + ".raw"
         external = f.create_dataset("external", (ELSEWHERE_ROWS, *SAMPLE_SHAPE), "f4",
                                     external=[(raw, 0, h5py.h5f.UNLIMITED)])
@@ -476,6 +472,45 @@ def mappings(path, out):
     json.dump(results, open(out, "w"))
 
 
+def layout_over_sources(path, suffixes, rows, rng, dataset, relative):
+    """A virtual layout of `rows` random SAMPLE_SHAPE float32 rows taken in equal parts, in
+    order, from new files FILE + suffix (each holding its part as `dataset`), named relative to
+    FILE or by their full names."""
+    part = rows // len(suffixes)
+    layout = h5py.VirtualLayout((rows, *SAMPLE_SHAPE), "<f4")
+    for k, suffix in enumerate(suffixes):
+        source = f"{path}{suffix}"
+        with h5py.File(source, "w") as s:
+            s[dataset] = rng.random((part, *SAMPLE_SHAPE), dtype=np.float32)
+        layout[k * part:(k + 1) * part] = h5py.VirtualSource(
+            os.path.basename(source) if relative else source, dataset,
+            shape=(part, *SAMPLE_SHAPE))
+    return layout
+
+
+def write_virtual_samples(path):
+    """FILE holds `v`: SAMPLES rows of SAMPLE_SHAPE float32 from four source files of a quarter
+    each, named relative to FILE (h5py's layout: contiguous sources, read raw)."""
+    layout = layout_over_sources(path, [f".part{k}.h5" for k in range(4)], SAMPLES,
+                                 np.random.default_rng(41), "x", relative=True)
+    with h5py.File(path, "w") as f:
+        f.create_virtual_dataset("v", layout)
+
+
+def scheduled_virtual(path, out, order_path):
+    """`v`'s rows in the order of ORDER (one epoch a line), with a pause every 32 reads, as a
+    training step would make, for the prefetcher to read ahead in."""
+    os.chdir(os.path.dirname(os.path.abspath(path)))
+    results = []
+    with h5py.File(path, "r") as f:
+        for line in open(order_path):
+            for k, i in enumerate(map(int, line.split())):
+                results.append(digest(f["v"][i]))
+                if k % 32 == 31:
+                    time.sleep(0.002)
+    json.dump(results, open(out, "w"))
+
+
 COMMANDS = {
     "write": write,
     "write-samples": write_samples,
@@ -495,6 +530,8 @@ COMMANDS = {
     "elsewhere-fresh": lambda path, out: elsewhere(path, out, fresh_process=True),
     "write-mappings": write_mappings,
     "mappings": mappings,
+    "write-virtual-samples": write_virtual_samples,
+    "scheduled-virtual": scheduled_virtual,
 }
 
 if __name__ == "__main__":

@@ -230,6 +230,22 @@ TEST_F(VirtualRowsTest, MappingsHdf5MustResolveAreLeftToIt) {
   }
 }
 
+TEST_F(VirtualRowsTest, MoreSourceFilesThanDescriptorsAllowAreLeftToHdf5) {
+  std::vector<Mapping> mappings;
+  const hsize_t files = kMaxRawVirtualSourceFiles + 1;
+  for (hsize_t k = 0; k < files; ++k) {
+    const std::string name = "s" + std::to_string(k) + ".h5";
+    WriteSource(name, 1, static_cast<int>(k));
+    mappings.push_back({name, k, 1, 0});
+  }
+  WriteVirtual(files, mappings);
+  Settle();
+  const Opened opened = Open();
+  EXPECT_EQ(opened.source.status().code(), cache::io::Status::Code::kUnsupported);
+  EXPECT_NE(opened.source.status().message().find("source files"), std::string::npos)
+      << opened.source.status().message();
+}
+
 TEST_F(VirtualRowsTest, AMissingSourceDatasetIsLeftToHdf5Quietly) {
   WriteSource("a.h5", 4, 0);
   // Mapped from "y", which a.h5 lacks: HDF5 reads the fill value there.

@@ -107,8 +107,10 @@ class VirtualSourcesTest : public ::testing::Test {
 
   // Opens vds.h5 as the application would (FileState made at the open), then
   // finds the sources of "v".
-  cache::io::Result<VirtualSources> Find() {
-    const std::string path = (dir_ / "vds.h5").string();
+  // `path`: the naming file's name as the application gives it (default: its
+  // absolute path).
+  cache::io::Result<VirtualSources> Find(std::string path = "") {
+    if (path.empty()) path = (dir_ / "vds.h5").string();
     const std::shared_ptr<FileState> state = FileState::Make(path.c_str(), false);
     ScopedId file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), &H5Fclose);
     if (file.get() < 0) return cache::io::Status::IoError("cannot open " + path);
@@ -173,6 +175,22 @@ TEST_F(VirtualSourcesTest, AFileAppearingEarlierInTheSearchChangesTheFingerprint
   unsetenv("HDF5_VDS_PREFIX");
   ASSERT_TRUE(with_prefix.ok()) << with_prefix.status().message();
   EXPECT_NE(with_prefix.value().fingerprint(), first.value().fingerprint());
+}
+
+TEST_F(VirtualSourcesTest, TheFingerprintIsTheSameWhateverNameTheNamingFileIsOpenedBy) {
+  // The prefetch leader opens files by the canonical paths a schedule names;
+  // the application may name them through a link: the same sources, one key.
+  WriteSource("a.h5", 4, 0);
+  WriteVirtual({"a.h5"}, 4);
+  fs::create_directory_symlink(dir_, dir_.string() + "-link");
+  Settle();
+  auto direct = Find();
+  auto linked = Find(dir_.string() + "-link/vds.h5");
+  fs::remove(dir_.string() + "-link");
+  ASSERT_TRUE(direct.ok()) << direct.status().message();
+  ASSERT_TRUE(linked.ok()) << linked.status().message();
+  EXPECT_NE(linked.value().candidates(), direct.value().candidates());  // other paths looked at
+  EXPECT_EQ(linked.value().fingerprint(), direct.value().fingerprint());
 }
 
 TEST_F(VirtualSourcesTest, ASourceFoundNowhereIsNotCached) {
