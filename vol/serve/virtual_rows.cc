@@ -12,6 +12,7 @@
 #include "vol/objects/name_query.h"
 #include "vol/objects/scoped_id.h"
 #include "vol/runtime/error.h"
+#include "vol/serve/file_handles.h"
 
 namespace prescient::vol {
 namespace {
@@ -53,7 +54,7 @@ FileIdentity IdentityOfDescriptor(int fd) {
 // descriptor its rows will be read through.
 struct OpenSource {
   std::string path;
-  std::shared_ptr<const io::PosixFile> reader;
+  std::shared_ptr<const io::RandomAccessSource> reader;  // through the process's pool
   hid_t hdf5 = H5I_INVALID_HID;
   OpenSource() = default;
   OpenSource(const OpenSource&) = delete;
@@ -67,12 +68,15 @@ io::Status Refuse(std::string why) { return io::Status::Unsupported(std::move(wh
 
 // Opens `path`, which must still be the version `identity` describes.
 io::Status Open(const std::string& path, const FileIdentity& identity, OpenSource* out) {
-  io::Result<std::unique_ptr<io::PosixFile>> reader = io::PosixFile::Open(path);
-  if (!reader.ok()) return reader.status();
-  if (!SameVersion(IdentityOfDescriptor(reader.value()->fd()), identity))
+  const std::shared_ptr<FileState> state =
+      FileState::Make(path.c_str(), /*writable=*/false, /*posix_driver=*/true);
+  if (!SameVersion(state->identity, identity))
     return Refuse("source " + path + " changed since it was identified");
   out->path = path;
-  out->reader = std::move(reader.value());
+  // Rows are read through the process's pool of descriptors (a job of many
+  // virtual datasets must not hold a descriptor per source each), which
+  // reopens the file by path only while it is the same (device, inode).
+  out->reader = FileHandles::Get().Source(*state);
   ScopedId fapl(H5Pcreate(H5P_FILE_ACCESS), &H5Pclose);
   if (fapl.get() < 0 || H5Pset_vol(fapl.get(), H5VL_NATIVE, nullptr) < 0 ||
       H5Pset_fapl_stdio(fapl.get()) < 0 ||

@@ -13,10 +13,12 @@
 // source file is opened once, with the native connector and the stdio driver
 // (HDF5 shares an open file only between opens of one driver, so this never
 // joins HDF5's own open of the source, nor the application's), and closed
-// before returning. The file opened, and the descriptor kept for reading it,
-// are checked to be the versions VirtualSources keyed the dataset by: rows
-// are never read from a file the key does not name. Later changes are
-// VirtualSources' to see, as for rows loaded through HDF5.
+// before returning. The file opened, and the file the path names then, are
+// checked to be the versions VirtualSources keyed the dataset by, and the
+// descriptors that read the rows (the process's pool, file_handles.h) are
+// opened only on a file of the same device and inode: rows are never read
+// from a file the key does not name. Later changes are VirtualSources' to
+// see, as for rows loaded through HDF5.
 #ifndef PRESCIENT_VOL_SERVE_VIRTUAL_ROWS_H_
 #define PRESCIENT_VOL_SERVE_VIRTUAL_ROWS_H_
 
@@ -31,8 +33,10 @@
 
 namespace prescient::vol {
 
-// More source files than this are loaded through HDF5: each one read raw
-// keeps a descriptor open in every process that reads the VDS.
+// More source files than this are loaded through HDF5: preparing the VDS
+// opens each one through HDF5, and the descriptors that read them raw come
+// from the process's pool (file_handles.h, 256 at most), which more would
+// keep reopening.
 inline constexpr std::size_t kMaxRawVirtualSourceFiles = 256;
 
 // The VDS's rows as one source, row r at r * state.row_bytes(); Unsupported,
