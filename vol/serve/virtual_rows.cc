@@ -98,11 +98,12 @@ io::Status Open(const std::string& path, const FileIdentity& identity, OpenSourc
   return io::Status();
 }
 
-// Where the source dataset's rows [rows.first, +rows.count) are in its file,
-// or why they cannot be read raw. `vds_dims` and `vds_type` are the VDS's.
+// Where the `rows` rows `srcspace` selects of source dataset `name` begin in
+// its file, or why they cannot be read raw. `vds_dims` and `vds_type` are the
+// VDS's.
 io::Result<std::uint64_t> SourceRowsOffset(const OpenSource& file, const std::string& name,
                                            hid_t srcspace, const std::vector<hsize_t>& vds_dims,
-                                           hid_t vds_type, std::uint64_t row_bytes, Rows* rows) {
+                                           hid_t vds_type, std::uint64_t row_bytes, hsize_t rows) {
   const std::string what = name + " in " + file.path;
   ScopedId dataset(H5Dopen2(file.hdf5, name.c_str(), H5P_DEFAULT), &H5Dclose);
   if (dataset.get() < 0) return Refuse("no source dataset " + what);
@@ -141,9 +142,8 @@ io::Result<std::uint64_t> SourceRowsOffset(const OpenSource& file, const std::st
                                            ? std::optional<Rows>(Rows{0, dims[0]})
                                            : WholeRowsOf(srcspace, dims);
   if (!selected) return Refuse("a mapping from " + what + " takes parts of rows, or rows it lacks");
-  if (selected->count != rows->count) return Refuse("a mapping from " + what + " is uneven");
-  *rows = *selected;
-  return static_cast<std::uint64_t>(address) + rows->first * row_bytes;
+  if (selected->count != rows) return Refuse("a mapping from " + what + " is uneven");
+  return static_cast<std::uint64_t>(address) + selected->first * row_bytes;
 }
 
 }  // namespace
@@ -209,10 +209,9 @@ io::Result<std::shared_ptr<const io::RandomAccessSource>> VirtualRowSource(
     }
     ScopedId srcspace(H5Pget_virtual_srcspace(dcpl, i), &H5Sclose);
     if (srcspace.get() < 0) return Refuse("cannot read a mapping's source selection");
-    Rows source_rows{0, mapping.rows.count};
     io::Result<std::uint64_t> offset =
         SourceRowsOffset(source, mapping.dataset, srcspace.get(), state.dims(), vds_type.get(),
-                         row_bytes, &source_rows);
+                         row_bytes, mapping.rows.count);
     if (!offset.ok()) return offset.status();
     const std::uint64_t bytes = mapping.rows.count * row_bytes;
     io::Result<std::uint64_t> size = source.reader->Size();
