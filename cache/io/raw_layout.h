@@ -13,7 +13,9 @@
 // virtual layouts, external storage, contiguous datasets never written (no
 // address), filters other than deflate and shuffle, and any type conversion.
 // (A virtual dataset whose rows are runs of contiguous sources reads as a
-// ContiguousLayout at offset 0 of those runs spliced: spliced_source.h.)
+// ContiguousLayout at offset 0 of those runs spliced; one over sources
+// chunked alike, as a ChunkedLayout over the source files spliced whole:
+// spliced_source.h.)
 #ifndef PRESCIENT_CACHE_IO_RAW_LAYOUT_H_
 #define PRESCIENT_CACHE_IO_RAW_LAYOUT_H_
 

@@ -6,7 +6,9 @@
 // the dataset reads as a contiguous layout at offset 0 and everything built
 // for contiguous rows (coalescing, read-around, the loader) applies: a read
 // that crosses from one run into the next is split at the seam into a read
-// of each file.
+// of each file. Sources chunked alike are spliced whole instead, one file
+// after another, and the dataset read as a chunked layout whose chunk
+// addresses are moved by their file's place in the splice.
 #ifndef PRESCIENT_CACHE_IO_SPLICED_SOURCE_H_
 #define PRESCIENT_CACHE_IO_SPLICED_SOURCE_H_
 

@@ -2,12 +2,14 @@
 
     env/run python3 examples/bench/virtual.py [--rounds 2] [--epochs 3] [--plugin-dir DIR]
         [--variants native off default quarter] [--files 16] [--per-file 2500] [--held]
-        [--stats-dir DIR]
+        [--chunked] [--stats-dir DIR]
 
 The layout of a dataset written in parts (one file per writer or per day of an instrument) and
 joined by a virtual dataset: `images` (64x64 float32, 16 KiB a sample) maps FILES source files
 of PER_FILE samples each (16 x 2,500 samples, 655 MB), `labels` (int64) is an ordinary dataset
-beside it in the joining file. The loop: a map-style Dataset that opens the joining file once
+beside it in the joining file. With --chunked the sources are stored as detectors write them: a
+chunk per image, shuffled and gzip-compressed, of photon counts (Poisson, mean 2; the first
+pixel holds the index), 15% of the raw size. The loop: a map-style Dataset that opens the joining file once
 per process and reads `f["images"][i]` and `f["labels"][i]` (opening the datasets for every
 sample, as most loaders do; --held keeps them open), DataLoader(shuffle=True,
 batch_size=32, num_workers=2), every file written back and dropped from the page cache before
@@ -65,12 +67,12 @@ json.dump(timed_epochs(loader, paths, epochs), open(sys.argv[3], "w"))
 """
 
 
-def generate(workdir, files, per_file):
+def generate(workdir, files, per_file, chunked):
     """The joining file first in the list, then its sources; written once (under temporary names,
     the joining file renamed last, when all is complete)."""
     import h5py
     import numpy as np
-    directory = os.path.join(workdir, f"files{files}-per{per_file}")
+    directory = os.path.join(workdir, f"files{files}-per{per_file}" + ("-gzip" if chunked else ""))
     os.makedirs(directory, exist_ok=True)
     joined = os.path.join(directory, "joined.h5")
     sources = [os.path.join(directory, f"part{k}.h5") for k in range(files)]
@@ -78,13 +80,21 @@ def generate(workdir, files, per_file):
         return [joined, *sources]
     layout = h5py.VirtualLayout((files * per_file, SIDE, SIDE), "<f4")
     for k, source in enumerate(sources):
+        rng = np.random.default_rng(k)
         with h5py.File(source, "w") as h:
             first = k * per_file
-            h.create_dataset("images", (per_file, SIDE, SIDE), "<f4")
+            storage = ({"chunks": (1, SIDE, SIDE), "compression": "gzip", "shuffle": True}
+                       if chunked else {})
+            h.create_dataset("images", (per_file, SIDE, SIDE), "<f4", **storage)
             for j in range(0, per_file, 500):  # 32 MB at a time
                 n = min(500, per_file - j)
                 rows = np.arange(first + j, first + j + n, dtype="<f4")
-                h["images"][j:j + n] = np.broadcast_to(rows[:, None, None], (n, SIDE, SIDE))
+                if chunked:
+                    images = rng.poisson(2.0, (n, SIDE, SIDE)).astype("<f4")
+                    images[:, 0, 0] = rows
+                else:
+                    images = np.broadcast_to(rows[:, None, None], (n, SIDE, SIDE))
+                h["images"][j:j + n] = images
         # Named relative to the joining file, as a relocatable dataset is.
         layout[k * per_file:(k + 1) * per_file] = h5py.VirtualSource(
             os.path.basename(source), "images", shape=(per_file, SIDE, SIDE))
@@ -100,9 +110,11 @@ def main():
     p.add_argument("--files", type=int, default=16, help="source files (16)")
     p.add_argument("--per-file", type=int, default=2500, help="samples per source file (2500)")
     p.add_argument("--held", action="store_true", help="keep the datasets open in each worker")
+    p.add_argument("--chunked", action="store_true",
+                   help="sources chunked per image and gzip-compressed (as detectors write them)")
     args = p.parse_args()
     check_alternation_arguments(args, "virtual")
-    paths = generate(args.workdir, args.files, args.per_file)
+    paths = generate(args.workdir, args.files, args.per_file, args.chunked)
     quarter = f"{args.files * args.per_file * SIDE * SIDE * 4 // 4 // (1 << 20)}MiB"
     def env_of(r, v):
         settings = {"PRESCIENT_CACHE_VIRTUAL": "0"} if v == "off" else {}

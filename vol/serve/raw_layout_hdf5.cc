@@ -11,6 +11,7 @@
 #include "vol/objects/file_state.h"
 #include "vol/objects/scoped_id.h"
 #include "vol/runtime/error.h"
+#include "vol/serve/chunked_layout_hdf5.h"
 #include "vol/serve/virtual_rows.h"
 
 namespace prescient::vol {
@@ -29,88 +30,13 @@ io::Result<io::RawLayout> Contiguous(const FileState& file, const DatasetState& 
   return io::RawLayout(std::move(layout));
 }
 
-io::Result<std::vector<io::Filter>> Filters(hid_t dcpl) {
-  std::vector<io::Filter> filters;
-  const int n = H5Pget_nfilters(dcpl);
-  if (n < 0) return io::Status::Unsupported("cannot read the filter pipeline");
-  for (int i = 0; i < n; ++i) {
-    unsigned flags = 0, config = 0;
-    std::size_t count = 8;
-    std::vector<unsigned> values(count);
-    char name[64];
-    const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &count,
-                                           values.data(), sizeof(name), name, &config);
-    if (id < 0) return io::Status::Unsupported("cannot read filter " + std::to_string(i));
-    if (count > values.size()) {  // more client data than the first guess: ask again
-      values.resize(count);
-      H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &count, values.data(), sizeof(name),
-                     name, &config);
-    }
-    values.resize(count);
-    filters.push_back(io::Filter{static_cast<int>(id), {values.begin(), values.end()}});
-  }
-  return filters;
-}
-
-struct ChunkVisit {
-  io::ChunkedLayout* layout;
-  std::size_t rank;
-  io::Status status;
-};
-
-// Called by HDF5 from C for every chunk: must not throw. It allocates nothing
-// (the offset goes into a fixed array) and turns anything thrown below it
-// into a failed visit.
-int VisitChunk(const hsize_t* offset, unsigned filter_mask, haddr_t address, hsize_t size,
-               void* data) noexcept {
-  auto* visit = static_cast<ChunkVisit*>(data);
-  try {
-    std::array<std::uint64_t, H5S_MAX_RANK> element_offset{};
-    if (visit->rank > element_offset.size()) {
-      visit->status = io::Status::Unsupported("chunk rank above H5S_MAX_RANK");
-      return H5_ITER_ERROR;
-    }
-    std::copy(offset, offset + visit->rank, element_offset.begin());
-    visit->status = visit->layout->SetChunk(std::span(element_offset.data(), visit->rank),
-                                            io::ChunkLocation{address, size, filter_mask});
-  } catch (const std::exception& e) {
-    visit->status = io::Status::Internal(std::string("chunk index: ") + e.what());
-  } catch (...) {
-    visit->status = io::Status::Internal("chunk index: unknown exception");
-  }
-  return visit->status.ok() ? H5_ITER_CONT : H5_ITER_ERROR;
-}
-
 io::Result<io::RawLayout> Chunked(const DatasetQueries& dataset, const FileState& file,
                                   const DatasetState& state, hid_t dcpl) {
-  const std::size_t rank = state.dims().size();
-  std::vector<hsize_t> chunk(rank);
-  if (rank == 0 ||
-      H5Pget_chunk(dcpl, static_cast<int>(rank), chunk.data()) != static_cast<int>(rank)) {
-    return io::Status::Unsupported("cannot read the chunk shape");
-  }
-  io::Result<std::vector<io::Filter>> filters = Filters(dcpl);
-  if (!filters.ok()) return filters.status();
-  if (io::Status s = io::CheckRawDecodable(filters.value(), state.type_size()); !s.ok()) return s;
-
-  std::vector<std::byte> fill;
-  H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
-  if (H5Pfill_value_defined(dcpl, &defined) >= 0 && defined == H5D_FILL_VALUE_USER_DEFINED) {
-    fill.resize(state.type_size());
-    const hid_t type = state.NewStoredTypeId();
-    const herr_t got = type < 0 ? -1 : H5Pget_fill_value(dcpl, type, fill.data());
-    if (type >= 0) H5Tclose(type);
-    if (got < 0) return io::Status::Unsupported("cannot read the fill value");
-  }
-  io::Result<io::ChunkedLayout> layout = io::ChunkedLayout::Make(
-      file.name, {state.dims().begin(), state.dims().end()}, {chunk.begin(), chunk.end()},
-      state.type_size(), std::move(filters.value()), std::move(fill));
+  ScopedId type(state.NewStoredTypeId(), &H5Tclose);
+  if (type.get() < 0) return io::Status::Unsupported("cannot rebuild its type");
+  io::Result<io::ChunkedLayout> layout =
+      ReadChunkedLayout(dataset, dcpl, file.name, state.dims(), type.get());
   if (!layout.ok()) return layout.status();
-
-  ChunkVisit visit{&layout.value(), rank, {}};
-  if (dataset.ChunkIter(&VisitChunk, &visit) < 0) {
-    return visit.status.ok() ? io::Status::Unsupported("chunk iteration failed") : visit.status;
-  }
   return io::RawLayout(std::move(layout.value()));
 }
 
@@ -136,6 +62,19 @@ io::Result<io::RawLayout> FromCreationPlist(const DatasetQueries& dataset, hid_t
       return Chunked(dataset, file, state, dcpl);
     default:
       return io::Status::Unsupported("compact or virtual layout");
+  }
+}
+
+// Whether some of the dataset may never have been written and read as
+// nothing (HDF5 leaving the reader's buffer as it was there).
+bool MayReadAsNothing(const DatasetQueries& dataset, hid_t dcpl) {
+  switch (H5Pget_layout(dcpl)) {
+    case H5D_CONTIGUOUS:
+      return dataset.Offset() == HADDR_UNDEF && UnwrittenDataReadsAsNothing(dcpl);
+    case H5D_CHUNKED:
+      return UnwrittenDataReadsAsNothing(dcpl);
+    default:  // compact: always written
+      return false;
   }
 }
 
@@ -173,25 +112,21 @@ StoredRows Virtual(const DatasetQueries& dataset, hid_t dcpl, const FileState* f
     return Elsewhere("a virtual dataset in an unknown file");
   io::Result<VirtualSources> sources = VirtualSources::Find(dataset, dcpl, *file);
   if (!sources.ok()) return Elsewhere("a virtual dataset: " + sources.status().message());
-  io::Result<std::shared_ptr<const io::RandomAccessSource>> rows =
+  io::Result<VirtualRows> rows =
       io::Status::Unsupported("the connector underneath is not the native one");
-  if (dataset.Native()) rows = VirtualRowSource(dcpl, state, *file, sources.value());
-  // Row r at r * row_bytes of the spliced sources: a contiguous layout at 0.
-  io::ContiguousLayout layout;
-  layout.row_bytes = state.row_bytes();
-  layout.num_rows = state.dims()[0];
-  const io::Status raw = rows.ok() ? layout.Validate() : rows.status();
-  if (!raw.ok() && caching == VirtualCaching::kRaw) {
+  if (dataset.Native()) rows = ReadVirtualRows(dcpl, state, *file, sources.value());
+  if (!rows.ok() && caching == VirtualCaching::kRaw) {
     return Elsewhere("a virtual dataset whose rows cannot be read raw from its sources (" +
-                     raw.message() + "), and PRESCIENT_CACHE_VIRTUAL is raw, not 1");
+                     rows.status().message() + "), and PRESCIENT_CACHE_VIRTUAL is raw, not 1");
   }
-  StoredRows stored = Stored(
-      0,
-      io::Status::Unsupported("a virtual dataset whose rows are not read raw: " + raw.message()));
-  if (raw.ok()) {
-    layout.path = rows.value()->name();
-    stored.layout = io::RawLayout(std::move(layout));
-    stored.source = std::move(rows.value());
+  StoredRows stored =
+      Stored(0, io::Status::Unsupported("a virtual dataset whose rows are not read raw: " +
+                                        rows.status().message()));
+  if (rows.ok()) {
+    if (const auto* chunked = std::get_if<io::ChunkedLayout>(&rows.value().layout))
+      stored.chunk_rows = chunked->chunk_shape()[0];
+    stored.layout = std::move(rows.value().layout);
+    stored.source = std::move(rows.value().source);
   }
   stored.sources = std::make_shared<const VirtualSources>(std::move(sources.value()));
   return stored;
@@ -223,9 +158,18 @@ StoredRows ReadStoredRows(const DatasetQueries& dataset, const FileState* file,
     if (H5Pget_external_count(dcpl.get()) != 0) {
       return Elsewhere("its rows are in external raw files, which are not watched for changes");
     }
-    const std::uint64_t chunk_rows = ChunkRows(dcpl.get());
-    if (*not_raw != '\0') return Stored(chunk_rows, io::Status::Unsupported(not_raw));
-    return Stored(chunk_rows, FromCreationPlist(dataset, dcpl.get(), *file, state));
+    io::Result<io::RawLayout> layout = *not_raw != '\0'
+                                           ? io::Status::Unsupported(not_raw)
+                                           : FromCreationPlist(dataset, dcpl.get(), *file, state);
+    // Rows not read raw are loaded through HDF5 into the cache, which must
+    // then hold every byte of them: none where HDF5 writes nothing.
+    if (!layout.ok() && MayReadAsNothing(dataset, dcpl.get())) {
+      return Elsewhere(
+          "parts never written read as nothing (fill time never, or no fill value), and its "
+          "rows are not read raw (" +
+          layout.status().message() + ")");
+    }
+    return Stored(ChunkRows(dcpl.get()), std::move(layout));
   } catch (const std::exception& e) {
     return Elsewhere(std::string("reading its layout failed: ") + e.what());
   } catch (...) {

@@ -33,7 +33,7 @@ struct StoredRows {
   // Unsupported (load through HDF5 instead) for: a connector underneath that
   // is not the native one, a file not opened with the POSIX driver, compact
   // or external storage, a virtual dataset whose sources cannot be read raw
-  // (VirtualRowSource), unallocated contiguous data, filters other than
+  // (ReadVirtualRows), unallocated contiguous data, filters other than
   // deflate and shuffle.
   cache::io::Result<cache::io::RawLayout> layout;
   // The bytes live in other files that cannot be watched (external storage,
@@ -48,8 +48,8 @@ struct StoredRows {
   // Null for every other layout.
   std::shared_ptr<const VirtualSources> sources;
   // Where `layout`'s offsets point when not into the dataset's own file: a
-  // virtual dataset's sources spliced in row order (virtual_rows.h). Null:
-  // the file itself.
+  // virtual dataset's sources spliced (virtual_rows.h). Null: the file
+  // itself.
   std::shared_ptr<const cache::io::RandomAccessSource> source;
 };
 

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -9,9 +10,11 @@
 #include <vector>
 
 #include "cache/io/spliced_source.h"
+#include "vol/objects/dataset_queries.h"
 #include "vol/objects/name_query.h"
 #include "vol/objects/scoped_id.h"
 #include "vol/runtime/error.h"
+#include "vol/serve/chunked_layout_hdf5.h"
 #include "vol/serve/file_handles.h"
 
 namespace prescient::vol {
@@ -98,24 +101,25 @@ io::Status Open(const std::string& path, const FileIdentity& identity, OpenSourc
   return io::Status();
 }
 
-// Where the `rows` rows `srcspace` selects of source dataset `name` begin in
-// its file, or why they cannot be read raw. `vds_dims` and `vds_type` are the
-// VDS's.
-io::Result<std::uint64_t> SourceRowsOffset(const OpenSource& file, const std::string& name,
-                                           hid_t srcspace, const std::vector<hsize_t>& vds_dims,
-                                           hid_t vds_type, std::uint64_t row_bytes, hsize_t rows) {
-  const std::string what = name + " in " + file.path;
+// A mapping's rows as found in its source: where the rows it takes begin,
+// and how the source stores them (contiguous at `address`, or `chunks`).
+struct SourceRows {
+  std::string what;         // "dataset in file", for messages
+  std::uint64_t first = 0;  // the source's first row the mapping takes
+  std::optional<std::uint64_t> address;
+  std::optional<io::ChunkedLayout> chunks;
+};
+
+// The `rows` rows `srcspace` selects of source dataset `name`, or why they
+// cannot be read raw. `vds_dims` and `vds_type` are the VDS's.
+io::Result<SourceRows> DescribeSource(const OpenSource& file, const std::string& name,
+                                      hid_t srcspace, const std::vector<hsize_t>& vds_dims,
+                                      hid_t vds_type, hsize_t rows) {
+  SourceRows found;
+  found.what = name + " in " + file.path;
+  const std::string& what = found.what;
   ScopedId dataset(H5Dopen2(file.hdf5, name.c_str(), H5P_DEFAULT), &H5Dclose);
   if (dataset.get() < 0) return Refuse("no source dataset " + what);
-  {
-    ScopedId dcpl(H5Dget_create_plist(dataset.get()), &H5Pclose);
-    if (dcpl.get() < 0 || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS ||
-        H5Pget_external_count(dcpl.get()) != 0) {
-      return Refuse("source " + what + " is not contiguous in its file");
-    }
-  }
-  const haddr_t address = H5Dget_offset(dataset.get());
-  if (address == HADDR_UNDEF) return Refuse("source " + what + " was never written");
   {
     ScopedId type(H5Dget_type(dataset.get()), &H5Tclose);
     if (type.get() < 0 || H5Tequal(type.get(), vds_type) <= 0)
@@ -143,35 +147,192 @@ io::Result<std::uint64_t> SourceRowsOffset(const OpenSource& file, const std::st
                                            : WholeRowsOf(srcspace, dims);
   if (!selected) return Refuse("a mapping from " + what + " takes parts of rows, or rows it lacks");
   if (selected->count != rows) return Refuse("a mapping from " + what + " is uneven");
-  return static_cast<std::uint64_t>(address) + selected->first * row_bytes;
+  found.first = selected->first;
+
+  ScopedId dcpl(H5Dget_create_plist(dataset.get()), &H5Pclose);
+  if (dcpl.get() < 0 || H5Pget_external_count(dcpl.get()) != 0)
+    return Refuse("source " + what + " is in external raw files");
+  switch (H5Pget_layout(dcpl.get())) {
+    case H5D_CONTIGUOUS: {
+      const haddr_t address = H5Dget_offset(dataset.get());
+      if (address == HADDR_UNDEF) return Refuse("source " + what + " was never written");
+      found.address = address;
+      return found;
+    }
+    case H5D_CHUNKED: {
+      io::Result<io::ChunkedLayout> chunks =
+          ReadChunkedLayout(PublicDataset(dataset.get()), dcpl.get(), what, dims, vds_type);
+      if (!chunks.ok()) return Refuse("source " + what + ": " + chunks.status().message());
+      found.chunks = std::move(chunks.value());
+      return found;
+    }
+    default:
+      return Refuse("source " + what + " is compact or virtual");
+  }
+}
+
+// What each mapping names and fills, learnt before anything is opened.
+struct Named {
+  std::string dataset;
+  VirtualSources::Located where;
+  Rows rows;
+};
+
+io::Result<std::uint64_t> SizeOf(const OpenSource& source) {
+  io::Result<std::uint64_t> size = source.reader->Size();
+  if (!size.ok() || size.value() == 0) return Refuse("cannot size source " + source.path);
+  return size;
+}
+
+// Contiguous sources: each mapping's rows are one byte range of its file,
+// spliced in row order; row r of the VDS is at r * row_bytes.
+io::Result<VirtualRows> SpliceContiguous(const std::vector<Named>& mappings,
+                                         const std::vector<SourceRows>& found,
+                                         const std::map<std::string, OpenSource>& open,
+                                         const DatasetState& state, const std::string& name) {
+  const std::uint64_t row_bytes = state.row_bytes();
+  std::vector<io::SplicedSource::Run> runs;
+  runs.reserve(mappings.size());
+  for (std::size_t i = 0; i < mappings.size(); ++i) {
+    const OpenSource& source = open.at(mappings[i].where.path);
+    const std::uint64_t offset = *found[i].address + found[i].first * row_bytes;
+    const std::uint64_t bytes = mappings[i].rows.count * row_bytes;
+    io::Result<std::uint64_t> size = SizeOf(source);
+    if (!size.ok()) return size.status();
+    if (size.value() < offset || size.value() - offset < bytes)
+      return Refuse("source " + found[i].what + " ends early");
+    runs.push_back({.begin = mappings[i].rows.first * row_bytes,
+                    .bytes = bytes,
+                    .file = source.reader,
+                    .file_offset = offset});
+  }
+  io::Result<std::unique_ptr<io::SplicedSource>> spliced =
+      io::SplicedSource::Make(std::move(runs), name);
+  if (!spliced.ok()) return Refuse("its mappings do not give every row exactly once");
+  io::ContiguousLayout layout;
+  layout.path = name;
+  layout.row_bytes = row_bytes;
+  layout.num_rows = state.dims()[0];
+  if (io::Status s = layout.Validate(); !s.ok()) return s;
+  return VirtualRows{.layout = std::move(layout), .source = std::move(spliced.value())};
+}
+
+bool SameFilters(const std::vector<io::Filter>& a, const std::vector<io::Filter>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const io::Filter& x, const io::Filter& y) {
+                      return x.id == y.id && x.client_data == y.client_data;
+                    });
+}
+
+// Chunked sources: the files spliced whole, one after another, and the VDS a
+// chunked dataset whose chunks are its sources', moved to their offsets in
+// the splice. A mapping must take whole chunks' rows (from a chunk boundary
+// of the source, to one of the VDS: a chunk is never shared by two
+// mappings), and every source be chunked, filtered and filled alike.
+io::Result<VirtualRows> SpliceChunked(const std::vector<Named>& mappings,
+                                      const std::vector<SourceRows>& found,
+                                      const std::map<std::string, OpenSource>& open,
+                                      const DatasetState& state, const std::string& name) {
+  const io::ChunkedLayout& model = *found[0].chunks;
+  for (const SourceRows& source : found) {
+    const io::ChunkedLayout& chunks = *source.chunks;
+    if (chunks.chunk_shape() != model.chunk_shape() ||
+        !SameFilters(chunks.filters(), model.filters()) ||
+        chunks.fill_value() != model.fill_value()) {
+      return Refuse("source " + source.what + " is chunked, filtered or filled unlike " +
+                    found[0].what);
+    }
+  }
+  struct Placed {
+    std::uint64_t base = 0;
+    std::uint64_t size = 0;
+  };
+  std::map<std::string, Placed> placed;  // by path
+  std::vector<io::SplicedSource::Run> runs;
+  std::uint64_t end = 0;
+  for (const Named& mapping : mappings) {
+    const OpenSource& source = open.at(mapping.where.path);
+    if (placed.contains(source.path)) continue;
+    io::Result<std::uint64_t> size = SizeOf(source);
+    if (!size.ok()) return size.status();
+    placed[source.path] = {end, size.value()};
+    runs.push_back({.begin = end, .bytes = size.value(), .file = source.reader, .file_offset = 0});
+    end += size.value();
+  }
+  io::Result<io::ChunkedLayout> layout =
+      io::ChunkedLayout::Make(name, {state.dims().begin(), state.dims().end()}, model.chunk_shape(),
+                              model.element_size(), model.filters(), model.fill_value());
+  if (!layout.ok()) return layout.status();
+  const std::vector<std::uint64_t>& chunk_shape = model.chunk_shape();
+  const std::uint64_t slab_rows = chunk_shape[0];
+  const std::uint64_t per_slab = model.chunks_per_slab();
+  for (std::size_t i = 0; i < mappings.size(); ++i) {
+    const Rows& rows = mappings[i].rows;
+    const SourceRows& source = found[i];
+    const bool ends_the_dataset = rows.first + rows.count == state.dims()[0];
+    if (rows.first % slab_rows != 0 || source.first % slab_rows != 0 ||
+        (rows.count % slab_rows != 0 && !ends_the_dataset)) {
+      return Refuse("a mapping from " + source.what + " takes rows that are not whole chunks");
+    }
+    const Placed& file = placed.at(mappings[i].where.path);
+    const std::uint64_t slabs = (rows.count + slab_rows - 1) / slab_rows;
+    for (std::uint64_t s = 0; s < slabs; ++s) {
+      for (std::uint64_t j = 0; j < per_slab; ++j) {
+        const std::optional<io::ChunkLocation>& chunk =
+            source.chunks->chunk((source.first / slab_rows + s) * per_slab + j);
+        if (!chunk) continue;  // the fill value, in the VDS as in its source
+        if (chunk->file_offset > file.size || file.size - chunk->file_offset < chunk->stored_size)
+          return Refuse("source " + source.what + " ends early");
+        std::vector<std::uint64_t> offset = model.GridCoords(j);  // within slab 0
+        offset[0] = rows.first / slab_rows + s;
+        for (std::size_t d = 0; d < offset.size(); ++d) offset[d] *= chunk_shape[d];
+        io::ChunkLocation moved = *chunk;
+        moved.file_offset += file.base;
+        if (io::Status set = layout.value().SetChunk(offset, moved); !set.ok()) return set;
+      }
+    }
+  }
+  io::Result<std::unique_ptr<io::SplicedSource>> spliced =
+      io::SplicedSource::Make(std::move(runs), name);
+  if (!spliced.ok()) return spliced.status();
+  return VirtualRows{.layout = std::move(layout.value()), .source = std::move(spliced.value())};
+}
+
+// Whether the mappings' rows, each run given once, tile [0, rows).
+bool TileEveryRowOnce(const std::vector<Named>& mappings, hsize_t rows) {
+  std::vector<Rows> runs;
+  runs.reserve(mappings.size());
+  for (const Named& mapping : mappings) runs.push_back(mapping.rows);
+  std::sort(runs.begin(), runs.end(),
+            [](const Rows& a, const Rows& b) { return a.first < b.first; });
+  hsize_t next = 0;
+  for (const Rows& run : runs) {
+    if (run.first != next) return false;
+    next += run.count;
+  }
+  return next == rows;
 }
 
 }  // namespace
 
-io::Result<std::shared_ptr<const io::RandomAccessSource>> VirtualRowSource(
-    hid_t dcpl, const DatasetState& state, const FileState& file, const VirtualSources& sources) {
-  const std::uint64_t row_bytes = state.row_bytes();
-  if (row_bytes == 0 || state.dims().empty()) return Refuse("rows of no bytes");
+io::Result<VirtualRows> ReadVirtualRows(hid_t dcpl, const DatasetState& state,
+                                        const FileState& file, const VirtualSources& sources) {
+  if (state.row_bytes() == 0 || state.dims().empty()) return Refuse("rows of no bytes");
   if (!file.posix_driver || !file.identity.valid)
     return Refuse("the file naming it was not opened with the POSIX driver");
   // A source HDF5 cannot open, or without the dataset named, is an answer
   // (HDF5's read gives fill values there), not an error to print.
   QuietErrorPrinting quiet;
   std::size_t count = 0;
-  if (H5Pget_virtual_count(dcpl, &count) < 0) return Refuse("cannot read its mappings");
+  if (H5Pget_virtual_count(dcpl, &count) < 0 || count == 0)
+    return Refuse("cannot read its mappings");
   ScopedId vds_type(state.NewStoredTypeId(), &H5Tclose);
   if (vds_type.get() < 0) return Refuse("cannot rebuild its type");
-  // What each mapping names and fills, before anything is opened: a dataset
-  // that cannot be read raw for its shape is turned down at no cost.
-  struct Named {
-    std::string dataset;
-    VirtualSources::Located where;
-    Rows rows;
-  };
+  // A dataset that cannot be read raw for its shape is turned down before
+  // any source is opened.
   std::vector<Named> mappings;
   mappings.reserve(count);
   std::map<std::string, OpenSource> open;  // by the path opened
-  std::uint64_t mapped_rows = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const std::optional<std::string> file_name = QueryNameByLength(
         [&](char* t, std::size_t n) { return H5Pget_virtual_filename(dcpl, i, t, n); });
@@ -188,7 +349,6 @@ io::Result<std::shared_ptr<const io::RandomAccessSource>> VirtualRowSource(
     const std::optional<Rows> rows =
         vspace.get() < 0 ? std::nullopt : WholeRowsOf(vspace.get(), state.dims());
     if (!rows) return Refuse("a mapping fills parts of rows of the virtual dataset");
-    mapped_rows += rows->count;
     open.try_emplace(where->path);
     if (open.size() > kMaxRawVirtualSourceFiles) {
       return Refuse("more than " + std::to_string(kMaxRawVirtualSourceFiles) + " source files");
@@ -196,10 +356,10 @@ io::Result<std::shared_ptr<const io::RandomAccessSource>> VirtualRowSource(
     mappings.push_back({std::move(*dataset_name), std::move(*where), *rows});
   }
   // Rows no mapping gives read as the fill value; rows two give, as HDF5 decides.
-  if (mapped_rows != state.dims()[0])
+  if (!TileEveryRowOnce(mappings, state.dims()[0]))
     return Refuse("its mappings do not give every row exactly once");
-  std::vector<io::SplicedSource::Run> runs;
-  runs.reserve(count);
+  std::vector<SourceRows> found;
+  found.reserve(count);
   for (std::size_t i = 0; i < mappings.size(); ++i) {
     const Named& mapping = mappings[i];
     OpenSource& source = open.at(mapping.where.path);
@@ -209,24 +369,16 @@ io::Result<std::shared_ptr<const io::RandomAccessSource>> VirtualRowSource(
     }
     ScopedId srcspace(H5Pget_virtual_srcspace(dcpl, i), &H5Sclose);
     if (srcspace.get() < 0) return Refuse("cannot read a mapping's source selection");
-    io::Result<std::uint64_t> offset =
-        SourceRowsOffset(source, mapping.dataset, srcspace.get(), state.dims(), vds_type.get(),
-                         row_bytes, mapping.rows.count);
-    if (!offset.ok()) return offset.status();
-    const std::uint64_t bytes = mapping.rows.count * row_bytes;
-    io::Result<std::uint64_t> size = source.reader->Size();
-    if (!size.ok() || size.value() < offset.value() || size.value() - offset.value() < bytes) {
-      return Refuse("source " + mapping.dataset + " in " + mapping.where.path + " ends early");
-    }
-    runs.push_back({.begin = mapping.rows.first * row_bytes,
-                    .bytes = bytes,
-                    .file = source.reader,
-                    .file_offset = offset.value()});
+    io::Result<SourceRows> described = DescribeSource(
+        source, mapping.dataset, srcspace.get(), state.dims(), vds_type.get(), mapping.rows.count);
+    if (!described.ok()) return described.status();
+    if (!found.empty() && described.value().chunks.has_value() != found[0].chunks.has_value())
+      return Refuse("some of its sources are chunked and some are not");
+    found.push_back(std::move(described.value()));
   }
-  io::Result<std::unique_ptr<io::SplicedSource>> spliced =
-      io::SplicedSource::Make(std::move(runs), file.name + " (virtual dataset sources)");
-  if (!spliced.ok()) return Refuse("its mappings do not give every row exactly once");
-  return std::shared_ptr<const io::RandomAccessSource>(std::move(spliced.value()));
+  const std::string name = file.name + " (virtual dataset sources)";
+  return found[0].chunks ? SpliceChunked(mappings, found, open, state, name)
+                         : SpliceContiguous(mappings, found, open, state, name);
 }
 
 }  // namespace prescient::vol

@@ -3,11 +3,17 @@
 // HDF5 reads a row of a virtual dataset (VDS) by opening its source file and
 // dataset and reading there: for a VDS opened per sample, about 200 us of CPU
 // a read, most of it the source file's open. When every mapping takes whole
-// rows from a contiguous dataset of the VDS's type and row shape, and the
-// mappings cover every row once, each run of rows is one byte range of one
-// source file. Spliced in row order (cache/io/spliced_source.h), the VDS
-// reads as a contiguous dataset at offset 0, and a miss is a pread, as for
-// any contiguous dataset (prefetch, coalescing and read-around included).
+// rows from a source of the VDS's type and row shape, and the mappings cover
+// every row once, the VDS can be read as one dataset of the loader's:
+// - sources all contiguous: each run of rows is one byte range of one source
+//   file; spliced in row order (cache/io/spliced_source.h), the VDS reads as
+//   a contiguous dataset at offset 0, and a miss is a pread, as for any
+//   contiguous dataset (prefetch, coalescing and read-around included);
+// - sources all chunked alike (one chunk shape, filter pipeline and fill
+//   value), each mapping taking whole chunks' rows: the source files are
+//   spliced whole, one after another, and the VDS reads as a chunked dataset
+//   whose chunks are the sources' at their offsets in that splice (compressed
+//   chunks decoded once by the loader, like any chunked dataset's).
 //
 // The sources' addresses are asked of HDF5 here, on the caller's thread: each
 // source file is opened once, with the native connector and the stdio driver
@@ -25,6 +31,7 @@
 #include <memory>
 
 #include "cache/io/random_access_file.h"
+#include "cache/io/raw_layout.h"
 #include "cache/io/status.h"
 #include "vol/hdf5_compat.h"
 #include "vol/objects/dataset_state.h"
@@ -39,12 +46,19 @@ namespace prescient::vol {
 // keep reopening.
 inline constexpr std::size_t kMaxRawVirtualSourceFiles = 256;
 
-// The VDS's rows as one source, row r at r * state.row_bytes(); Unsupported,
-// saying why, when they cannot be read raw (rows load through HDF5 then).
-// `dcpl` is the VDS's creation property list, `file` the file naming it
-// (opened with the POSIX driver: HDF5 opens the sources with its driver).
-cache::io::Result<std::shared_ptr<const cache::io::RandomAccessSource>> VirtualRowSource(
-    hid_t dcpl, const DatasetState& state, const FileState& file, const VirtualSources& sources);
+// Where a VDS's rows are: `layout`'s offsets point into `source`.
+struct VirtualRows {
+  cache::io::RawLayout layout;
+  std::shared_ptr<const cache::io::RandomAccessSource> source;
+};
+
+// The VDS's rows as one dataset of the loader's; Unsupported, saying why,
+// when they cannot be read raw (rows load through HDF5 then). `dcpl` is the
+// VDS's creation property list, `file` the file naming it (opened with the
+// POSIX driver: HDF5 opens the sources with its driver).
+cache::io::Result<VirtualRows> ReadVirtualRows(hid_t dcpl, const DatasetState& state,
+                                               const FileState& file,
+                                               const VirtualSources& sources);
 
 }  // namespace prescient::vol
 

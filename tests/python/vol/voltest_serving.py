@@ -19,6 +19,8 @@
     python3 voltest_serving.py mappings FILE OUT.json
     python3 voltest_serving.py write-virtual-samples FILE
     python3 voltest_serving.py scheduled-virtual FILE OUT.json ORDER.txt
+    python3 voltest_serving.py write-unwritten FILE
+    python3 voltest_serving.py unwritten FILE OUT.json
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
 fancy lists) and by slices, twice over (the second pass from the cache). `samples` reads
@@ -405,19 +407,24 @@ def write_mappings(path):
     """FILE holds virtual datasets of 24 rows of 64x64 int32 (16 KiB rows, each cached in an
     entry of its own) whose mappings Prescient reads raw
     (`whole`: three contiguous sources, out of order, one in part; `own`: a dataset of FILE
-    itself) and ones it must leave to HDF5 (`chunked` sources, `partial` rows left to the fill
-    value, `converted` sources of another byte order, `columns` filled half a row from each of
-    two sources)."""
+    itself; `gzipped`: two sources chunked and compressed alike, whole chunks out of order) and
+    ones it must leave to HDF5 (`chunked`: a chunked source beside a contiguous one, `partial`
+    rows left to the fill value, `converted` sources of another byte order, `columns` filled
+    half a row from each of two sources)."""
     rng = np.random.default_rng(31)
     shape = (64, 64)
     sources = {}
     for k, (kind, dtype) in enumerate((("plain", "<i4"), ("plain", "<i4"), ("plain", "<i4"),
-                                       ("chunked", "<i4"), ("converted", ">i4"))):
+                                       ("chunked", "<i4"), ("converted", ">i4"),
+                                       ("gzipped", "<i4"), ("gzipped", "<i4"))):
         name = f"{path}.m{k}.h5"
         with h5py.File(name, "w") as s:
             data = rng.integers(-2**31, 2**31, (16, *shape), dtype=np.int64).astype(dtype)
             if kind == "chunked":
                 s.create_dataset("x", data=data, chunks=(4, 16, 16), compression="gzip")
+            elif kind == "gzipped":
+                s.create_dataset("x", data=data, chunks=(4, 32, 64), compression="gzip",
+                                 shuffle=True)
             else:
                 s.create_dataset("x", data=data)
         sources[k] = os.path.basename(name)
@@ -442,6 +449,11 @@ def write_mappings(path):
         chunked[0:16] = src(3)
         chunked[16:24] = src(0)[0:8]
         f.create_virtual_dataset("chunked", chunked)
+        gzipped = layout()
+        gzipped[0:8] = src(6)[8:16]
+        gzipped[8:12] = src(5)[0:4]
+        gzipped[12:24] = src(6)[0:12]
+        f.create_virtual_dataset("gzipped", gzipped)
         partial = layout()
         partial[4:20] = src(1)
         f.create_virtual_dataset("partial", partial, fillvalue=-7)
@@ -456,7 +468,7 @@ def write_mappings(path):
         f.create_virtual_dataset("columns", columns)
 
 
-MAPPINGS = ("whole", "own", "chunked", "partial", "converted", "columns")
+MAPPINGS = ("whole", "own", "gzipped", "chunked", "partial", "converted", "columns")
 
 
 def mappings(path, out):
@@ -511,6 +523,44 @@ def scheduled_virtual(path, out, order_path):
     json.dump(results, open(out, "w"))
 
 
+UNWRITTEN = ("never_half", "never_whole", "ifset_half", "never_contiguous")
+
+
+def write_unwritten(path):
+    """FILE holds 256 rows of 4,096 int32 (16 KiB rows) in chunks of 8 rows, written in part or
+    whole: `never_half` (fill time never, rows 0-127 written: HDF5 leaves a reader's buffer as
+    it was for the rest), `never_whole` (fill time never, every row written), `ifset_half`
+    (fill value -3 for the rows not written), and `never_contiguous` (contiguous, fill time
+    never, never written)."""
+    rng = np.random.default_rng(41)
+    shape = (256, 4096)
+    with h5py.File(path, "w") as f:
+        for name, rows, extra in (("never_half", 128, {"fill_time": "never"}),
+                                  ("never_whole", 256, {"fill_time": "never"}),
+                                  ("ifset_half", 128, {"fillvalue": -3})):
+            d = f.create_dataset(name, shape, "<i4", chunks=(8, 4096), **extra)
+            d[:rows] = rng.integers(-2**31, 2**31, (rows, 4096), dtype=np.int64).astype("<i4")
+        f.create_dataset("never_contiguous", shape, "<i4", fill_time="never")
+
+
+def unwritten(path, out):
+    """Every dataset of FILE read twice over into buffers filled with 0x55 bytes (what HDF5
+    leaves there is part of what is compared): single rows, slices across the written end, the
+    whole of it."""
+    results = []
+    with h5py.File(path, "r") as f:
+        for _ in range(2):
+            for name in UNWRITTEN:
+                d = f[name]
+                for key in (3, 200, 127, slice(120, 136), slice(None)):
+                    rows = np.arange(d.shape[0])[key]
+                    buffer = np.full((np.size(rows), d.shape[1]), 0x55555555, dtype="<i4")
+                    d.read_direct(buffer, np.s_[key] if isinstance(key, slice) else
+                                  np.s_[key:key + 1])
+                    results.append(digest(buffer))
+    json.dump(results, open(out, "w"))
+
+
 COMMANDS = {
     "write": write,
     "write-samples": write_samples,
@@ -532,6 +582,8 @@ COMMANDS = {
     "mappings": mappings,
     "write-virtual-samples": write_virtual_samples,
     "scheduled-virtual": scheduled_virtual,
+    "write-unwritten": write_unwritten,
+    "unwritten": unwritten,
 }
 
 if __name__ == "__main__":

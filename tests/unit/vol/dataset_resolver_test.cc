@@ -13,14 +13,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cache/io/coalescing_planner.h"
+#include "cache/io/raw_loader.h"
 #include "tests/unit/vol/int_rows_file.h"
+#include "tests/unit/vol/virtual_files.h"
 #include "vol/objects/file_state.h"
+#include "vol/objects/scoped_id.h"
 #include "vol/serve/cache_client.h"
 
 namespace prescient::vol {
@@ -185,6 +191,49 @@ TEST_F(DatasetResolverTest, ADatasetTheFileLacksIsAnAnswerPrintedNowhere) {
   EXPECT_EQ(printed, "");
   EXPECT_TRUE(printing_kept) << "the thread's error printing was not put back";
   EXPECT_EQ(errors_left, 0);
+}
+
+// A virtual dataset the application has not opened is prepared as its open
+// would prepare it: its rows read raw from its sources (chunked and
+// compressed here), so the prefetch thread loads them with pread, without
+// HDF5. Done on a thread of its own, as the prefetch thread does it.
+TEST_F(DatasetResolverTest, AVirtualDatasetIsPreparedToReadItsSourcesRaw) {
+  testing::VirtualFiles files("resolver-vds");
+  const testing::Storage gzipped{.chunked = true, .chunk_rows = 2, .deflate = true};
+  files.WriteSource("a.h5", 4, 0, gzipped);
+  files.WriteSource("b.h5", 6, 100, gzipped);
+  files.WriteVirtual(10, {{"b.h5", 0, 6, 0}, {"a.h5", 6, 4, 0}});
+  // Sources written this long before are not "changed while it was open"
+  // (VirtualSources allows for coarse file timestamps).
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+
+  cache::io::Result<std::shared_ptr<CachedDataset>> resolved =
+      cache::io::Status::Internal("not resolved");
+  std::thread prefetch([&] { resolved = DatasetResolver::Resolve(files.Path("vds.h5"), "v"); });
+  prefetch.join();
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  const CachedDataset& dataset = *resolved.value();
+  EXPECT_TRUE(dataset.virtual_dataset());
+  ASSERT_NE(dataset.raw_layout(), nullptr) << dataset.raw_reason();
+  ASSERT_NE(dataset.source(), nullptr);
+
+  std::vector<int> native(10 * testing::kColumns), raw(native.size(), -1);
+  {
+    ScopedId file(H5Fopen(files.Path("vds.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), &H5Fclose);
+    ScopedId vds(H5Dopen2(file.get(), "v", H5P_DEFAULT), &H5Dclose);
+    ASSERT_GE(H5Dread(vds.get(), H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, native.data()), 0);
+  }
+  const std::vector<std::uint64_t> rows = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  auto plan = cache::io::PlanReads(*dataset.raw_layout(), rows, cache::io::kNoCoalescing);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  for (const cache::io::ReadTask& task : plan.value().tasks) {
+    const cache::io::Status loaded =
+        cache::io::LoadTask(*dataset.raw_layout(), *dataset.source(), task, [&](std::uint64_t r) {
+          return reinterpret_cast<std::byte*>(raw.data() + r * testing::kColumns);
+        });
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+  }
+  EXPECT_EQ(raw, native);
 }
 
 }  // namespace

@@ -7,13 +7,18 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
+#include "cache/io/coalescing_planner.h"
+#include "cache/io/raw_loader.h"
+#include "tests/unit/vol/virtual_files.h"
 #include "vol/objects/dataset_queries.h"
 #include "vol/objects/dataset_state.h"
 #include "vol/objects/file_state.h"
@@ -23,108 +28,23 @@ namespace prescient::vol {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr hsize_t kColumns = 3;
-
-// A mapping: rows [first, first + rows) of the VDS from rows [source_first,
-// ...) of dataset "x" in `file` ("." for the naming file itself).
-struct Mapping {
-  std::string file;
-  hsize_t first = 0;
-  hsize_t rows = 0;
-  hsize_t source_first = 0;
-};
+using testing::kColumns;
+using testing::Mapping;
+using testing::Storage;
 
 class VirtualRowsTest : public ::testing::Test {
  public:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("prescient-vrows-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+  std::string Path(const std::string& name) const { return files_.Path(name); }
+  void WriteSource(const std::string& name, hsize_t rows, int base, const Storage& storage = {}) {
+    files_.WriteSource(name, rows, base, storage);
   }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-
-  // Dataset `name` of `rows` x kColumns values base + i, in `file` (created
-  // or opened): contiguous, or chunked when asked, of `type`.
-  static void WriteRows(hid_t file, const char* name, hsize_t rows, int base, bool chunked = false,
-                        hid_t type = H5T_NATIVE_INT) {
-    const hsize_t dims[2] = {rows, kColumns};
-    ScopedId space(H5Screate_simple(2, dims, nullptr), &H5Sclose);
-    ScopedId dcpl(H5Pcreate(H5P_DATASET_CREATE), &H5Pclose);
-    if (chunked) {
-      const hsize_t chunk[2] = {2, kColumns};
-      H5Pset_chunk(dcpl.get(), 2, chunk);
-    }
-    ScopedId dataset(
-        H5Dcreate2(file, name, type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), &H5Dclose);
-    ASSERT_GE(dataset.get(), 0);
-    std::vector<int> values(rows * kColumns);
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = base + static_cast<int>(i);
-    ASSERT_GE(H5Dwrite(dataset.get(), H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
-              0);
-  }
-  void WriteSource(const std::string& name, hsize_t rows, int base, bool chunked = false,
-                   hid_t type = H5T_NATIVE_INT) {
-    ScopedId file(H5Fcreate(Path(name).c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
-                  &H5Fclose);
-    ASSERT_GE(file.get(), 0);
-    WriteRows(file.get(), "x", rows, base, chunked, type);
-  }
-
-  // "vds.h5" with "v" of `rows` x kColumns ints, from `mappings`; its own
-  // "x" (for "." mappings) holds `own_rows` rows. `columns` narrows every
-  // mapping to the first columns.
   void WriteVirtual(hsize_t rows, const std::vector<Mapping>& mappings, hsize_t own_rows = 0,
                     hsize_t columns = kColumns) {
-    ScopedId file(H5Fcreate(Path("vds.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
-                  &H5Fclose);
-    ASSERT_GE(file.get(), 0);
-    if (own_rows > 0) WriteRows(file.get(), "x", own_rows, 5000);
-    const hsize_t dims[2] = {rows, kColumns};
-    ScopedId space(H5Screate_simple(2, dims, nullptr), &H5Sclose);
-    ScopedId dcpl(H5Pcreate(H5P_DATASET_CREATE), &H5Pclose);
-    for (const Mapping& m : mappings) {
-      const hsize_t source_rows =
-          m.file == "." ? own_rows : static_cast<hsize_t>(SourceRows(m.file));
-      const hsize_t source_dims[2] = {source_rows, kColumns};
-      ScopedId source_space(H5Screate_simple(2, source_dims, nullptr), &H5Sclose);
-      const hsize_t start[2] = {m.first, 0}, count[2] = {m.rows, columns};
-      const hsize_t source_start[2] = {m.source_first, 0};
-      ASSERT_GE(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-                0);
-      // A whole source is mapped as "all" (as h5py's VirtualSource does).
-      if (m.source_first == 0 && m.rows == source_rows && columns == kColumns) {
-        ASSERT_GE(H5Sselect_all(source_space.get()), 0);
-      } else {
-        ASSERT_GE(H5Sselect_hyperslab(source_space.get(), H5S_SELECT_SET, source_start, nullptr,
-                                      count, nullptr),
-                  0);
-      }
-      ASSERT_GE(H5Pset_virtual(dcpl.get(), space.get(), m.file.c_str(), "x", source_space.get()),
-                0);
-    }
-    H5Sselect_all(space.get());
-    ScopedId dataset(H5Dcreate2(file.get(), "v", H5T_NATIVE_INT, space.get(), H5P_DEFAULT,
-                                dcpl.get(), H5P_DEFAULT),
-                     &H5Dclose);
-    ASSERT_GE(dataset.get(), 0);
-  }
-  hssize_t SourceRows(const std::string& name) const {
-    ScopedId file(H5Fopen(Path(name).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), &H5Fclose);
-    ScopedId dataset(H5Dopen2(file.get(), "x", H5P_DEFAULT), &H5Dclose);
-    ScopedId space(H5Dget_space(dataset.get()), &H5Sclose);
-    hsize_t dims[2] = {0, 0};
-    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-    return static_cast<hssize_t>(dims[0]);
+    files_.WriteVirtual(rows, mappings, own_rows, columns);
   }
 
   struct Opened {
-    cache::io::Result<std::shared_ptr<const cache::io::RandomAccessSource>> source =
-        cache::io::Status::Internal("not opened");
+    cache::io::Result<VirtualRows> source = cache::io::Status::Internal("not opened");
     std::vector<std::byte> native;  // HDF5's read of the whole VDS
     std::uint64_t row_bytes = 0;
   };
@@ -150,22 +70,42 @@ class VirtualRowsTest : public ::testing::Test {
       return out;
     }
     if (between) between();
-    out.source = VirtualRowSource(dcpl.get(), *ds, *state, sources.value());
+    out.source = ReadVirtualRows(dcpl.get(), *ds, *state, sources.value());
     return out;
   }
 
-  // Every row read raw equals HDF5's, read whole and row by row.
+  // Every row read raw equals HDF5's: all rows at once, coalesced or not,
+  // and row by row, through the loader (as the cache reads them).
   static void ExpectNativeBytes(const Opened& opened) {
     ASSERT_TRUE(opened.source.ok()) << opened.source.status().message();
-    const cache::io::RandomAccessSource& source = *opened.source.value();
-    EXPECT_EQ(source.Size().value(), opened.native.size());
-    std::vector<std::byte> all(opened.native.size());
-    ASSERT_TRUE(source.ReadExact(0, all).ok());
-    EXPECT_EQ(all, opened.native);
-    std::vector<std::byte> row(opened.row_bytes);
-    for (std::uint64_t r = 0; r * opened.row_bytes < all.size(); ++r) {
-      ASSERT_TRUE(source.ReadExact(r * opened.row_bytes, row).ok());
-      EXPECT_TRUE(std::equal(row.begin(), row.end(), opened.native.begin() + r * opened.row_bytes))
+    const VirtualRows& rows = opened.source.value();
+    const std::uint64_t count = cache::io::NumRows(rows.layout);
+    ASSERT_EQ(count * opened.row_bytes, opened.native.size());
+    ASSERT_EQ(cache::io::RowBytes(rows.layout), opened.row_bytes);
+    const auto load = [&](std::span<const std::uint64_t> wanted,
+                          const cache::io::CoalescingOptions& options) {
+      std::vector<std::byte> out(opened.native.size());
+      cache::io::Result<cache::io::ReadPlan> plan =
+          cache::io::PlanReads(rows.layout, wanted, options);
+      EXPECT_TRUE(plan.ok()) << plan.status().message();
+      if (!plan.ok()) return out;
+      for (const cache::io::ReadTask& task : plan.value().tasks) {
+        const cache::io::Status loaded = cache::io::LoadTask(
+            rows.layout, *rows.source, task,
+            [&](std::uint64_t row) { return out.data() + row * opened.row_bytes; });
+        EXPECT_TRUE(loaded.ok()) << loaded.message();
+      }
+      return out;
+    };
+    std::vector<std::uint64_t> all(count);
+    for (std::uint64_t r = 0; r < count; ++r) all[r] = r;
+    EXPECT_EQ(load(all, cache::io::kNoCoalescing), opened.native);
+    EXPECT_EQ(load(all, cache::io::kDefaultLocalDiskCoalescing), opened.native);
+    for (std::uint64_t r = 0; r < count; ++r) {
+      const std::vector<std::byte> one = load(std::span(&all[r], 1), cache::io::kNoCoalescing);
+      EXPECT_TRUE(std::equal(one.begin() + r * opened.row_bytes,
+                             one.begin() + (r + 1) * opened.row_bytes,
+                             opened.native.begin() + r * opened.row_bytes))
           << "row " << r;
     }
   }
@@ -174,7 +114,7 @@ class VirtualRowsTest : public ::testing::Test {
   // while it was open" (VirtualSources allows for coarse file timestamps).
   static void Settle() { std::this_thread::sleep_for(std::chrono::milliseconds(60)); }
 
-  fs::path dir_;
+  testing::VirtualFiles files_{"vrows"};
 };
 
 TEST_F(VirtualRowsTest, RowsFromSeveralFilesInAnyOrderAreTheBytesHdf5Reads) {
@@ -187,20 +127,109 @@ TEST_F(VirtualRowsTest, RowsFromSeveralFilesInAnyOrderAreTheBytesHdf5Reads) {
   ExpectNativeBytes(Open());
 }
 
+TEST_F(VirtualRowsTest, ChunkedSourcesAreReadAsOneChunkedDataset) {
+  // Compressed, two chunks per row, chunks never written (the sources' fill
+  // value), mappings out of order from chunk boundaries; the last mapping
+  // ends the dataset halfway through a chunk.
+  const Storage storage{.chunked = true,
+                        .chunk_rows = 2,
+                        .chunk_columns = 2,
+                        .deflate = true,
+                        .fill = -7,
+                        .written_rows = 4};
+  WriteSource("a.h5", 6, 0, storage);
+  WriteSource("b.h5", 4, 100, storage);
+  WriteVirtual(11, {{"b.h5", 0, 4, 0}, {"a.h5", 4, 2, 2}, {"a.h5", 6, 4, 0}, {"a.h5", 10, 1, 4}});
+  Settle();
+  const Opened opened = Open();
+  ASSERT_TRUE(opened.source.ok()) << opened.source.status().message();
+  ASSERT_TRUE(std::holds_alternative<cache::io::ChunkedLayout>(opened.source.value().layout));
+  ExpectNativeBytes(opened);
+}
+
+TEST_F(VirtualRowsTest, ChunkedSourcesOneChunkPerRowUncompressed) {
+  const Storage storage{.chunked = true, .chunk_rows = 1};
+  WriteSource("a.h5", 5, 0, storage);
+  WriteSource("b.h5", 3, 100, storage);
+  WriteVirtual(8, {{"b.h5", 0, 3, 0}, {"a.h5", 3, 5, 0}});
+  Settle();
+  ExpectNativeBytes(Open());
+}
+
+TEST_F(VirtualRowsTest, ChunkedSourcesThatDoNotSplitAtChunksAreLeftToHdf5) {
+  const Storage chunked{.chunked = true, .chunk_rows = 2};
+  struct Case {
+    const char* what;
+    const char* why;  // in the refusal
+    std::function<void(VirtualRowsTest*)> write;
+  };
+  const std::vector<Case> cases = {
+      {"a mapping from inside a source chunk", "not whole chunks",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 6, 0, chunked);
+         t->WriteVirtual(4, {{"a.h5", 0, 4, 1}});
+       }},
+      {"a mapping ending inside a chunk, not at the end", "not whole chunks",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 3, 0, chunked);
+         t->WriteSource("b.h5", 4, 100, chunked);
+         t->WriteVirtual(7, {{"a.h5", 0, 3, 0}, {"b.h5", 3, 4, 0}});
+       }},
+      {"sources chunked differently", "chunked, filtered or filled unlike",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0, chunked);
+         t->WriteSource("b.h5", 4, 100, {.chunked = true, .chunk_rows = 4});
+         t->WriteVirtual(8, {{"a.h5", 0, 4, 0}, {"b.h5", 4, 4, 0}});
+       }},
+      {"sources filtered differently", "chunked, filtered or filled unlike",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0, chunked);
+         t->WriteSource("b.h5", 4, 100, {.chunked = true, .deflate = true});
+         t->WriteVirtual(8, {{"a.h5", 0, 4, 0}, {"b.h5", 4, 4, 0}});
+       }},
+      {"sources filled differently", "chunked, filtered or filled unlike",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0, chunked);
+         t->WriteSource("b.h5", 4, 100, {.chunked = true, .fill = 3});
+         t->WriteVirtual(8, {{"a.h5", 0, 4, 0}, {"b.h5", 4, 4, 0}});
+       }},
+      {"a chunked source beside a contiguous one", "some of its sources are chunked",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0);
+         t->WriteSource("b.h5", 4, 100, chunked);
+         t->WriteVirtual(8, {{"a.h5", 0, 4, 0}, {"b.h5", 4, 4, 0}});
+       }},
+      {"chunks never written, fill time never", "never written",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0, {.chunked = true, .fill_never = true, .written_rows = 2});
+         t->WriteVirtual(4, {{"a.h5", 0, 4, 0}});
+       }},
+      {"a filter the loader does not undo", "filter",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0, {.chunked = true, .fletcher32 = true});
+         t->WriteVirtual(4, {{"a.h5", 0, 4, 0}});
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    c.write(this);
+    Settle();
+    const Opened opened = Open();
+    EXPECT_EQ(opened.source.status().code(), cache::io::Status::Code::kUnsupported);
+    EXPECT_NE(opened.source.status().message().find(c.why), std::string::npos)
+        << opened.source.status().message();
+  }
+}
+
 TEST_F(VirtualRowsTest, MappingsHdf5MustResolveAreLeftToIt) {
   struct Case {
     const char* what;
     std::function<void(VirtualRowsTest*)> write;
   };
   const std::vector<Case> cases = {
-      {"chunked source",
-       [](VirtualRowsTest* t) {
-         t->WriteSource("a.h5", 4, 0, /*chunked=*/true);
-         t->WriteVirtual(4, {{"a.h5", 0, 4, 0}});
-       }},
       {"another type",
        [](VirtualRowsTest* t) {
-         t->WriteSource("a.h5", 4, 0, false, H5T_STD_I32BE);
+         t->WriteSource("a.h5", 4, 0, {.type = H5T_STD_I32BE});
          t->WriteVirtual(4, {{"a.h5", 0, 4, 0}});
        }},
       {"rows left to the fill value",
