@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/io/pattern_source.h"
 #include "cache/io/spliced_source.h"
 #include "vol/objects/dataset_queries.h"
 #include "vol/objects/name_query.h"
@@ -178,6 +179,12 @@ struct Named {
   Rows rows;
 };
 
+// The rows no mapping gives, and the element they read as (empty when none).
+struct Filled {
+  std::vector<Rows> gaps;
+  std::vector<std::byte> fill;
+};
+
 io::Result<std::uint64_t> SizeOf(const OpenSource& source) {
   io::Result<std::uint64_t> size = source.reader->Size();
   if (!size.ok() || size.value() == 0) return Refuse("cannot size source " + source.path);
@@ -189,10 +196,24 @@ io::Result<std::uint64_t> SizeOf(const OpenSource& source) {
 io::Result<VirtualRows> SpliceContiguous(const std::vector<Named>& mappings,
                                          const std::vector<SourceRows>& found,
                                          const std::map<std::string, OpenSource>& open,
-                                         const DatasetState& state, const std::string& name) {
+                                         const Filled& filled, const DatasetState& state,
+                                         const std::string& name) {
   const std::uint64_t row_bytes = state.row_bytes();
   std::vector<io::SplicedSource::Run> runs;
-  runs.reserve(mappings.size());
+  runs.reserve(mappings.size() + filled.gaps.size());
+  if (!filled.gaps.empty()) {
+    // Rows no mapping gives: the fill value, from a run of its own each.
+    io::Result<std::unique_ptr<io::PatternSource>> pattern =
+        io::PatternSource::Make(filled.fill, state.dims()[0] * row_bytes, name + " (fill value)");
+    if (!pattern.ok()) return pattern.status();
+    const std::shared_ptr<const io::RandomAccessSource> fill = std::move(pattern.value());
+    for (const Rows& gap : filled.gaps) {
+      runs.push_back({.begin = gap.first * row_bytes,
+                      .bytes = gap.count * row_bytes,
+                      .file = fill,
+                      .file_offset = 0});
+    }
+  }
   for (std::size_t i = 0; i < mappings.size(); ++i) {
     const OpenSource& source = open.at(mappings[i].where.path);
     const std::uint64_t offset = *found[i].address + found[i].first * row_bytes;
@@ -208,7 +229,7 @@ io::Result<VirtualRows> SpliceContiguous(const std::vector<Named>& mappings,
   }
   io::Result<std::unique_ptr<io::SplicedSource>> spliced =
       io::SplicedSource::Make(std::move(runs), name);
-  if (!spliced.ok()) return Refuse("its mappings do not give every row exactly once");
+  if (!spliced.ok()) return Refuse("its mappings give some rows twice");
   io::ContiguousLayout layout;
   layout.path = name;
   layout.row_bytes = row_bytes;
@@ -232,8 +253,17 @@ bool SameFilters(const std::vector<io::Filter>& a, const std::vector<io::Filter>
 io::Result<VirtualRows> SpliceChunked(const std::vector<Named>& mappings,
                                       const std::vector<SourceRows>& found,
                                       const std::map<std::string, OpenSource>& open,
-                                      const DatasetState& state, const std::string& name) {
+                                      const Filled& filled, const DatasetState& state,
+                                      const std::string& name) {
   const io::ChunkedLayout& model = *found[0].chunks;
+  // Rows no mapping gives are chunks never written, read as the sources'
+  // fill value: it must be the VDS's. (They are whole chunks: every mapping
+  // begins at a chunk boundary and ends at one, or at the dataset's end.)
+  if (!filled.gaps.empty()) {
+    const std::vector<std::byte> zeros(model.element_size());
+    if (filled.fill != (model.fill_value().empty() ? zeros : model.fill_value()))
+      return Refuse("rows no mapping gives fill unlike its sources' chunks never written");
+  }
   for (const SourceRows& source : found) {
     const io::ChunkedLayout& chunks = *source.chunks;
     if (chunks.chunk_shape() != model.chunk_shape() ||
@@ -298,19 +328,36 @@ io::Result<VirtualRows> SpliceChunked(const std::vector<Named>& mappings,
   return VirtualRows{.layout = std::move(layout.value()), .source = std::move(spliced.value())};
 }
 
-// Whether the mappings' rows, each run given once, tile [0, rows).
-bool TileEveryRowOnce(const std::vector<Named>& mappings, hsize_t rows) {
-  std::vector<Rows> runs;
-  runs.reserve(mappings.size());
-  for (const Named& mapping : mappings) runs.push_back(mapping.rows);
-  std::sort(runs.begin(), runs.end(),
+// The runs of rows no mapping gives, in order; nullopt when a row is given
+// twice (HDF5 decides what it reads there).
+std::optional<std::vector<Rows>> RowsNotGiven(const std::vector<Named>& mappings, hsize_t rows) {
+  std::vector<Rows> given;
+  given.reserve(mappings.size());
+  for (const Named& mapping : mappings) given.push_back(mapping.rows);
+  std::sort(given.begin(), given.end(),
             [](const Rows& a, const Rows& b) { return a.first < b.first; });
+  std::vector<Rows> gaps;
   hsize_t next = 0;
-  for (const Rows& run : runs) {
-    if (run.first != next) return false;
-    next += run.count;
+  for (const Rows& run : given) {
+    if (run.first < next) return std::nullopt;
+    if (run.first > next) gaps.push_back({next, run.first - next});
+    next = run.first + run.count;
   }
-  return next == rows;
+  if (next > rows) return std::nullopt;
+  if (next < rows) gaps.push_back({next, rows - next});
+  return gaps;
+}
+
+// The element HDF5 reads where no mapping gives a row: the VDS's fill value
+// (zeros unless one was set); Unsupported when it has none.
+io::Result<std::vector<std::byte>> FillOf(hid_t dcpl, hid_t type, std::size_t element_size) {
+  H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
+  if (H5Pfill_value_defined(dcpl, &defined) < 0 || defined == H5D_FILL_VALUE_UNDEFINED)
+    return Refuse("rows no mapping gives, and no fill value");
+  std::vector<std::byte> fill(element_size);
+  if (defined == H5D_FILL_VALUE_USER_DEFINED && H5Pget_fill_value(dcpl, type, fill.data()) < 0)
+    return Refuse("cannot read its fill value");
+  return fill;
 }
 
 }  // namespace
@@ -355,9 +402,15 @@ io::Result<VirtualRows> ReadVirtualRows(hid_t dcpl, const DatasetState& state,
     }
     mappings.push_back({std::move(*dataset_name), std::move(*where), *rows});
   }
-  // Rows no mapping gives read as the fill value; rows two give, as HDF5 decides.
-  if (!TileEveryRowOnce(mappings, state.dims()[0]))
-    return Refuse("its mappings do not give every row exactly once");
+  // Rows two mappings give read as HDF5 decides; rows none gives, as the fill value.
+  const std::optional<std::vector<Rows>> gaps = RowsNotGiven(mappings, state.dims()[0]);
+  if (!gaps) return Refuse("its mappings give some rows twice");
+  Filled filled{.gaps = *gaps, .fill = {}};
+  if (!filled.gaps.empty()) {
+    io::Result<std::vector<std::byte>> fill = FillOf(dcpl, vds_type.get(), state.type_size());
+    if (!fill.ok()) return fill.status();
+    filled.fill = std::move(fill.value());
+  }
   std::vector<SourceRows> found;
   found.reserve(count);
   for (std::size_t i = 0; i < mappings.size(); ++i) {
@@ -377,8 +430,8 @@ io::Result<VirtualRows> ReadVirtualRows(hid_t dcpl, const DatasetState& state,
     found.push_back(std::move(described.value()));
   }
   const std::string name = file.name + " (virtual dataset sources)";
-  return found[0].chunks ? SpliceChunked(mappings, found, open, state, name)
-                         : SpliceContiguous(mappings, found, open, state, name);
+  return found[0].chunks ? SpliceChunked(mappings, found, open, filled, state, name)
+                         : SpliceContiguous(mappings, found, open, filled, state, name);
 }
 
 }  // namespace prescient::vol

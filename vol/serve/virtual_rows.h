@@ -3,8 +3,10 @@
 // HDF5 reads a row of a virtual dataset (VDS) by opening its source file and
 // dataset and reading there: for a VDS opened per sample, about 200 us of CPU
 // a read, most of it the source file's open. When every mapping takes whole
-// rows from a source of the VDS's type and row shape, and the mappings cover
-// every row once, the VDS can be read as one dataset of the loader's:
+// rows from a source of the VDS's type and row shape, and no row is given
+// twice, the VDS can be read as one dataset of the loader's (rows no mapping
+// gives read as its fill value: a run of that value, cache/io/pattern_source.h,
+// or chunks never written):
 // - sources all contiguous: each run of rows is one byte range of one source
 //   file; spliced in row order (cache/io/spliced_source.h), the VDS reads as
 //   a contiguous dataset at offset 0, and a miss is a pread, as for any

@@ -407,9 +407,9 @@ def write_mappings(path):
     """FILE holds virtual datasets of 24 rows of 64x64 int32 (16 KiB rows, each cached in an
     entry of its own) whose mappings Prescient reads raw
     (`whole`: three contiguous sources, out of order, one in part; `own`: a dataset of FILE
-    itself; `gzipped`: two sources chunked and compressed alike, whole chunks out of order) and
-    ones it must leave to HDF5 (`chunked`: a chunked source beside a contiguous one, `partial`
-    rows left to the fill value, `converted` sources of another byte order, `columns` filled
+    itself; `gzipped`: two sources chunked and compressed alike, whole chunks out of order;
+    `partial`: rows left to the fill value) and ones it must leave to HDF5 (`chunked`: a chunked
+    source beside a contiguous one, `converted` sources of another byte order, `columns` filled
     half a row from each of two sources)."""
     rng = np.random.default_rng(31)
     shape = (64, 64)

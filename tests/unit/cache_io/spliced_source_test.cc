@@ -11,9 +11,9 @@ namespace prescient::cache::io {
 namespace {
 
 // A file in memory whose byte i is (seed + i) mod 251; counts its requests.
-class PatternSource final : public RandomAccessSource {
+class CountingFile final : public RandomAccessSource {
  public:
-  PatternSource(std::uint64_t size, int seed, std::string name)
+  CountingFile(std::uint64_t size, int seed, std::string name)
       : size_(size), seed_(seed), name_(std::move(name)) {}
   static std::byte At(int seed, std::uint64_t i) {
     return static_cast<std::byte>((seed + i) % 251);
@@ -48,8 +48,8 @@ class PatternSource final : public RandomAccessSource {
 };
 
 struct Spliced {
-  std::shared_ptr<PatternSource> a = std::make_shared<PatternSource>(1000, 1, "a");
-  std::shared_ptr<PatternSource> b = std::make_shared<PatternSource>(1000, 77, "b");
+  std::shared_ptr<CountingFile> a = std::make_shared<CountingFile>(1000, 1, "a");
+  std::shared_ptr<CountingFile> b = std::make_shared<CountingFile>(1000, 77, "b");
   std::unique_ptr<SplicedSource> source;
   // [0,300) = a[500,800), [300,400) = b[0,100), [400,700) = a[0,300): given out of order.
   Spliced() {
@@ -61,9 +61,9 @@ struct Spliced {
   }
   // What byte `at` of the spliced space must be.
   static std::byte Expected(std::uint64_t at) {
-    if (at < 300) return PatternSource::At(1, 500 + at);
-    if (at < 400) return PatternSource::At(77, at - 300);
-    return PatternSource::At(1, at - 400);
+    if (at < 300) return CountingFile::At(1, 500 + at);
+    if (at < 400) return CountingFile::At(77, at - 300);
+    return CountingFile::At(1, at - 400);
   }
 };
 
@@ -106,7 +106,7 @@ TEST(SplicedSourceTest, RefusesReadsPastItsEnd) {
 }
 
 TEST(SplicedSourceTest, ReportsAFileThatEndsEarly) {
-  auto a = std::make_shared<PatternSource>(100, 1, "short");
+  auto a = std::make_shared<CountingFile>(100, 1, "short");
   auto spliced =
       SplicedSource::Make({{.begin = 0, .bytes = 200, .file = a, .file_offset = 0}}, "v").value();
   std::vector<std::byte> out(50);
@@ -116,7 +116,7 @@ TEST(SplicedSourceTest, ReportsAFileThatEndsEarly) {
 }
 
 TEST(SplicedSourceTest, RefusesGapsOverlapsAndEmptyRuns) {
-  auto a = std::make_shared<PatternSource>(1000, 1, "a");
+  auto a = std::make_shared<CountingFile>(1000, 1, "a");
   using Run = SplicedSource::Run;
   EXPECT_FALSE(SplicedSource::Make({Run{.begin = 10, .bytes = 5, .file = a}}, "v").ok());
   EXPECT_FALSE(

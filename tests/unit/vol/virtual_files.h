@@ -104,8 +104,10 @@ class VirtualFiles {
   // "vds.h5" with "v" of `rows` x kColumns ints, from `mappings`; its own
   // "x" (for "." mappings) holds `own_rows` rows. `columns` narrows every
   // mapping to the first columns.
+  // Rows no mapping gives read as `fill` (zeros by default; no fill value at
+  // all with `no_fill`).
   void WriteVirtual(hsize_t rows, const std::vector<Mapping>& mappings, hsize_t own_rows = 0,
-                    hsize_t columns = kColumns) {
+                    hsize_t columns = kColumns, int fill = 0, bool no_fill = false) {
     ScopedId file(H5Fcreate(Path("vds.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
                   &H5Fclose);
     ASSERT_GE(file.get(), 0);
@@ -113,6 +115,11 @@ class VirtualFiles {
     const hsize_t dims[2] = {rows, kColumns};
     ScopedId space(H5Screate_simple(2, dims, nullptr), &H5Sclose);
     ScopedId dcpl(H5Pcreate(H5P_DATASET_CREATE), &H5Pclose);
+    if (no_fill) {
+      H5Pset_fill_value(dcpl.get(), H5T_NATIVE_INT, nullptr);
+    } else if (fill != 0) {
+      H5Pset_fill_value(dcpl.get(), H5T_NATIVE_INT, &fill);
+    }
     for (const Mapping& m : mappings) {
       const hsize_t source_rows =
           m.file == "." ? own_rows : static_cast<hsize_t>(SourceRows(m.file));

@@ -39,8 +39,8 @@ class VirtualRowsTest : public ::testing::Test {
     files_.WriteSource(name, rows, base, storage);
   }
   void WriteVirtual(hsize_t rows, const std::vector<Mapping>& mappings, hsize_t own_rows = 0,
-                    hsize_t columns = kColumns) {
-    files_.WriteVirtual(rows, mappings, own_rows, columns);
+                    hsize_t columns = kColumns, int fill = 0, bool no_fill = false) {
+    files_.WriteVirtual(rows, mappings, own_rows, columns, fill, no_fill);
   }
 
   struct Opened {
@@ -127,6 +127,19 @@ TEST_F(VirtualRowsTest, RowsFromSeveralFilesInAnyOrderAreTheBytesHdf5Reads) {
   ExpectNativeBytes(Open());
 }
 
+TEST_F(VirtualRowsTest, RowsNoMappingGivesReadAsTheFillValue) {
+  WriteSource("a.h5", 6, 0);
+  WriteSource("b.h5", 4, 100);
+  // Gaps first, between mappings and last; a fill value set, then the default (zeros).
+  const std::vector<Mapping> mappings = {{"b.h5", 2, 4, 0}, {"a.h5", 9, 3, 1}};
+  WriteVirtual(14, mappings, 0, kColumns, /*fill=*/-9);
+  Settle();
+  ExpectNativeBytes(Open());
+  WriteVirtual(14, mappings);
+  Settle();
+  ExpectNativeBytes(Open());
+}
+
 TEST_F(VirtualRowsTest, ChunkedSourcesAreReadAsOneChunkedDataset) {
   // Compressed, two chunks per row, chunks never written (the sources' fill
   // value), mappings out of order from chunk boundaries; the last mapping
@@ -140,6 +153,18 @@ TEST_F(VirtualRowsTest, ChunkedSourcesAreReadAsOneChunkedDataset) {
   WriteSource("a.h5", 6, 0, storage);
   WriteSource("b.h5", 4, 100, storage);
   WriteVirtual(11, {{"b.h5", 0, 4, 0}, {"a.h5", 4, 2, 2}, {"a.h5", 6, 4, 0}, {"a.h5", 10, 1, 4}});
+  Settle();
+  const Opened opened = Open();
+  ASSERT_TRUE(opened.source.ok()) << opened.source.status().message();
+  ASSERT_TRUE(std::holds_alternative<cache::io::ChunkedLayout>(opened.source.value().layout));
+  ExpectNativeBytes(opened);
+}
+
+TEST_F(VirtualRowsTest, ChunkedSourcesWithRowsNoMappingGives) {
+  const Storage storage{.chunked = true, .chunk_rows = 2, .deflate = true, .fill = -5};
+  WriteSource("a.h5", 4, 0, storage);
+  // Rows 0-1 and 6-9 given by no mapping: whole chunks, read as the fill value.
+  WriteVirtual(10, {{"a.h5", 2, 4, 0}}, 0, kColumns, /*fill=*/-5);
   Settle();
   const Opened opened = Open();
   ASSERT_TRUE(opened.source.ok()) << opened.source.status().message();
@@ -193,6 +218,11 @@ TEST_F(VirtualRowsTest, ChunkedSourcesThatDoNotSplitAtChunksAreLeftToHdf5) {
          t->WriteSource("b.h5", 4, 100, {.chunked = true, .fill = 3});
          t->WriteVirtual(8, {{"a.h5", 0, 4, 0}, {"b.h5", 4, 4, 0}});
        }},
+      {"rows no mapping gives filled unlike the sources' unwritten chunks", "fill unlike",
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0, chunked);
+         t->WriteVirtual(6, {{"a.h5", 2, 4, 0}}, 0, kColumns, /*fill=*/-5);
+       }},
       {"a chunked source beside a contiguous one", "some of its sources are chunked",
        [&](VirtualRowsTest* t) {
          t->WriteSource("a.h5", 4, 0);
@@ -232,10 +262,10 @@ TEST_F(VirtualRowsTest, MappingsHdf5MustResolveAreLeftToIt) {
          t->WriteSource("a.h5", 4, 0, {.type = H5T_STD_I32BE});
          t->WriteVirtual(4, {{"a.h5", 0, 4, 0}});
        }},
-      {"rows left to the fill value",
+      {"rows left to the fill value, and no fill value",
        [](VirtualRowsTest* t) {
          t->WriteSource("a.h5", 4, 0);
-         t->WriteVirtual(6, {{"a.h5", 0, 4, 0}});
+         t->WriteVirtual(6, {{"a.h5", 0, 4, 0}}, 0, kColumns, 0, /*no_fill=*/true);
        }},
       {"rows given twice",
        [](VirtualRowsTest* t) {
