@@ -119,6 +119,13 @@ StoredRows Virtual(const DatasetQueries& dataset, hid_t dcpl, const FileState* f
     return Elsewhere("a virtual dataset whose rows cannot be read raw from its sources (" +
                      rows.status().message() + "), and PRESCIENT_CACHE_VIRTUAL is raw, not 1");
   }
+  // Loaded through HDF5 instead, every byte must be one HDF5 writes.
+  if (!rows.ok() && VirtualMayReadAsNothing(dcpl, *file, sources.value())) {
+    return Elsewhere(
+        "a virtual dataset whose rows cannot be read raw from its sources (" +
+        rows.status().message() +
+        "), and of which HDF5 may read parts as nothing (no fill value where never written)");
+  }
   StoredRows stored =
       Stored(0, io::Status::Unsupported("a virtual dataset whose rows are not read raw: " +
                                         rows.status().message()));

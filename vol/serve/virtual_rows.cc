@@ -434,4 +434,40 @@ io::Result<VirtualRows> ReadVirtualRows(hid_t dcpl, const DatasetState& state,
                          : SpliceContiguous(mappings, found, open, filled, state, name);
 }
 
+bool VirtualMayReadAsNothing(hid_t dcpl, const FileState& file, const VirtualSources& sources) {
+  QuietErrorPrinting quiet;
+  H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
+  std::size_t count = 0;
+  if (H5Pfill_value_defined(dcpl, &defined) < 0 || defined == H5D_FILL_VALUE_UNDEFINED ||
+      H5Pget_virtual_count(dcpl, &count) < 0) {
+    return true;
+  }
+  std::map<std::string, OpenSource> open;  // by the path opened
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::optional<std::string> file_name = QueryNameByLength(
+        [&](char* t, std::size_t n) { return H5Pget_virtual_filename(dcpl, i, t, n); });
+    const std::optional<std::string> dataset_name = QueryNameByLength(
+        [&](char* t, std::size_t n) { return H5Pget_virtual_dsetname(dcpl, i, t, n); });
+    if (!file_name || !dataset_name) return true;
+    const std::optional<VirtualSources::Located> where =
+        *file_name == "." ? VirtualSources::Located{file.name, file.identity}
+                          : sources.Where(*file_name);
+    if (!where) return true;
+    OpenSource& source = open[where->path];
+    if (source.hdf5 < 0 && !Open(where->path, where->identity, &source).ok()) return true;
+    // A source dataset missing reads as the VDS's fill value (defined).
+    ScopedId dataset(H5Dopen2(source.hdf5, dataset_name->c_str(), H5P_DEFAULT), &H5Dclose);
+    if (dataset.get() < 0) continue;
+    ScopedId source_dcpl(H5Dget_create_plist(dataset.get()), &H5Pclose);
+    if (source_dcpl.get() < 0) return true;
+    if (!UnwrittenDataReadsAsNothing(source_dcpl.get())) continue;
+    H5D_space_status_t allocated = H5D_SPACE_STATUS_ERROR;
+    if (H5Dget_space_status(dataset.get(), &allocated) < 0 ||
+        allocated != H5D_SPACE_STATUS_ALLOCATED) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace prescient::vol

@@ -62,6 +62,13 @@ cache::io::Result<VirtualRows> ReadVirtualRows(hid_t dcpl, const DatasetState& s
                                                const FileState& file,
                                                const VirtualSources& sources);
 
+// True when HDF5 may read some of the VDS as nothing, leaving the reader's
+// buffer as it was there (no bytes a cache could hold): the VDS has no fill
+// value, or a source dataset not wholly written has none to give either
+// (chunked_layout_hdf5.h, UnwrittenDataReadsAsNothing). Also true when it
+// cannot tell. Opens every source file, as ReadVirtualRows does.
+bool VirtualMayReadAsNothing(hid_t dcpl, const FileState& file, const VirtualSources& sources);
+
 }  // namespace prescient::vol
 
 #endif  // PRESCIENT_VOL_SERVE_VIRTUAL_ROWS_H_

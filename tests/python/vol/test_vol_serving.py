@@ -328,19 +328,22 @@ def test_virtual_datasets_are_read_raw_where_their_mappings_allow(runner, tmp_pa
     assert forwarded_for(totals) == ({"dataset": forwarded} if forwarded else {}), totals
 
 
-def test_data_never_written_and_read_as_nothing_is_forwarded(runner, tmp_path):
+@pytest.mark.parametrize("setting", ["raw", "1"])
+def test_data_never_written_and_read_as_nothing_is_forwarded(runner, tmp_path, setting):
     """Where a dataset was never written and has no fill value to give (fill time never), HDF5
-    leaves the reader's buffer as it was: such a dataset is forwarded (read into buffers of
-    0x55 bytes, the connector's reads equal native's). A chunked dataset of fill time never
-    written whole, and one written in half with a fill value, are cached."""
+    leaves the reader's buffer as it was: such a dataset is forwarded, and so is a virtual
+    dataset of its rows, also with PRESCIENT_CACHE_VIRTUAL=1 (read into buffers of 0x55 bytes,
+    the connector's reads equal native's). A chunked dataset of fill time never written whole,
+    and one written in half with a fill value, are cached."""
+    env = {} if setting == "raw" else {"PRESCIENT_CACHE_VIRTUAL": setting}
     results, stats_dir = run_both(runner, tmp_path, ["unwritten"], "unwritten",
-                                  writer="write-unwritten")
+                                  writer="write-unwritten", env=env)
     assert results["connector"] == results["native"], results
     if runner.stand_in:
         return
     totals = totals_of(stats_dir)
     reads_each = 2 * 5
-    assert forwarded_for(totals) == {"dataset": 2 * reads_each}, totals
+    assert forwarded_for(totals) == {"dataset": 3 * reads_each}, totals
     assert totals["reads_served"] == 2 * reads_each, totals
 
 

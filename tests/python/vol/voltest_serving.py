@@ -523,15 +523,16 @@ def scheduled_virtual(path, out, order_path):
     json.dump(results, open(out, "w"))
 
 
-UNWRITTEN = ("never_half", "never_whole", "ifset_half", "never_contiguous")
+UNWRITTEN = ("never_half", "never_whole", "ifset_half", "never_contiguous", "virtual_half")
 
 
 def write_unwritten(path):
     """FILE holds 256 rows of 4,096 int32 (16 KiB rows) in chunks of 8 rows, written in part or
     whole: `never_half` (fill time never, rows 0-127 written: HDF5 leaves a reader's buffer as
     it was for the rest), `never_whole` (fill time never, every row written), `ifset_half`
-    (fill value -3 for the rows not written), and `never_contiguous` (contiguous, fill time
-    never, never written)."""
+    (fill value -3 for the rows not written), `never_contiguous` (contiguous, fill time never,
+    never written), and `virtual_half`, a virtual dataset of `never_half`'s rows 4-259 (its
+    mapping splits chunks, so it is not read raw)."""
     rng = np.random.default_rng(41)
     shape = (256, 4096)
     with h5py.File(path, "w") as f:
@@ -541,6 +542,10 @@ def write_unwritten(path):
             d = f.create_dataset(name, shape, "<i4", chunks=(8, 4096), **extra)
             d[:rows] = rng.integers(-2**31, 2**31, (rows, 4096), dtype=np.int64).astype("<i4")
         f.create_dataset("never_contiguous", shape, "<i4", fill_time="never")
+        layout = h5py.VirtualLayout(shape, "<i4")
+        layout[:252] = h5py.VirtualSource(".", "never_half", shape=shape)[4:]
+        layout[252:] = h5py.VirtualSource(".", "ifset_half", shape=shape)[:4]
+        f.create_virtual_dataset("virtual_half", layout)
 
 
 def unwritten(path, out):

@@ -74,6 +74,19 @@ class VirtualRowsTest : public ::testing::Test {
     return out;
   }
 
+  // VirtualMayReadAsNothing of vds.h5's "v".
+  bool MayReadAsNothing() {
+    const std::string path = Path("vds.h5");
+    const std::shared_ptr<FileState> state =
+        FileState::Make(path.c_str(), /*writable=*/false, /*posix_driver=*/true);
+    ScopedId file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), &H5Fclose);
+    ScopedId dataset(H5Dopen2(file.get(), "v", H5P_DEFAULT), &H5Dclose);
+    ScopedId dcpl(H5Dget_create_plist(dataset.get()), &H5Pclose);
+    auto sources = VirtualSources::Find(PublicDataset(dataset.get()), dcpl.get(), *state);
+    EXPECT_TRUE(sources.ok()) << sources.status().message();
+    return !sources.ok() || VirtualMayReadAsNothing(dcpl.get(), *state, sources.value());
+  }
+
   // Every row read raw equals HDF5's: all rows at once, coalesced or not,
   // and row by row, through the loader (as the cache reads them).
   static void ExpectNativeBytes(const Opened& opened) {
@@ -344,6 +357,52 @@ TEST_F(VirtualRowsTest, ASourceReplacedAfterItWasIdentifiedIsNotRead) {
   EXPECT_NE(opened.source.status().message().find("changed since it was identified"),
             std::string::npos)
       << opened.source.status().message();
+}
+
+// Loaded through HDF5 (PRESCIENT_CACHE_VIRTUAL=1), a VDS is cached only when
+// HDF5 writes every byte of a read: not where a source was never written and
+// has no fill value to give, nor where the VDS has none for rows no mapping
+// gives.
+TEST_F(VirtualRowsTest, WhereHdf5ReadsNothingIsTold) {
+  const Storage never{.chunked = true, .fill_never = true};
+  struct Case {
+    const char* what;
+    bool nothing;
+    std::function<void(VirtualRowsTest*)> write;
+  };
+  const std::vector<Case> cases = {
+      {"sources written whole", false,
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0, never);
+         t->WriteSource("b.h5", 4, 100);
+         t->WriteVirtual(8, {{"a.h5", 0, 4, 0}, {"b.h5", 4, 4, 0}});
+       }},
+      {"a source dataset missing (the VDS's fill value)", false,
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0);
+         ScopedId empty(H5Fcreate(t->Path("b.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                        &H5Fclose);
+         t->WriteVirtual(8, {{"a.h5", 0, 4, 0}, {"b.h5", 4, 4, 0}});
+       }},
+      {"chunks never written, fill time never", true,
+       [&](VirtualRowsTest* t) {
+         Storage half = never;
+         half.written_rows = 2;
+         t->WriteSource("a.h5", 4, 0, half);
+         t->WriteVirtual(4, {{"a.h5", 0, 4, 0}});
+       }},
+      {"no fill value for rows no mapping gives", true,
+       [&](VirtualRowsTest* t) {
+         t->WriteSource("a.h5", 4, 0);
+         t->WriteVirtual(6, {{"a.h5", 0, 4, 0}}, 0, kColumns, 0, /*no_fill=*/true);
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    c.write(this);
+    Settle();
+    EXPECT_EQ(MayReadAsNothing(), c.nothing);
+  }
 }
 
 }  // namespace
