@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "cache/io/bitshuffle.h"
+
 #if PRESCIENT_HAVE_LIBDEFLATE
 #include <libdeflate.h>
 #endif
@@ -123,6 +125,9 @@ Result<std::span<const std::byte>> DecodeChunk(std::span<const std::byte> stored
     if (pipeline[stage].id == kFilterDeflate) {
       Status status = Inflate(current, out);
       if (!status.ok()) return status;
+    } else if (pipeline[stage].id == kFilterBitshuffle) {
+      PRESCIENT_RETURN_IF_ERROR(
+          Unbitshuffle(current, pipeline[stage].client_data, element_size, out));
     } else {  // shuffle (CheckRawDecodable admits nothing else)
       if (current.size() != chunk_bytes) {
         return Status::Corruption("shuffled chunk has " + std::to_string(current.size()) +

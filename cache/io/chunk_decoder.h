@@ -1,4 +1,5 @@
-// Undoes HDF5's deflate and shuffle filters on one stored chunk, without HDF5.
+// Undoes HDF5's deflate and shuffle filters, and bitshuffle (bitshuffle.h), on
+// one stored chunk, without HDF5.
 //
 // HDF5 applies a pipeline's filters in order when writing (stage 0 first) and
 // undoes them in reverse when reading; bit i of a chunk's filter mask says

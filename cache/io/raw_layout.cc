@@ -3,6 +3,8 @@
 #include <limits>
 #include <string>
 
+#include "cache/io/bitshuffle.h"
+
 namespace prescient::cache::io {
 namespace {
 
@@ -39,9 +41,13 @@ Status CheckRawDecodable(std::span<const Filter> pipeline, std::uint64_t element
       }
       continue;
     }
-    return Status::Unsupported("filter id " + std::to_string(filter.id) + " at pipeline stage " +
-                               std::to_string(i) +
-                               " cannot be decoded without HDF5 (only deflate=1 and shuffle=2)");
+    if (filter.id == kFilterBitshuffle) {
+      PRESCIENT_RETURN_IF_ERROR(CheckBitshuffle(filter.client_data, element_size));
+      continue;
+    }
+    return Status::Unsupported(
+        "filter id " + std::to_string(filter.id) + " at pipeline stage " + std::to_string(i) +
+        " cannot be decoded without HDF5 (only deflate=1, shuffle=2 and bitshuffle=32008)");
   }
   return Status();
 }

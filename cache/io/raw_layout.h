@@ -11,7 +11,8 @@
 //
 // Not representable here (the VOL must load these through HDF5): compact and
 // virtual layouts, external storage, contiguous datasets never written (no
-// address), filters other than deflate and shuffle, and any type conversion.
+// address), filters other than deflate, shuffle and bitshuffle (none or LZ4),
+// and any type conversion.
 // (A virtual dataset whose rows are runs of contiguous sources reads as a
 // ContiguousLayout at offset 0 of those runs spliced; one over sources
 // chunked alike, as a ChunkedLayout over the source files spliced whole:

@@ -2,14 +2,16 @@
 
     env/run python3 examples/bench/virtual.py [--rounds 2] [--epochs 3] [--plugin-dir DIR]
         [--variants native off default quarter] [--files 16] [--per-file 2500] [--held]
-        [--chunked] [--stats-dir DIR]
+        [--chunked | --bitshuffle] [--stats-dir DIR]
 
 The layout of a dataset written in parts (one file per writer or per day of an instrument) and
 joined by a virtual dataset: `images` (64x64 float32, 16 KiB a sample) maps FILES source files
 of PER_FILE samples each (16 x 2,500 samples, 655 MB), `labels` (int64) is an ordinary dataset
 beside it in the joining file. With --chunked the sources are stored as detectors write them: a
 chunk per image, shuffled and gzip-compressed, of photon counts (Poisson, mean 2; the first
-pixel holds the index), 15% of the raw size. The loop: a map-style Dataset that opens the joining file once
+pixel holds the index), 15% of the raw size; with --bitshuffle the same counts with the
+bitshuffle filter and LZ4 (HDF5 filter 32008, as Eiger detectors write frames; the reads import
+bitshuffle.h5 to register it). The loop: a map-style Dataset that opens the joining file once
 per process and reads `f["images"][i]` and `f["labels"][i]` (opening the datasets for every
 sample, as most loaders do; --held keeps them open), DataLoader(shuffle=True,
 batch_size=32, num_workers=2), every file written back and dropped from the page cache before
@@ -43,6 +45,8 @@ CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[4])
 import h5py
+if sys.argv[6] == "bitshuffle":
+    import bitshuffle.h5
 from torch.utils.data import DataLoader, Dataset
 from per_sample import timed_epochs
 
@@ -67,12 +71,13 @@ json.dump(timed_epochs(loader, paths, epochs), open(sys.argv[3], "w"))
 """
 
 
-def generate(workdir, files, per_file, chunked):
+def generate(workdir, files, per_file, chunked, bitshuffled=False):
     """The joining file first in the list, then its sources; written once (under temporary names,
     the joining file renamed last, when all is complete)."""
     import h5py
     import numpy as np
-    directory = os.path.join(workdir, f"files{files}-per{per_file}" + ("-gzip" if chunked else ""))
+    directory = os.path.join(workdir, f"files{files}-per{per_file}" +
+                             ("-gzip" if chunked else "") + ("-bitshuffle" if bitshuffled else ""))
     os.makedirs(directory, exist_ok=True)
     joined = os.path.join(directory, "joined.h5")
     sources = [os.path.join(directory, f"part{k}.h5") for k in range(files)]
@@ -85,11 +90,15 @@ def generate(workdir, files, per_file, chunked):
             first = k * per_file
             storage = ({"chunks": (1, SIDE, SIDE), "compression": "gzip", "shuffle": True}
                        if chunked else {})
+            if bitshuffled:
+                import bitshuffle.h5 as bsh
+                storage = {"chunks": (1, SIDE, SIDE), "compression": bsh.H5FILTER,
+                           "compression_opts": (0, bsh.H5_COMPRESS_LZ4)}
             h.create_dataset("images", (per_file, SIDE, SIDE), "<f4", **storage)
             for j in range(0, per_file, 500):  # 32 MB at a time
                 n = min(500, per_file - j)
                 rows = np.arange(first + j, first + j + n, dtype="<f4")
-                if chunked:
+                if chunked or bitshuffled:
                     images = rng.poisson(2.0, (n, SIDE, SIDE)).astype("<f4")
                     images[:, 0, 0] = rows
                 else:
@@ -112,9 +121,11 @@ def main():
     p.add_argument("--held", action="store_true", help="keep the datasets open in each worker")
     p.add_argument("--chunked", action="store_true",
                    help="sources chunked per image and gzip-compressed (as detectors write them)")
+    p.add_argument("--bitshuffle", action="store_true",
+                   help="sources chunked per image, bitshuffle+LZ4 (as Eiger detectors write them)")
     args = p.parse_args()
     check_alternation_arguments(args, "virtual")
-    paths = generate(args.workdir, args.files, args.per_file, args.chunked)
+    paths = generate(args.workdir, args.files, args.per_file, args.chunked, args.bitshuffle)
     quarter = f"{args.files * args.per_file * SIDE * SIDE * 4 // 4 // (1 << 20)}MiB"
     def env_of(r, v):
         settings = {"PRESCIENT_CACHE_VIRTUAL": "0"} if v == "off" else {}
@@ -123,7 +134,8 @@ def main():
                            settings)
 
     alternate(CHILD, [json.dumps(paths), str(args.epochs)],
-              [HERE, "held" if args.held else "per-sample"], args.variants, args.rounds,
+              [HERE, "held" if args.held else "per-sample",
+               "bitshuffle" if args.bitshuffle else "-"], args.variants, args.rounds,
               args.epochs, "virtual", env_of)
 
 if __name__ == "__main__":

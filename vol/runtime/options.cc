@@ -169,7 +169,7 @@ const std::vector<OptionRow>& Rows() {
         "HDF5 may take their sources from (a source replaced or rewritten is noticed at the next "
         "dataset open, within a second under a dataset kept open). raw: those whose mappings "
         "take whole rows of the same type from contiguous datasets, or whole chunks from "
-        "datasets chunked alike (deflate and shuffle only), in at most 256 files, and give no "
+        "datasets chunked alike (deflate, shuffle, bitshuffle), in at most 256 files, and give no "
         "row twice, a miss being a pread of the source (first epoch 1.20-1.29x, later "
         "1.42-1.63x opened per sample: examples/bench/RESULTS.md, \"Virtual datasets\"); the "
         "others are forwarded. 1: the others too, their misses loaded through HDF5, which costs "

@@ -15,6 +15,7 @@ constexpr const char* kTopLevelNames[] = {
     "datasets_too_small",
     "virtual_datasets_raw",
     "virtual_datasets_through_hdf5",
+    "datasets_through_hdf5",
     "reads",
     "reads_simple",
     "reads_whole_rows",

@@ -31,6 +31,7 @@ enum class Counter : std::size_t {
   kDatasetsTooSmall,           // opened, not cached for their size (CacheClient::TooSmallToCache)
   kVirtualDatasetsRaw,         // virtual datasets prepared, rows read raw from their sources
   kVirtualDatasetsViaHdf5,     // ... prepared, rows loaded through HDF5 (cache_virtual=1)
+  kDatasetsViaHdf5,            // datasets prepared whose rows load through HDF5 (no raw layout)
   kReads,                      // dataset reads (each dataset of an H5Dread_multi counts once)
   kReadsSimple,                // could be served row by row from a cache (read_hook.h)
   kReadsWholeRows,             // selection covers whole rows

@@ -502,6 +502,12 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
       Runtime::Get().stats().Add(cached->raw_layout() ? Counter::kVirtualDatasetsRaw
                                                       : Counter::kVirtualDatasetsViaHdf5);
     }
+    if (cached != nullptr && !cached->raw_layout()) {
+      Runtime::Get().stats().Add(Counter::kDatasetsViaHdf5);
+      Runtime::Get().Log(LogLevel::kInfo, "caching " + state->identity().description +
+                                              ", its rows loaded through HDF5 (" +
+                                              cached->raw_reason() + ")");
+    }
     if (cached == nullptr && !why_not.empty()) {
       Runtime::Get().Log(LogLevel::kInfo, "not caching " + state->identity().description + " (" +
                                               why_not + "): its reads are forwarded");

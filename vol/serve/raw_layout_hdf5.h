@@ -34,7 +34,7 @@ struct StoredRows {
   // is not the native one, a file not opened with the POSIX driver, compact
   // or external storage, a virtual dataset whose sources cannot be read raw
   // (ReadVirtualRows), unallocated contiguous data, filters other than
-  // deflate and shuffle.
+  // deflate, shuffle and bitshuffle (cache/io/bitshuffle.h).
   cache::io::Result<cache::io::RawLayout> layout;
   // The bytes live in other files that cannot be watched (external storage,
   // a virtual dataset VirtualSources turns down), or where they live could

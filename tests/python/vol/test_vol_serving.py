@@ -8,6 +8,7 @@ which its reads are forwarded (the stale rows are never served). A miss on the a
 thread reads through HDF5's own descriptor of the file until the file's handle is closed.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -345,6 +346,26 @@ def test_data_never_written_and_read_as_nothing_is_forwarded(runner, tmp_path, s
     reads_each = 2 * 5
     assert forwarded_for(totals) == {"dataset": 3 * reads_each}, totals
     assert totals["reads_served"] == 2 * reads_each, totals
+
+
+def test_bitshuffled_chunks_are_decoded_without_hdf5(runner, tmp_path):
+    """Chunks of the bitshuffle filter (32008), as detectors store frames: with LZ4 and without,
+    several element sizes, block sizes, edge chunks and tails of fewer than 8 elements. Read
+    through h5py natively and with the connector: every read's bytes are equal, and the rows
+    came in raw (decoded by the connector, not loaded through HDF5)."""
+    if importlib.util.find_spec("bitshuffle") is None:
+        pytest.skip("bitshuffle is not installed (the default environment has it: "
+                    "env/packages.txt)")
+    results, stats_dir = run_both(runner, tmp_path, ["bitshuffled"], "bitshuffled",
+                                  writer="write-bitshuffled")
+    assert results["connector"] == results["native"], results
+    assert not any(r.startswith("error") for r in results["native"]), results["native"]
+    if runner.stand_in:
+        return
+    totals = totals_of(stats_dir)
+    assert totals["reads_forwarded"] == 0, totals
+    assert totals["reads_served"] == 2 * 5 * 6, totals
+    assert totals["datasets_through_hdf5"] == 0, totals
 
 
 def test_a_scheduled_virtual_dataset_is_prefetched_from_its_sources(prescient, tmp_path):

@@ -20,6 +20,8 @@
     python3 voltest_serving.py write-virtual-samples FILE
     python3 voltest_serving.py scheduled-virtual FILE OUT.json ORDER.txt
     python3 voltest_serving.py write-unwritten FILE
+    python3 voltest_serving.py write-bitshuffled FILE
+    python3 voltest_serving.py bitshuffled FILE OUT.json
     python3 voltest_serving.py unwritten FILE OUT.json
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
@@ -566,6 +568,53 @@ def unwritten(path, out):
     json.dump(results, open(out, "w"))
 
 
+def bitshuffled_datasets():
+    """name: (shape, dtype, chunks, bitshuffle client data (block size, compression)), as
+    detectors and hdf5plugin write them: LZ4 or none, the default block or a set one, elements
+    of 1 to 8 bytes, chunks a frame or several, edge chunks, chunk sizes that are not a multiple
+    of 8 elements (the tail stored as it is) and larger than a block."""
+    import bitshuffle.h5 as bsh
+    lz4, none = bsh.H5_COMPRESS_LZ4, 0
+    return {
+        "frames_u16_lz4": ((40, 96, 96), "<u2", (1, 96, 96), (0, lz4)),
+        "frames_i32_lz4": ((37, 50, 30), "<i4", (4, 50, 30), (0, lz4)),
+        "rows_f64_none": ((300, 13), "<f8", (7, 13), (0, none)),
+        "rows_u8_block": ((1000, 45), "|u1", (33, 45), (64, lz4)),
+        "rows_f32_odd": ((257, 3), "<f4", (5, 3), (0, lz4)),
+    }
+
+
+def write_bitshuffled(path):
+    """FILE holds bitshuffled datasets (bitshuffled_datasets), Poisson counts and random bits."""
+    import bitshuffle.h5 as bsh
+    rng = np.random.default_rng(53)
+    with h5py.File(path, "w") as f:
+        for name, (shape, dtype, chunks, (block, compression)) in bitshuffled_datasets().items():
+            if np.dtype(dtype).kind == "f":
+                data = rng.normal(0, 1e3, shape).astype(dtype)
+            else:
+                data = rng.poisson(3, shape).astype(dtype)
+                data.flat[::17] = np.iinfo(dtype).max
+            f.create_dataset(name, data=data, chunks=chunks, compression=bsh.H5FILTER,
+                             compression_opts=(block, compression))
+
+
+def bitshuffled(path, out):
+    """Every bitshuffled dataset of FILE read twice over: single rows, slices, a sorted list,
+    the whole of it."""
+    import bitshuffle.h5  # noqa: F401 (registers the filter with HDF5 for the native reads)
+    results = []
+    with h5py.File(path, "r") as f:
+        for _ in range(2):
+            for name in bitshuffled_datasets():
+                d = f[name]
+                n = d.shape[0]
+                for key in (0, n - 1, n // 2, slice(3, n // 3), sorted({1, n // 4, n - 2}),
+                            slice(None)):
+                    results.append(attempt(lambda k=key: d[k]))
+    json.dump(results, open(out, "w"))
+
+
 COMMANDS = {
     "write": write,
     "write-samples": write_samples,
@@ -589,6 +638,8 @@ COMMANDS = {
     "scheduled-virtual": scheduled_virtual,
     "write-unwritten": write_unwritten,
     "unwritten": unwritten,
+    "write-bitshuffled": write_bitshuffled,
+    "bitshuffled": bitshuffled,
 }
 
 if __name__ == "__main__":
