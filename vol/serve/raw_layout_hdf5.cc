@@ -1,10 +1,7 @@
 #include "vol/serve/raw_layout_hdf5.h"
 
-#include <algorithm>
-#include <array>
 #include <exception>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 

@@ -172,6 +172,26 @@ io::Result<SourceRows> DescribeSource(const OpenSource& file, const std::string&
   }
 }
 
+// The dataset mapping `i` of `dcpl` names, and the file it is found in
+// ("." being the file naming the VDS).
+struct MappingSource {
+  std::string dataset;
+  VirtualSources::Located where;
+};
+io::Result<MappingSource> SourceOfMapping(hid_t dcpl, std::size_t i, const FileState& file,
+                                          const VirtualSources& sources) {
+  const std::optional<std::string> file_name = QueryNameByLength(
+      [&](char* t, std::size_t n) { return H5Pget_virtual_filename(dcpl, i, t, n); });
+  std::optional<std::string> dataset_name = QueryNameByLength(
+      [&](char* t, std::size_t n) { return H5Pget_virtual_dsetname(dcpl, i, t, n); });
+  if (!file_name || !dataset_name) return Refuse("cannot read a mapping's source");
+  std::optional<VirtualSources::Located> where =
+      *file_name == "." ? VirtualSources::Located{file.name, file.identity}
+                        : sources.Where(*file_name);
+  if (!where) return Refuse("source file " + *file_name + " is not located");
+  return MappingSource{std::move(*dataset_name), std::move(*where)};
+}
+
 // What each mapping names and fills, learnt before anything is opened.
 struct Named {
   std::string dataset;
@@ -381,26 +401,21 @@ io::Result<VirtualRows> ReadVirtualRows(hid_t dcpl, const DatasetState& state,
   mappings.reserve(count);
   std::map<std::string, OpenSource> open;  // by the path opened
   for (std::size_t i = 0; i < count; ++i) {
-    const std::optional<std::string> file_name = QueryNameByLength(
-        [&](char* t, std::size_t n) { return H5Pget_virtual_filename(dcpl, i, t, n); });
-    std::optional<std::string> dataset_name = QueryNameByLength(
-        [&](char* t, std::size_t n) { return H5Pget_virtual_dsetname(dcpl, i, t, n); });
-    if (!file_name || !dataset_name) return Refuse("cannot read a mapping's source");
-    if (dataset_name->find('%') != std::string::npos)
+    io::Result<MappingSource> source = SourceOfMapping(dcpl, i, file, sources);
+    if (!source.ok()) return source.status();
+    if (source.value().dataset.find('%') != std::string::npos)
       return Refuse("source dataset names are printf-style patterns");
-    std::optional<VirtualSources::Located> where =
-        *file_name == "." ? VirtualSources::Located{file.name, file.identity}
-                          : sources.Where(*file_name);
-    if (!where) return Refuse("source file " + *file_name + " is not located");
+    std::string& dataset_name = source.value().dataset;
+    VirtualSources::Located& where = source.value().where;
     ScopedId vspace(H5Pget_virtual_vspace(dcpl, i), &H5Sclose);
     const std::optional<Rows> rows =
         vspace.get() < 0 ? std::nullopt : WholeRowsOf(vspace.get(), state.dims());
     if (!rows) return Refuse("a mapping fills parts of rows of the virtual dataset");
-    open.try_emplace(where->path);
+    open.try_emplace(where.path);
     if (open.size() > kMaxRawVirtualSourceFiles) {
       return Refuse("more than " + std::to_string(kMaxRawVirtualSourceFiles) + " source files");
     }
-    mappings.push_back({std::move(*dataset_name), std::move(*where), *rows});
+    mappings.push_back({std::move(dataset_name), std::move(where), *rows});
   }
   // Rows two mappings give read as HDF5 decides; rows none gives, as the fill value.
   const std::optional<std::vector<Rows>> gaps = RowsNotGiven(mappings, state.dims()[0]);
@@ -444,19 +459,14 @@ bool VirtualMayReadAsNothing(hid_t dcpl, const FileState& file, const VirtualSou
   }
   std::map<std::string, OpenSource> open;  // by the path opened
   for (std::size_t i = 0; i < count; ++i) {
-    const std::optional<std::string> file_name = QueryNameByLength(
-        [&](char* t, std::size_t n) { return H5Pget_virtual_filename(dcpl, i, t, n); });
-    const std::optional<std::string> dataset_name = QueryNameByLength(
-        [&](char* t, std::size_t n) { return H5Pget_virtual_dsetname(dcpl, i, t, n); });
-    if (!file_name || !dataset_name) return true;
-    const std::optional<VirtualSources::Located> where =
-        *file_name == "." ? VirtualSources::Located{file.name, file.identity}
-                          : sources.Where(*file_name);
-    if (!where) return true;
-    OpenSource& source = open[where->path];
-    if (source.hdf5 < 0 && !Open(where->path, where->identity, &source).ok()) return true;
+    const io::Result<MappingSource> mapping = SourceOfMapping(dcpl, i, file, sources);
+    if (!mapping.ok()) return true;
+    const VirtualSources::Located& where = mapping.value().where;
+    OpenSource& source = open[where.path];
+    if (source.hdf5 < 0 && !Open(where.path, where.identity, &source).ok()) return true;
     // A source dataset missing reads as the VDS's fill value (defined).
-    ScopedId dataset(H5Dopen2(source.hdf5, dataset_name->c_str(), H5P_DEFAULT), &H5Dclose);
+    ScopedId dataset(H5Dopen2(source.hdf5, mapping.value().dataset.c_str(), H5P_DEFAULT),
+                     &H5Dclose);
     if (dataset.get() < 0) continue;
     ScopedId source_dcpl(H5Dget_create_plist(dataset.get()), &H5Pclose);
     if (source_dcpl.get() < 0) return true;
