@@ -9,11 +9,12 @@
 // 8 x element_size bit rows of n / 8 bytes: row 8j + b holds bit b of byte j
 // of every element, element e at bit e % 8 of byte e / 8. The last,
 // shorter block is cut to a multiple of 8 elements, and the at most 7
-// elements after it are stored as they are. With LZ4 (client data [4] = 2) a
-// chunk starts with its decoded size (8 bytes, big-endian) and the block size
-// in bytes (4 bytes, big-endian), and each block is a 4-byte big-endian
-// length and an LZ4 block of the block's bitshuffled bytes; without (0), the
-// blocks follow one another as they are. Zstandard (3) is not undone here.
+// elements after it are stored as they are. Compressed (client data [4]: 2
+// LZ4, 3 Zstandard) a chunk starts with its decoded size (8 bytes,
+// big-endian) and the block size in bytes (4 bytes, big-endian), and each
+// block is a 4-byte big-endian length and an LZ4 block (or a Zstandard frame)
+// of the block's bitshuffled bytes; uncompressed (0), the blocks follow one
+// another as they are.
 //
 // Thread-safe: no shared state; the caller's buffers only.
 #ifndef PRESCIENT_CACHE_IO_BITSHUFFLE_H_
@@ -31,8 +32,8 @@ inline constexpr int kFilterBitshuffle = 32008;
 
 // Whether the bitshuffle stage with `client_data` (H5Pget_filter2's) on a
 // dataset of `element_size` can be undone here: OK, or Unsupported saying why
-// (another element size, a block size not a multiple of 8, Zstandard, LZ4
-// without the library).
+// (another element size, a block size not a multiple of 8, a compression
+// whose library this build lacks).
 Status CheckBitshuffle(std::span<const std::uint32_t> client_data, std::uint64_t element_size);
 
 // Decodes one chunk's stored bytes into `out` (its decoded size). Corruption

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "cache/io/bitshuffle.h"
+#include "cache/io/filter_codecs.h"
 
 #if PRESCIENT_HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -119,22 +119,18 @@ Result<std::span<const std::byte>> DecodeChunk(std::span<const std::byte> stored
   bool in_buffer = false;
   for (std::size_t stage = pipeline.size(); stage-- > 0;) {
     if (stage < 32 && (filter_mask >> stage) & 1u) continue;
+    const Filter& filter = pipeline[stage];
+    // CheckRawDecodable above found every stage in the table.
+    const FilterCodec& codec = *FindFilterCodec(filter.id);
+    if (codec.checksum_bytes > 0) {  // verified, then dropped: no copy
+      PRESCIENT_RETURN_IF_ERROR(codec.verify(current));
+      current = current.first(current.size() - codec.checksum_bytes);
+      continue;
+    }
     std::vector<std::byte>& target = (in_buffer && in_a) ? buffers.b : buffers.a;
     if (target.size() < chunk_bytes) target.resize(chunk_bytes);
     const std::span<std::byte> out(target.data(), chunk_bytes);
-    if (pipeline[stage].id == kFilterDeflate) {
-      Status status = Inflate(current, out);
-      if (!status.ok()) return status;
-    } else if (pipeline[stage].id == kFilterBitshuffle) {
-      PRESCIENT_RETURN_IF_ERROR(
-          Unbitshuffle(current, pipeline[stage].client_data, element_size, out));
-    } else {  // shuffle (CheckRawDecodable admits nothing else)
-      if (current.size() != chunk_bytes) {
-        return Status::Corruption("shuffled chunk has " + std::to_string(current.size()) +
-                                  " bytes, expected " + std::to_string(chunk_bytes));
-      }
-      Unshuffle(current, static_cast<std::size_t>(element_size), out);
-    }
+    PRESCIENT_RETURN_IF_ERROR(codec.decode(current, filter.client_data, element_size, out));
     in_a = &target == &buffers.a;
     in_buffer = true;
     current = out;

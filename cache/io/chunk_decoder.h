@@ -1,5 +1,5 @@
-// Undoes HDF5's deflate and shuffle filters, and bitshuffle (bitshuffle.h), on
-// one stored chunk, without HDF5.
+// Undoes a chunk's filter pipeline without HDF5: each stage by its entry in
+// filter_codecs.h (deflate and shuffle are defined here).
 //
 // HDF5 applies a pipeline's filters in order when writing (stage 0 first) and
 // undoes them in reverse when reading; bit i of a chunk's filter mask says
@@ -32,8 +32,9 @@ struct DecodeBuffers {
 // Decodes `stored` (one chunk's bytes on disk) into the chunk's `chunk_bytes`
 // C-order bytes. The result views either `stored` itself (no stage applies)
 // or one of `buffers`, and stays valid until `buffers` is next used.
-// Corruption (with the zlib message) when a stream is damaged or the decoded
-// size is not chunk_bytes; Unsupported for a filter this library cannot undo.
+// Corruption (with the codec's message) when a stage is damaged or the
+// decoded size is not chunk_bytes; Unsupported for a pipeline that
+// CheckRawDecodable refuses.
 Result<std::span<const std::byte>> DecodeChunk(std::span<const std::byte> stored,
                                                std::span<const Filter> pipeline,
                                                std::uint32_t filter_mask,

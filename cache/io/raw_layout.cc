@@ -3,8 +3,6 @@
 #include <limits>
 #include <string>
 
-#include "cache/io/bitshuffle.h"
-
 namespace prescient::cache::io {
 namespace {
 
@@ -27,30 +25,6 @@ std::string DimsToString(const std::vector<std::uint64_t>& dims) {
 }
 
 }  // namespace
-
-Status CheckRawDecodable(std::span<const Filter> pipeline, std::uint64_t element_size) {
-  for (std::size_t i = 0; i < pipeline.size(); ++i) {
-    const Filter& filter = pipeline[i];
-    if (filter.id == kFilterDeflate) continue;
-    if (filter.id == kFilterShuffle) {
-      // HDF5 records the element size it shuffled by in client data [0].
-      if (!filter.client_data.empty() && filter.client_data[0] != element_size) {
-        return Status::Unsupported("shuffle filter with element size " +
-                                   std::to_string(filter.client_data[0]) +
-                                   " on a dataset of element size " + std::to_string(element_size));
-      }
-      continue;
-    }
-    if (filter.id == kFilterBitshuffle) {
-      PRESCIENT_RETURN_IF_ERROR(CheckBitshuffle(filter.client_data, element_size));
-      continue;
-    }
-    return Status::Unsupported(
-        "filter id " + std::to_string(filter.id) + " at pipeline stage " + std::to_string(i) +
-        " cannot be decoded without HDF5 (only deflate=1, shuffle=2 and bitshuffle=32008)");
-  }
-  return Status();
-}
 
 Status ContiguousLayout::Validate() const {
   if (row_bytes == 0) return Status::InvalidArgument("contiguous layout: row_bytes is 0");

@@ -36,15 +36,12 @@ namespace prescient::cache::io {
 inline constexpr int kFilterDeflate = 1;  // client data: {level}
 inline constexpr int kFilterShuffle = 2;  // client data: {element size}
 
-// One stage of a chunked dataset's filter pipeline, as H5Pget_filter2 reports it.
+// One stage of a chunked dataset's filter pipeline, as H5Pget_filter2 reports
+// it. Which pipelines can be undone without HDF5: filter_codecs.h.
 struct Filter {
   int id = 0;
   std::vector<std::uint32_t> client_data{};
 };
-
-// OK when every filter is one this library can undo (deflate, shuffle);
-// Unsupported, naming the filter, otherwise.
-Status CheckRawDecodable(std::span<const Filter> pipeline, std::uint64_t element_size);
 
 struct ContiguousLayout {
   std::string path{};             // informational: the loader reads through a RandomAccessSource

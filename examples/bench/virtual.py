@@ -2,16 +2,20 @@
 
     env/run python3 examples/bench/virtual.py [--rounds 2] [--epochs 3] [--plugin-dir DIR]
         [--variants native off default quarter] [--files 16] [--per-file 2500] [--held]
-        [--chunked | --bitshuffle] [--stats-dir DIR]
+        [--filter gzip|bitshuffle|lzf|lz4|blosc] [--stats-dir DIR]
 
 The layout of a dataset written in parts (one file per writer or per day of an instrument) and
 joined by a virtual dataset: `images` (64x64 float32, 16 KiB a sample) maps FILES source files
 of PER_FILE samples each (16 x 2,500 samples, 655 MB), `labels` (int64) is an ordinary dataset
-beside it in the joining file. With --chunked the sources are stored as detectors write them: a
-chunk per image, shuffled and gzip-compressed, of photon counts (Poisson, mean 2; the first
-pixel holds the index), 15% of the raw size; with --bitshuffle the same counts with the
-bitshuffle filter and LZ4 (HDF5 filter 32008, as Eiger detectors write frames; the reads import
-bitshuffle.h5 to register it). The loop: a map-style Dataset that opens the joining file once
+beside it in the joining file. With --filter the sources are stored as detectors write them, a
+chunk per image of photon counts (Poisson, mean 2; the first pixel holds the index), filtered:
+  gzip        shuffle + deflate (--chunked), 15% of the raw size
+  bitshuffle  bitshuffle + LZ4 (HDF5 filter 32008, as Eiger detectors write frames; the reads
+              import bitshuffle.h5 to register it; --bitshuffle)
+  lzf         shuffle + LZF (h5py's own filter, 32000)
+  lz4         shuffle + HDF5's LZ4 filter (32004, a plugin in HDF5's plugin directory)
+  blosc       Blosc with LZ4 and its byte shuffle (32001, a plugin in HDF5's plugin directory)
+The loop: a map-style Dataset that opens the joining file once
 per process and reads `f["images"][i]` and `f["labels"][i]` (opening the datasets for every
 sample, as most loaders do; --held keeps them open), DataLoader(shuffle=True,
 batch_size=32, num_workers=2), every file written back and dropped from the page cache before
@@ -71,13 +75,36 @@ json.dump(timed_epochs(loader, paths, epochs), open(sys.argv[3], "w"))
 """
 
 
-def generate(workdir, files, per_file, chunked, bitshuffled=False):
+def storage_of(filter_name):
+    """create_dataset's keywords for a source stored with FILTER_NAME (None: contiguous)."""
+    frame = {"chunks": (1, SIDE, SIDE)}
+    if filter_name is None:
+        return {}
+    if filter_name == "gzip":
+        return {**frame, "compression": "gzip", "shuffle": True}
+    if filter_name == "bitshuffle":
+        import bitshuffle.h5 as bsh
+        return {**frame, "compression": bsh.H5FILTER,
+                "compression_opts": (0, bsh.H5_COMPRESS_LZ4)}
+    if filter_name == "lzf":
+        return {**frame, "compression": "lzf", "shuffle": True}
+    if filter_name == "lz4":
+        return {**frame, "compression": 32004, "shuffle": True}
+    if filter_name == "blosc":  # level 5, byte shuffle, LZ4
+        return {**frame, "compression": 32001, "compression_opts": (0, 0, 0, 0, 5, 1, 1)}
+    raise ValueError(filter_name)
+
+
+def generate(workdir, files, per_file, filter_name):
     """The joining file first in the list, then its sources; written once (under temporary names,
     the joining file renamed last, when all is complete)."""
     import h5py
     import numpy as np
+    if filter_name == "bitshuffle":
+        import bitshuffle.h5  # noqa: F401 (registers the filter)
+    # The directory names of the first runs (gzip, bitshuffle) are kept.
     directory = os.path.join(workdir, f"files{files}-per{per_file}" +
-                             ("-gzip" if chunked else "") + ("-bitshuffle" if bitshuffled else ""))
+                             (f"-{filter_name}" if filter_name else ""))
     os.makedirs(directory, exist_ok=True)
     joined = os.path.join(directory, "joined.h5")
     sources = [os.path.join(directory, f"part{k}.h5") for k in range(files)]
@@ -88,17 +115,11 @@ def generate(workdir, files, per_file, chunked, bitshuffled=False):
         rng = np.random.default_rng(k)
         with h5py.File(source, "w") as h:
             first = k * per_file
-            storage = ({"chunks": (1, SIDE, SIDE), "compression": "gzip", "shuffle": True}
-                       if chunked else {})
-            if bitshuffled:
-                import bitshuffle.h5 as bsh
-                storage = {"chunks": (1, SIDE, SIDE), "compression": bsh.H5FILTER,
-                           "compression_opts": (0, bsh.H5_COMPRESS_LZ4)}
-            h.create_dataset("images", (per_file, SIDE, SIDE), "<f4", **storage)
+            h.create_dataset("images", (per_file, SIDE, SIDE), "<f4", **storage_of(filter_name))
             for j in range(0, per_file, 500):  # 32 MB at a time
                 n = min(500, per_file - j)
                 rows = np.arange(first + j, first + j + n, dtype="<f4")
-                if chunked or bitshuffled:
+                if filter_name:
                     images = rng.poisson(2.0, (n, SIDE, SIDE)).astype("<f4")
                     images[:, 0, 0] = rows
                 else:
@@ -119,13 +140,15 @@ def main():
     p.add_argument("--files", type=int, default=16, help="source files (16)")
     p.add_argument("--per-file", type=int, default=2500, help="samples per source file (2500)")
     p.add_argument("--held", action="store_true", help="keep the datasets open in each worker")
-    p.add_argument("--chunked", action="store_true",
-                   help="sources chunked per image and gzip-compressed (as detectors write them)")
-    p.add_argument("--bitshuffle", action="store_true",
-                   help="sources chunked per image, bitshuffle+LZ4 (as Eiger detectors write them)")
+    p.add_argument("--filter", choices=("gzip", "bitshuffle", "lzf", "lz4", "blosc"),
+                   help="sources chunked per image and filtered (see above); default contiguous")
+    p.add_argument("--chunked", action="store_const", dest="filter", const="gzip",
+                   help="the same as --filter gzip")
+    p.add_argument("--bitshuffle", action="store_const", dest="filter", const="bitshuffle",
+                   help="the same as --filter bitshuffle")
     args = p.parse_args()
     check_alternation_arguments(args, "virtual")
-    paths = generate(args.workdir, args.files, args.per_file, args.chunked, args.bitshuffle)
+    paths = generate(args.workdir, args.files, args.per_file, args.filter)
     quarter = f"{args.files * args.per_file * SIDE * SIDE * 4 // 4 // (1 << 20)}MiB"
     def env_of(r, v):
         settings = {"PRESCIENT_CACHE_VIRTUAL": "0"} if v == "off" else {}
@@ -135,7 +158,7 @@ def main():
 
     alternate(CHILD, [json.dumps(paths), str(args.epochs)],
               [HERE, "held" if args.held else "per-sample",
-               "bitshuffle" if args.bitshuffle else "-"], args.variants, args.rounds,
+               "bitshuffle" if args.filter == "bitshuffle" else "-"], args.variants, args.rounds,
               args.epochs, "virtual", env_of)
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include "vol/passthrough/connector_info.h"
 #include "vol/passthrough/forwarding.h"
 #include "vol/runtime/error.h"
+#include "vol/runtime/plugin_directories.h"
 #include "vol/runtime/runtime.h"
 
 namespace prescient::vol {
@@ -201,6 +202,7 @@ void* FileCreate(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id,
   return Barrier("file_cls.create", [&]() -> void* {
     Trace("file_cls.create");
     Runtime::Get().options();  // parsed (and warned about) once, at the first file
+    KeepHdf5DefaultPluginDirectories();
     UnderFapl under(fapl_id);
     void* file = H5VLfile_create(name, flags, fcpl_id, under.fapl(), dxpl_id, req);
     if (file == nullptr) return nullptr;
@@ -212,6 +214,7 @@ void* FileOpen(const char* name, unsigned flags, hid_t fapl_id, hid_t dxpl_id, v
   return Barrier("file_cls.open", [&]() -> void* {
     Trace("file_cls.open");
     Runtime::Get().options();
+    KeepHdf5DefaultPluginDirectories();
     UnderFapl under(fapl_id);
     void* file = nullptr;
     if (const H5VL_class_t* native = KnownNativeClass(under.vol_id());

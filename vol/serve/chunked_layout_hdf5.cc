@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cache/io/filter_codecs.h"
+
 namespace prescient::vol {
 namespace {
 
@@ -86,6 +88,15 @@ io::Result<io::ChunkedLayout> ReadChunkedLayout(const DatasetQueries& dataset, h
   io::Result<std::vector<io::Filter>> filters = Filters(dcpl);
   if (!filters.ok()) return filters.status();
   if (io::Status s = io::CheckRawDecodable(filters.value(), type_size); !s.ok()) return s;
+  // A filter HDF5 has no plugin for here makes the native read fail: the
+  // dataset stays with HDF5 so that the application sees that failure, not
+  // bytes it could not have read without the connector.
+  for (const io::Filter& filter : filters.value()) {
+    if (H5Zfilter_avail(static_cast<H5Z_filter_t>(filter.id)) <= 0) {
+      return io::Status::Unsupported("filter " + std::to_string(filter.id) +
+                                     " is not available to HDF5 in this process");
+    }
+  }
 
   std::vector<std::byte> fill;
   H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;

@@ -26,8 +26,10 @@ bool UnwrittenDataReadsAsNothing(hid_t dcpl);
 // The layout of `dataset`, whose creation property list is `dcpl` (chunked),
 // extent `dims` and stored type `type`. Unsupported, saying why, when the
 // chunk shape, filters or fill value cannot be read, a filter is not one the
-// loader undoes (cache/io/chunk_decoder.h), or chunks never written would be
-// read as nothing (UnwrittenDataReadsAsNothing). `path` is informational.
+// loader undoes (cache/io/filter_codecs.h) or not one HDF5 can apply in this
+// process (no plugin: the native read fails, and so must the application's),
+// or chunks never written would be read as nothing
+// (UnwrittenDataReadsAsNothing). `path` is informational.
 cache::io::Result<cache::io::ChunkedLayout> ReadChunkedLayout(const DatasetQueries& dataset,
                                                               hid_t dcpl, std::string path,
                                                               std::span<const hsize_t> dims,

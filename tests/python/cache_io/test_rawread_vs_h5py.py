@@ -129,10 +129,10 @@ def test_partial_dataset_has_unwritten_chunks(h5file):
 
 
 def test_unsupported_filter_is_refused(rawread, tmp_path):
-    path = tmp_path / "fletcher.h5"
+    path = tmp_path / "scaleoffset.h5"
     with h5py.File(path, "w") as f:
         f.create_dataset("d", data=np.arange(100, dtype="<i4").reshape(20, 5), chunks=(4, 5),
-                         fletcher32=True)
+                         scaleoffset=0)
     with h5py.File(path, "r") as f:
         layout_text = raw_layout_text(str(path), f["d"])
     layout = tmp_path / "layout.txt"
@@ -142,7 +142,7 @@ def test_unsupported_filter_is_refused(rawread, tmp_path):
     done = subprocess.run([str(rawread), "--layout", str(layout), "--rows", str(rows), "--out",
                            str(tmp_path / "o.bin")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert "unsupported" in done.stderr and "filter id 3" in done.stderr
+    assert "unsupported" in done.stderr and "filter id 6" in done.stderr
 
 
 def test_corrupt_chunk_is_a_clear_error(rawread, tmp_path):

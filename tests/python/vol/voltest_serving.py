@@ -22,6 +22,8 @@
     python3 voltest_serving.py write-unwritten FILE
     python3 voltest_serving.py write-bitshuffled FILE
     python3 voltest_serving.py bitshuffled FILE OUT.json
+    python3 voltest_serving.py write-filtered FILE KIND
+    python3 voltest_serving.py filtered FILE OUT.json KIND
     python3 voltest_serving.py unwritten FILE OUT.json
 
 `labels` reads images with their 8-byte labels, one sample at a time, by batch (sorted
@@ -603,16 +605,101 @@ def bitshuffled(path, out):
     """Every bitshuffled dataset of FILE read twice over: single rows, slices, a sorted list,
     the whole of it."""
     import bitshuffle.h5  # noqa: F401 (registers the filter with HDF5 for the native reads)
+    json.dump(read_every_way(path, bitshuffled_datasets()), open(out, "w"))
+
+
+def read_every_way(path, names):
+    """Each dataset of NAMES in FILE read twice over: its first, last and middle row, a slice, a
+    sorted list, the whole of it; each read's digest or error."""
     results = []
     with h5py.File(path, "r") as f:
         for _ in range(2):
-            for name in bitshuffled_datasets():
+            for name in names:
                 d = f[name]
                 n = d.shape[0]
                 for key in (0, n - 1, n // 2, slice(3, n // 3), sorted({1, n // 4, n - 2}),
                             slice(None)):
                     results.append(attempt(lambda k=key: d[k]))
-    json.dump(results, open(out, "w"))
+    return results
+
+
+def filtered_datasets(kind):
+    """name: (shape, dtype, create_dataset keywords) for chunks of other filters, as h5py,
+    PyTables and hdf5plugin write them: LZF with and without shuffle (h5py's own filter); HDF5's
+    LZ4 filter (32004) with its default and a small block; Blosc (32001) with each of its codecs
+    and shuffles; bitshuffle with Zstandard; HDF5's Fletcher-32 checksum after no filter, gzip or
+    LZF (chunks of an odd number of bytes among them). Elements of 1 to 8 bytes, edge chunks, and random
+    bytes that do not compress (LZF and LZ4 then store a chunk or a block as it is)."""
+    if kind == "lzf":
+        return {
+            "counts_lzf": ((300, 40), "<u2", dict(chunks=(7, 40), compression="lzf")),
+            "floats_lzf_shuffle": ((123, 9, 5), "<f8", dict(chunks=(10, 9, 5), compression="lzf",
+                                                             shuffle=True)),
+            "noise_lzf": ((64, 256), "|u1", dict(chunks=(3, 256), compression="lzf")),
+        }
+    if kind == "lz4":
+        return {
+            "counts_lz4": ((300, 40), "<u2", dict(chunks=(7, 40), compression=32004)),
+            "floats_lz4_blocks": ((123, 9, 5), "<f4", dict(chunks=(10, 9, 5), compression=32004,
+                                                           compression_opts=(100,))),
+            "noise_lz4_shuffle": ((64, 256), "<i8", dict(chunks=(3, 256), compression=32004,
+                                                         compression_opts=(512,), shuffle=True)),
+        }
+    if kind == "blosc":
+        # Client data: 4 slots Blosc fills in, level, shuffle (0 none, 1 byte, 2 bit), codec
+        # (0 blosclz, 1 lz4, 2 lz4hc, 4 zlib, 5 zstd).
+        return {f"blosc_c{codec}_s{shuffle}": ((200, 33), dtype, dict(
+                    chunks=(9, 33), compression=32001,
+                    compression_opts=(0, 0, 0, 0, 5, shuffle, codec)))
+                for codec, shuffle, dtype in ((0, 1, "<f4"), (1, 2, "<u2"), (2, 0, "|u1"),
+                                              (4, 1, "<i8"), (5, 2, "<f8"))}
+    if kind == "fletcher32":
+        return {
+            "counts_checked": ((300, 40), "<u2", dict(chunks=(7, 40), fletcher32=True)),
+            "floats_gzip_checked": ((123, 9, 5), "<f8", dict(chunks=(10, 9, 5), compression="gzip",
+                                                              shuffle=True, fletcher32=True)),
+            "noise_lzf_checked": ((64, 255), "|u1", dict(chunks=(3, 255), compression="lzf",
+                                                         fletcher32=True)),
+        }
+    if kind == "bitshuffle-zstd":
+        import bitshuffle.h5 as bsh
+        return {
+            "frames_zstd": ((40, 96, 96), "<u2", dict(chunks=(1, 96, 96), compression=bsh.H5FILTER,
+                                                      compression_opts=(0, bsh.H5_COMPRESS_ZSTD))),
+            "rows_zstd_odd": ((257, 3), "<f4", dict(chunks=(5, 3), compression=bsh.H5FILTER,
+                                                    compression_opts=(64, bsh.H5_COMPRESS_ZSTD))),
+        }
+    raise ValueError(kind)
+
+
+def register_filters(kind):
+    """What makes HDF5 able to apply KIND's filter in this process: h5py registers LZF itself;
+    bitshuffle's module registers its filter; LZ4 and Blosc are plugins HDF5 finds on its own."""
+    if kind.startswith("bitshuffle"):
+        import bitshuffle.h5  # noqa: F401
+
+
+def write_filtered(path, kind):
+    """FILE holds KIND's datasets (filtered_datasets): counts with repeats, floats, and noise."""
+    register_filters(kind)
+    rng = np.random.default_rng(59)
+    with h5py.File(path, "w") as f:
+        for name, (shape, dtype, keywords) in filtered_datasets(kind).items():
+            if name.startswith("noise"):
+                data = rng.integers(0, 256, size=(*shape, np.dtype(dtype).itemsize),
+                                    dtype=np.uint8).view(dtype).reshape(shape)
+            elif np.dtype(dtype).kind == "f":
+                data = rng.normal(0, 1e3, shape).round(1).astype(dtype)
+            else:
+                data = rng.poisson(3, shape).astype(dtype)
+            f.create_dataset(name, data=data, **keywords)
+
+
+def filtered(path, out, kind):
+    """Every dataset of KIND in FILE read twice over: single rows, slices, a sorted list, the
+    whole of it."""
+    register_filters(kind)
+    json.dump(read_every_way(path, filtered_datasets(kind)), open(out, "w"))
 
 
 COMMANDS = {
@@ -640,6 +727,8 @@ COMMANDS = {
     "unwritten": unwritten,
     "write-bitshuffled": write_bitshuffled,
     "bitshuffled": bitshuffled,
+    "write-filtered": write_filtered,
+    "filtered": filtered,
 }
 
 if __name__ == "__main__":

@@ -131,7 +131,7 @@ TEST(DecodeChunkTest, FilterMaskSkipsStages) {
 
 TEST(DecodeChunkTest, UnsupportedFilterIsUnsupported) {
   const std::vector<std::byte> raw = MakeArray(64, 1);
-  const std::vector<Filter> pipeline = {{.id = 3, .client_data = {}}};  // fletcher32
+  const std::vector<Filter> pipeline = {{.id = 6, .client_data = {}}};  // scale-offset
   DecodeBuffers buffers;
   EXPECT_EQ(DecodeChunk(raw, pipeline, 0, 4, 64, buffers).status().code(),
             Status::Code::kUnsupported);

@@ -43,19 +43,6 @@ TEST(ChunkedLayoutTest, SetChunkChecksBoundaries) {
   EXPECT_FALSE(layout.chunk(0).has_value());
 }
 
-TEST(CheckRawDecodableTest, OnlyDeflateShuffleAndBitshuffle) {
-  const std::vector<Filter> ok = {{.id = 2, .client_data = {4}}, {.id = 1, .client_data = {9}}};
-  EXPECT_TRUE(CheckRawDecodable(ok, 4).ok());
-  const std::vector<Filter> lzf = {{.id = 32000, .client_data = {}}};
-  EXPECT_EQ(CheckRawDecodable(lzf, 4).code(), Status::Code::kUnsupported);
-  // Bitshuffle+LZ4 as its HDF5 filter records it (version, element size, block, LZ4).
-  const std::vector<Filter> detector = {{.id = 32008, .client_data = {0, 5, 4, 0, 2}}};
-  EXPECT_TRUE(CheckRawDecodable(detector, 4).ok());
-  EXPECT_EQ(CheckRawDecodable(detector, 2).code(), Status::Code::kUnsupported);
-  const std::vector<Filter> zstd = {{.id = 32008, .client_data = {0, 5, 4, 0, 3}}};
-  EXPECT_EQ(CheckRawDecodable(zstd, 4).code(), Status::Code::kUnsupported);
-}
-
 TEST(ContiguousLayoutTest, Validate) {
   EXPECT_TRUE((ContiguousLayout{.path = "", .data_offset = 8, .row_bytes = 4, .num_rows = 3})
                   .Validate()

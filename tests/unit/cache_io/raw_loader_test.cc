@@ -179,7 +179,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(RawLoaderTest, UnsupportedFilterIsRefusedByTheLoader) {
   ChunkedLayout layout =
-      ChunkedLayout::Make("f", {10, 4}, {5, 4}, 4, {{.id = 32001, .client_data = {}}}).value();
+      ChunkedLayout::Make("f", {10, 4}, {5, 4}, 4, {{.id = 32017, .client_data = {}}})
+          .value();  // SZ
   ASSERT_TRUE(
       layout.SetChunk(std::vector<std::uint64_t>{0, 0}, {.file_offset = 0, .stored_size = 80})
           .ok());
@@ -187,7 +188,7 @@ TEST(RawLoaderTest, UnsupportedFilterIsRefusedByTheLoader) {
   const Loaded loaded = LoadRows(layout, std::make_shared<MemorySource>(std::vector<std::byte>(80)),
                                  {2}, kNoCoalescing, executor);
   EXPECT_EQ(loaded.summary.first_error.code(), Status::Code::kUnsupported);
-  EXPECT_NE(loaded.summary.first_error.message().find("32001"), std::string::npos);
+  EXPECT_NE(loaded.summary.first_error.message().find("32017"), std::string::npos);
 }
 
 TEST(RawLoaderTest, NullTargetSkipsRows) {

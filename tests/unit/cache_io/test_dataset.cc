@@ -10,6 +10,13 @@
 
 namespace prescient::cache::io::testing {
 
+std::vector<std::byte> Hex(const std::string& hex) {
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<std::byte>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
 Status MemorySource::ReadExact(std::uint64_t offset, std::span<std::byte> out) const {
   if (offset > bytes_.size() || out.size() > bytes_.size() - offset) {
     return Status::IoError("'" + name_ + "': file ends at " + std::to_string(bytes_.size()));

@@ -15,6 +15,9 @@
 
 namespace prescient::cache::io::testing {
 
+// The bytes of a string of hex digits ("00ff..."), for known answers.
+std::vector<std::byte> Hex(const std::string& hex);
+
 // A RandomAccessSource over bytes in memory.
 class MemorySource final : public RandomAccessSource {
  public:

@@ -36,7 +36,7 @@ struct Storage {
   hsize_t chunk_rows = 2;
   hsize_t chunk_columns = kColumns;    // fewer: several chunks per row
   bool deflate = false;                // with shuffle before it
-  bool fletcher32 = false;             // a filter the loader does not undo
+  bool scaleoffset = false;            // a filter the loader does not undo
   int fill = 0;                        // of rows never written (chunked only)
   bool fill_never = false;             // fill time "never": unwritten chunks read as nothing
   hsize_t written_rows = ~hsize_t{0};  // rows [0, this) are written
@@ -75,7 +75,8 @@ class VirtualFiles {
         H5Pset_shuffle(dcpl.get());
         H5Pset_deflate(dcpl.get(), 4);
       }
-      if (storage.fletcher32) H5Pset_fletcher32(dcpl.get());
+      if (storage.scaleoffset)
+        H5Pset_scaleoffset(dcpl.get(), H5Z_SO_INT, H5Z_SO_INT_MINBITS_DEFAULT);
       H5Pset_fill_value(dcpl.get(), H5T_NATIVE_INT, &storage.fill);
       if (storage.fill_never) H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
     }

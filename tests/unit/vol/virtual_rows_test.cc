@@ -249,7 +249,7 @@ TEST_F(VirtualRowsTest, ChunkedSourcesThatDoNotSplitAtChunksAreLeftToHdf5) {
        }},
       {"a filter the loader does not undo", "filter",
        [&](VirtualRowsTest* t) {
-         t->WriteSource("a.h5", 4, 0, {.chunked = true, .fletcher32 = true});
+         t->WriteSource("a.h5", 4, 0, {.chunked = true, .scaleoffset = true});
          t->WriteVirtual(4, {{"a.h5", 0, 4, 0}});
        }},
   };
