@@ -45,6 +45,29 @@ void Acquired([[maybe_unused]] SharedLock* lock) {
 #endif
 }
 
+LockOutcome NotAcquired([[maybe_unused]] SharedLock* lock, LockOutcome outcome) {
+#ifdef PRESCIENT_TSAN
+  __tsan_mutex_post_lock(lock, __tsan_mutex_try_lock_failed, 0);
+#endif
+  return outcome;
+}
+
+// The last holder this process found stopped inside a lock (packed identity,
+// 0 for none). Telling a stopped holder from a busy one takes
+// kStoppedHolderLimit; a process that already waited that long for this
+// holder does not wait again while the holder is still stopped, or every call
+// of a training loop would (one agent stopped inside the lock made each read
+// of its node wait 0.4 s). Process-wide, not per lock: an identity names one
+// process, and the holder's state is checked again on every use.
+std::atomic<std::uint64_t> known_stopped_holder{0};
+
+// Is `holder` (a word a failed attempt read) the holder already found
+// stopped, and still stopped?
+bool StillTheStoppedHolder(std::uint64_t holder) noexcept {
+  return holder != 0 && holder == known_stopped_holder.load(std::memory_order_relaxed) &&
+         StatusOf(UnpackIdentity(holder)).stopped;
+}
+
 }  // namespace
 
 std::uint64_t PackIdentity(const ProcessIdentity& id) noexcept {
@@ -71,6 +94,7 @@ LockOutcome AcquireSharedLock(SharedLock* lock, std::chrono::milliseconds timeou
     Acquired(lock);
     return LockOutcome::kLocked;
   }
+  if (StillTheStoppedHolder(seen)) return NotAcquired(lock, LockOutcome::kHolderStopped);
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
   std::uint64_t watched = seen;
@@ -106,19 +130,12 @@ LockOutcome AcquireSharedLock(SharedLock* lock, std::chrono::milliseconds timeou
       } else if (!stopped_since) {
         stopped_since = now;
       } else if (now - *stopped_since >= kStoppedHolderLimit) {
-#ifdef PRESCIENT_TSAN
-        __tsan_mutex_post_lock(lock, __tsan_mutex_try_lock_failed, 0);
-#endif
-        return LockOutcome::kHolderStopped;
+        known_stopped_holder.store(h, std::memory_order_relaxed);
+        return NotAcquired(lock, LockOutcome::kHolderStopped);
       }
       watched_since = now;
     }
-    if (now >= deadline) {
-#ifdef PRESCIENT_TSAN
-      __tsan_mutex_post_lock(lock, __tsan_mutex_try_lock_failed, 0);
-#endif
-      return LockOutcome::kTimedOut;
-    }
+    if (now >= deadline) return NotAcquired(lock, LockOutcome::kTimedOut);
     // Sleep until a release bumps seq (or a check period passes). Announced
     // before re-checking the holder, so a release in between either sees us
     // waiting or is seen by the re-check (both sequentially consistent).

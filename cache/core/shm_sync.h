@@ -42,14 +42,16 @@ struct SharedLock {
 inline constexpr std::chrono::milliseconds kOwnerCheckPeriod{10};
 // A holder stopped this long makes waiters give up at once instead of
 // waiting for the whole timeout (it holds the lock for microseconds when
-// running; stopped inside, it may stay stopped for hours).
+// running; stopped inside, it may stay stopped for hours). A process waits
+// this long once per stopped holder: its later attempts give up at once
+// while that holder still holds a lock and is still stopped.
 inline constexpr std::chrono::milliseconds kStoppedHolderLimit{200};
 
 enum class LockOutcome {
   kLocked,         // ordinary acquisition
   kRecovered,      // acquired from a holder that died (or a garbage holder word): repair first
   kTimedOut,       // not acquired within the timeout (a live holder is stuck)
-  kHolderStopped,  // not acquired: the holder has been stopped (SIGSTOP, debugger) for 200 ms
+  kHolderStopped,  // not acquired: the holder is stopped (SIGSTOP, debugger), seen for 200 ms
   kFailed,         // this process has no usable identity (/proc unreadable, pid out of range)
 };
 
