@@ -265,9 +265,11 @@ Status Unbitshuffle(std::span<const std::byte> stored, std::span<const std::uint
       return Damaged("block of " + std::to_string(block_bytes) + " bytes");
     at = kHeaderBytes;
   }
-  // A compressed block decodes here first (one buffer per thread: no allocation per chunk).
+  // A compressed block decodes here first (one buffer per thread: no allocation per chunk),
+  // no larger than the chunk (a damaged header may name a block of 4 GiB).
   thread_local std::vector<std::byte> shuffled;
-  if (compressed && shuffled.size() < block * size) shuffled.resize(block * size);
+  const std::size_t largest = std::min(block, elements / 8 * 8) * size;
+  if (compressed && shuffled.size() < largest) shuffled.resize(largest);
   std::size_t done = 0;  // elements decoded
   while (elements - done >= 8) {
     const std::size_t n = std::min(block, (elements - done) / 8 * 8);

@@ -8,6 +8,7 @@
 #include "cache/io/bitshuffle.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <string>
@@ -119,6 +120,15 @@ TEST(BitshuffleTest, DamagedChunksAreCorruption) {
             Status::Code::kCorruption);
   EXPECT_EQ(Unbitshuffle(std::span(kShuffled).first(100), kNone, 4, out).code(),
             Status::Code::kCorruption);
+  // A header naming blocks of 4 GiB: the decoder's buffer stays the chunk's
+  // size (it was made the block's, zeroed: 7 s of page faults in the
+  // damaged-chunk test).
+  std::vector<std::byte> huge_block = WithHeader(kLz4Blocks);
+  for (int i = 8; i < 12; ++i) huge_block[static_cast<std::size_t>(i)] = std::byte{0xff};
+  huge_block[11] = std::byte{0xe0};  // a multiple of 8 elements of 4 bytes
+  const std::size_t mapped = mallinfo2().hblkhd;
+  EXPECT_EQ(Unbitshuffle(huge_block, kLz4, 4, out).code(), Status::Code::kCorruption);
+  EXPECT_LT(mallinfo2().hblkhd, mapped + (1u << 20));
 }
 
 TEST(BitshuffleTest, SettingsItCannotUndoAreUnsupported) {
