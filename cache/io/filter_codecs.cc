@@ -7,6 +7,7 @@
 
 #include "cache/io/bitshuffle.h"
 #include "cache/io/block_codecs.h"
+#include "cache/io/blosc2_frames.h"
 #include "cache/io/chunk_decoder.h"
 #include "cache/io/lzf.h"
 
@@ -125,6 +126,13 @@ Status DecodeZstd(std::span<const std::byte> in, ClientData, std::uint64_t,
   return DecodeZstdFrame(in, out);
 }
 
+// bzip2 (307, PyTables's and hdf5plugin's): one bzip2 stream; client data
+// [0] is the level it was compressed at, which decoding does not need.
+Status DecodeBzip2(std::span<const std::byte> in, ClientData, std::uint64_t,
+                   std::span<std::byte> out) {
+  return DecodeBzip2Stream(in, out);
+}
+
 #if PRESCIENT_HAVE_BLOSC
 // Blosc (32001): one Blosc buffer, whose header gives its sizes, its internal
 // shuffle and its codec. Decoded on the calling thread (no Blosc threads, no
@@ -159,10 +167,37 @@ Status NeedsZstd(ClientData, std::uint64_t) {
   return ZstdAvailable() ? Status() : Status::Unsupported("this build has no Zstandard library");
 }
 
+// Blosc2 (32026): client data [2] is the element size the frames were made
+// for, [3] the chunk's size; fewer than 4 values and the reference filter
+// fails the read, which HDF5 then does.
+Status CheckBlosc2(ClientData client_data, std::uint64_t element_size) {
+  if (!Blosc2Available()) return Status::Unsupported("this build has no Blosc2 library");
+  if (client_data.size() < 4) {
+    return Status::Unsupported("Blosc2 filter with " + std::to_string(client_data.size()) +
+                               " client data values (the filter needs 4)");
+  }
+  if (client_data[2] != element_size) {
+    return Status::Unsupported("Blosc2 filter for elements of " + std::to_string(client_data[2]) +
+                               " bytes on a dataset of element size " +
+                               std::to_string(element_size));
+  }
+  return Status();
+}
+
+Status DecodeBlosc2(std::span<const std::byte> in, ClientData client_data, std::uint64_t,
+                    std::span<std::byte> out) {
+  return DecodeBlosc2Frame(in, client_data, out);
+}
+
+Status NeedsBzip2(ClientData, std::uint64_t) {
+  return Bzip2Available() ? Status() : Status::Unsupported("this build has no bzip2 library");
+}
+
 const auto kCodecs = std::to_array<FilterCodec>({
     {kFilterDeflate, "deflate", AnyClientData, Always, DecodeDeflate},
     {kFilterShuffle, "shuffle", CheckShuffle, Never, DecodeShuffle},
     {kFilterFletcher32, "fletcher32", AnyClientData, Never, nullptr, 4, VerifyFletcher32},
+    {kFilterBzip2, "bzip2", NeedsBzip2, Always, DecodeBzip2},
     {kFilterLzf, "lzf", AnyClientData, Always, DecodeLzf},
 #if PRESCIENT_HAVE_BLOSC
     {kFilterBlosc, "blosc", AnyClientData, Always, DecodeBlosc},
@@ -170,6 +205,7 @@ const auto kCodecs = std::to_array<FilterCodec>({
     {kFilterLz4, "lz4", NeedsLz4, Always, DecodeHdf5Lz4},
     {kFilterBitshuffle, "bitshuffle", CheckBitshuffle, BitshuffleCompresses, DecodeBitshuffle},
     {kFilterZstd, "zstd", NeedsZstd, Always, DecodeZstd},
+    {kFilterBlosc2, "blosc2", CheckBlosc2, Always, DecodeBlosc2},
 });
 
 std::string TableNames() {

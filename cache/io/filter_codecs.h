@@ -6,14 +6,16 @@
 //   1      deflate (gzip)           libdeflate, else zlib     -
 //   2      shuffle                  Unshuffle                 [0] element size
 //   3      Fletcher-32 checksum     Fletcher32 (verified)     - (the last stage only)
+//   307    bzip2 (PyTables's)       libbz2                    - (the level only)
 //   32000  LZF (h5py's)             lzf.h                     -
 //   32001  Blosc                    libblosc                  - (the header says all)
+//   32026  Blosc2                   blosc2_frames.h           [2] element size, [7...] shape
 //   32004  LZ4 (HDF5's registered)  liblz4                    - (the header says all)
 //   32008  bitshuffle (+LZ4/zstd)   bitshuffle.h              [2] element size, [3] block, [4]
-//   codec 32015  Zstandard                libzstd                   -
+//   32015  Zstandard                libzstd                   -
 //
 // A filter whose library this build lacks (CMake options PRESCIENT_USE_LZ4,
-// _ZSTD, _BLOSC) is not in the table. Which filters HDF5 itself can apply is
+// _ZSTD, _BLOSC, _BLOSC2, _BZIP2) is not undone here. Which filters HDF5 itself can apply is
 // the caller's question (vol/ forwards what HDF5 has no plugin for, so that a
 // read fails as it would natively).
 #ifndef PRESCIENT_CACHE_IO_FILTER_CODECS_H_
@@ -29,9 +31,11 @@
 
 namespace prescient::cache::io {
 
+inline constexpr int kFilterBzip2 = 307;
 inline constexpr int kFilterBlosc = 32001;
 inline constexpr int kFilterLz4 = 32004;
 inline constexpr int kFilterZstd = 32015;
+inline constexpr int kFilterBlosc2 = 32026;
 
 using ClientData = std::span<const std::uint32_t>;
 

@@ -2,7 +2,7 @@
 
     env/run python3 examples/bench/virtual.py [--rounds 2] [--epochs 3] [--plugin-dir DIR]
         [--variants native off default quarter] [--files 16] [--per-file 2500] [--held]
-        [--filter gzip|bitshuffle|lzf|lz4|blosc] [--stats-dir DIR]
+        [--filter gzip|bitshuffle|lzf|lz4|blosc|blosc2|bzip2] [--stats-dir DIR]
 
 The layout of a dataset written in parts (one file per writer or per day of an instrument) and
 joined by a virtual dataset: `images` (64x64 float32, 16 KiB a sample) maps FILES source files
@@ -15,6 +15,9 @@ chunk per image of photon counts (Poisson, mean 2; the first pixel holds the ind
   lzf         shuffle + LZF (h5py's own filter, 32000)
   lz4         shuffle + HDF5's LZ4 filter (32004, a plugin in HDF5's plugin directory)
   blosc       Blosc with LZ4 and its byte shuffle (32001, a plugin in HDF5's plugin directory)
+  blosc2      Blosc2 with LZ4 and its byte shuffle (32026, B2ND frames of one image; PyTables's
+              filter, registered by importing tables in every process)
+  bzip2       shuffle + bzip2 at level 9 (307, PyTables's; a plugin in HDF5's plugin directory)
 The loop: a map-style Dataset that opens the joining file once
 per process and reads `f["images"][i]` and `f["labels"][i]` (opening the datasets for every
 sample, as most loaders do; --held keeps them open), DataLoader(shuffle=True,
@@ -51,6 +54,8 @@ sys.path.insert(0, sys.argv[4])
 import h5py
 if sys.argv[6] == "bitshuffle":
     import bitshuffle.h5
+if sys.argv[6] == "blosc2":
+    import tables  # registers PyTables's Blosc2 filter with HDF5
 from torch.utils.data import DataLoader, Dataset
 from per_sample import timed_epochs
 
@@ -92,6 +97,10 @@ def storage_of(filter_name):
         return {**frame, "compression": 32004, "shuffle": True}
     if filter_name == "blosc":  # level 5, byte shuffle, LZ4
         return {**frame, "compression": 32001, "compression_opts": (0, 0, 0, 0, 5, 1, 1)}
+    if filter_name == "blosc2":  # level 5, byte shuffle, LZ4
+        return {**frame, "compression": 32026, "compression_opts": (0, 0, 0, 0, 5, 1, 1)}
+    if filter_name == "bzip2":
+        return {**frame, "compression": 307, "compression_opts": (9,), "shuffle": True}
     raise ValueError(filter_name)
 
 
@@ -102,6 +111,8 @@ def generate(workdir, files, per_file, filter_name):
     import numpy as np
     if filter_name == "bitshuffle":
         import bitshuffle.h5  # noqa: F401 (registers the filter)
+    if filter_name == "blosc2":
+        import tables  # noqa: F401 (registers the filter)
     # The directory names of the first runs (gzip, bitshuffle) are kept.
     directory = os.path.join(workdir, f"files{files}-per{per_file}" +
                              (f"-{filter_name}" if filter_name else ""))
@@ -140,7 +151,8 @@ def main():
     p.add_argument("--files", type=int, default=16, help="source files (16)")
     p.add_argument("--per-file", type=int, default=2500, help="samples per source file (2500)")
     p.add_argument("--held", action="store_true", help="keep the datasets open in each worker")
-    p.add_argument("--filter", choices=("gzip", "bitshuffle", "lzf", "lz4", "blosc"),
+    p.add_argument("--filter", choices=("gzip", "bitshuffle", "lzf", "lz4", "blosc", "blosc2",
+                                           "bzip2"),
                    help="sources chunked per image and filtered (see above); default contiguous")
     p.add_argument("--chunked", action="store_const", dest="filter", const="gzip",
                    help="the same as --filter gzip")
@@ -158,8 +170,8 @@ def main():
 
     alternate(CHILD, [json.dumps(paths), str(args.epochs)],
               [HERE, "held" if args.held else "per-sample",
-               "bitshuffle" if args.filter == "bitshuffle" else "-"], args.variants, args.rounds,
-              args.epochs, "virtual", env_of)
+               args.filter if args.filter in ("bitshuffle", "blosc2") else "-"],
+              args.variants, args.rounds, args.epochs, "virtual", env_of)
 
 if __name__ == "__main__":
     main()

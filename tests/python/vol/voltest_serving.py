@@ -627,7 +627,7 @@ def filtered_datasets(kind):
     """name: (shape, dtype, create_dataset keywords) for chunks of other filters, as h5py,
     PyTables and hdf5plugin write them: LZF with and without shuffle (h5py's own filter); HDF5's
     LZ4 filter (32004) with its default and a small block; Blosc (32001) with each of its codecs
-    and shuffles; bitshuffle with Zstandard; HDF5's Fletcher-32 checksum after no filter, gzip or
+    and shuffles; Blosc2 (32026) flat and as B2ND arrays; bzip2 (307) at two levels; bitshuffle with Zstandard; HDF5's Fletcher-32 checksum after no filter, gzip or
     LZF (chunks of an odd number of bytes among them). Elements of 1 to 8 bytes, edge chunks, and random
     bytes that do not compress (LZF and LZ4 then store a chunk or a block as it is)."""
     if kind == "lzf":
@@ -653,6 +653,29 @@ def filtered_datasets(kind):
                     compression_opts=(0, 0, 0, 0, 5, shuffle, codec)))
                 for codec, shuffle, dtype in ((0, 1, "<f4"), (1, 2, "<u2"), (2, 0, "|u1"),
                                               (4, 1, "<i8"), (5, 2, "<f8"))}
+    if kind == "blosc2":
+        # Client data: 4 slots the filter fills in, level, filter (1 shuffle, 2 bitshuffle), codec
+        # (0 blosclz, 1 lz4, 5 zstd). Chunks of rank 2 and up are B2ND arrays; the frames' blocks
+        # are smaller than their chunk and do not divide it (padded at the far edges).
+        return {
+            "counts_blosc2": ((300, 40), "<u2", dict(chunks=(7, 40), compression=32026,
+                                                     compression_opts=(0, 0, 0, 0, 5, 1, 5))),
+            "floats_blosc2_3d": ((123, 9, 5), "<f8", dict(chunks=(10, 9, 5), compression=32026,
+                                                          compression_opts=(0, 0, 0, 0, 5, 2, 1))),
+            "noise_blosc2_flat": ((640,), "|u1", dict(chunks=(30,), compression=32026,
+                                                      compression_opts=(0, 0, 0, 0, 9, 1, 0))),
+            # Blocks of 3 x 64 x 128 (the filter's choice at level 1), padded to 3 x 320 x 384.
+            "frames_blosc2": ((12, 300, 301), "<u2", dict(chunks=(3, 300, 301), compression=32026,
+                                                         compression_opts=(0, 0, 0, 0, 1, 1, 1))),
+        }
+    if kind == "bzip2":
+        # Client data: the level (1-9, the block size in 100 kB).
+        return {
+            "counts_bzip2": ((300, 40), "<u2", dict(chunks=(7, 40), compression=307,
+                                                    compression_opts=(9,))),
+            "noise_bzip2_shuffle": ((64, 256), "<i8", dict(chunks=(3, 256), compression=307,
+                                                           compression_opts=(1,), shuffle=True)),
+        }
     if kind == "fletcher32":
         return {
             "counts_checked": ((300, 40), "<u2", dict(chunks=(7, 40), fletcher32=True)),
@@ -674,9 +697,12 @@ def filtered_datasets(kind):
 
 def register_filters(kind):
     """What makes HDF5 able to apply KIND's filter in this process: h5py registers LZF itself;
-    bitshuffle's module registers its filter; LZ4 and Blosc are plugins HDF5 finds on its own."""
+    bitshuffle's module and PyTables (Blosc2) register theirs; LZ4, Blosc and bzip2 are plugins
+    HDF5 finds on its own."""
     if kind.startswith("bitshuffle"):
         import bitshuffle.h5  # noqa: F401
+    if kind == "blosc2":
+        import tables  # noqa: F401  (registers its Blosc2 filter with HDF5)
 
 
 def write_filtered(path, kind):

@@ -4,7 +4,7 @@
 // Debian trixie's HDF5 plugins (hdf5-filter-plugin 0.0~git20221111: LZ4 with
 // blocks of 64 bytes; hdf5-filter-plugin-blosc-serial with libblosc 1.21.5:
 // blosclz + byte shuffle, zstd + bitshuffle; bitshuffle 0.5.2 with
-// Zstandard), read back as stored with Dataset.id.read_direct_chunk.
+// Zstandard; bzip2 at level 9), read back as stored with Dataset.id.read_direct_chunk.
 #include "cache/io/filter_codecs.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 
 #include "cache/io/bitshuffle.h"
 #include "cache/io/block_codecs.h"
+#include "cache/io/blosc2_frames.h"
 #include "cache/io/chunk_decoder.h"
 #include "cache/io/lzf.h"
 #include "test_dataset.h"
@@ -67,6 +68,77 @@ const std::vector<std::byte> kBitshuffleZstd =
         "020184004276127d15000481002b41c09917e3ac359d");
 const std::vector<std::uint32_t> kBitshuffleZstdData = {0, 5, 2, 0, 3};
 
+// bzip2 (307): one stream, "BZh9" and its blocks.
+const std::vector<std::byte> kBzip2 =
+    Hex("425a6839314159265359a06009e20000007fffffffffffe22100a931c600a000a03094a0021e004301a0400114"
+        "3280862060222000742b520000001a0000003469a066883d4cd4f26a153d50d3434d1a1a313434006831061193"
+        "4034c1006dc1224ca1e591326ce26795428974a9d432ad634e3eba162cda46da3a404b80be80c2f61840649210"
+        "8425525975fa6fd4c76f2a0000704a2a80000b7274a360e323a36da72c30e4b215567bfb398e7219b36c648533"
+        "5a279de2107423f8bb9229c2848503004f10");
+
+// Blosc2 (32026) as PyTables 3.10.2 writes it (libblosc2 2.17.1): a frame
+// of one chunk. Flat: the values above, Zstandard + byte shuffle, client
+// data (1, 192, 2, 192, 5, 1, 5). Grid: the same values as an 8 x 12 B2ND
+// array (bitshuffle, BloscLZ, which stored them as they are). Edge: the
+// first 3 x 4 chunk of arange(35, int32).reshape(5, 7), B2ND with LZ4.
+const std::vector<std::byte> kBlosc2Flat =
+    Hex("9ea862326672616d6500d200000061cf000000000000015ea412005503d300000000000000c0d3000000000000"
+        "00b2d200000002d2000000c0d2000000c0d10000d10001c2d8060000000000010500000000000000000093cd00"
+        "07de0000dc000005018502c0000000c0000000b200000000000000000105000000000000000000240000005100"
+        "000028b52ffd20604502001404000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+        "42e40525ae0a9269a637d7f9a0a059f13ba50b7cca039372462e3e8df0672920b1010069c0133500000028b52f"
+        "fd20606501003402000041f1a0afe594c6d5390e4c48dfe9017fd221cc1e77d14d5747b841fd717a81958d0200"
+        "a01122c00205010708080000000800000028000000000000000001000000000000000000000000000000000000"
+        "940193cd0006de0000dc0000ce00000023d80000000000000000000000000000000000");
+const std::vector<std::byte> kBlosc2Grid =
+    Hex("9ea862326672616d6500d2000000a5cf00000000000001d0a412005003d300000000000000c0d3000000000000"
+        "00e0d200000002d2000000c0d2000000c0d10000d10001c2d8060000000000020000000000000000000093cd00"
+        "11de0001a462326e64d20000006bdc0001c60000003597000292d30000000000000008d3000000000000000c92"
+        "d200000008d20000000c92d200000008d20000000c00db000000037c563205011702c0000000c0000000e00000"
+        "000000000000020000000000000000000000000100020003000400050006000700080009000a000b000c000d00"
+        "0e000f0010001100120013001400150016001700180019001a001b001c001d001e001f00424142414241424142"
+        "414241424142414241424142414241424142414241424142414241424142414241424142414241424142414241"
+        "42414241424142414241e4f105a025afaee50a9492c669d5a639370ed74cf948a0dfa0e95901f17f3bd2a5210b"
+        "cc7c1eca7703d1934d725746472eb83e418dfdf071677a29812095b18d05010708080000000800000028000000"
+        "000000000001000000000000000000000000000000000000940193cd0006de0000dc0000ce00000023d8000000"
+        "0000000000000000000000000000");
+const std::vector<std::byte> kBlosc2Edge =
+    Hex("9ea862326672616d6500d2000000a5cf000000000000012fa412009103d30000000000000030d3000000000000"
+        "003fd200000004d200000030d200000030d10000d10001c2d8060000000000010100000000000000000093cd00"
+        "11de0001a462326e64d20000006bdc0001c60000003597000292d30000000000000003d3000000000000000492"
+        "d200000003d20000000492d200000003d20000000400db000000037c56340501350430000000300000003f0000"
+        "00000000000001010000000000000000002400000017000000df000102030708090a0e0f10110001000b500000"
+        "000000050107080800000008000000280000000000000000010000000000000000000000000000000000009401"
+        "93cd0006de0000dc0000ce00000023d80000000000000000000000000000000000");
+// B2ND frames with blocks smaller than the chunk, padded at its far edges,
+// made as the filter makes them (b2nd_from_cbuffer, b2nd_to_cframe; byte
+// shuffle): 5 x 7 int32 in blocks of 2 x 3 (LZ4), 3 x 4 x 5 uint16 in blocks
+// of 2 x 2 x 3 (Zstandard); byte b of element i (C order) is 7 i + 3 b.
+const std::vector<std::byte> kBlosc2Padded2d =
+    Hex("9ea862326672616d6500d2000000a5cf00000000000001e8a412005103d300000000000000d8d3000000000000"
+        "00f8d200000004d200000018d2000000d8d10000d10001c2d8060000000000010100000000000000000093cd00"
+        "11de0001a462326e64d20000006bdc0001c60000003597000292d30000000000000005d3000000000000000792"
+        "d200000005d20000000792d200000002d20000000300db000000037c563205013704d800000018000000f80000"
+        "000000000000010100000000000000000000030609070a0d100e1114173134373a383b3e413f42454815181b1e"
+        "1c1f22252326292c46494c4f4d50535654575a5d2a2d303300000000000000005b5e6164000000000000000062"
+        "65686b696c6f72707376799396999c9a9da0a3a1a4a7aa777a7d807e81848785888b8ea8abaeb1afb2b5b8b6b9"
+        "bcbf8c8f92950000000000000000bdc0c3c60000000000000000c4c7cacdcbced1d4d2d5d8db00000000000000"
+        "0000000000d9dcdfe2e0e3e6e9e7eaedf0000000000000000000000000eef1f4f7000000000000000000000000"
+        "000000000000000005010708080000000800000028000000000000000001000000000000000000000000000000"
+        "000000940193cd0006de0000dc0000ce00000023d80000000000000000000000000000000000");
+const std::vector<std::byte> kBlosc2Padded3d =
+    Hex("9ea862326672616d6500d2000000b8cf00000000000001e3a412005503d300000000000000c0d3000000000000"
+        "00e0d200000002d200000018d2000000c0d10000d10001c2d8060000000000010500000000000000000093cd00"
+        "11de0001a462326e64d20000006bdc0001c60000004897000393d30000000000000003d30000000000000004d3"
+        "000000000000000593d200000003d200000004d20000000593d200000002d200000002d20000000300db000000"
+        "037c563205019702c000000018000000e0000000000000000001050000000000000000000003070a0e1123262a"
+        "2d31348c8f93969a9dafb2b6b9bdc015181c1f0000383b3f420000a1a4a8ab0000c4c7cbce000046494d505457"
+        "696c7073777ad2d5d9dce0e3f5f8fcff03065b5e626500007e8185880000e7eaeef100000a0d11140000181b1f"
+        "2226293b3e4245494c0000000000000000000000002d30343700005053575a0000000000000000000000000000"
+        "5e6165686c6f8184888b8f9200000000000000000000000073767a7d000096999da00000000000000000000000"
+        "000000050107080800000008000000280000000000000000010000000000000000000000000000000000009401"
+        "93cd0006de0000dc0000ce00000023d80000000000000000000000000000000000");
+
 std::vector<std::byte> Decode(int id, const std::vector<std::byte>& stored,
                               std::vector<std::uint32_t> client_data = {}, std::size_t size = 192,
                               Status* status = nullptr) {
@@ -106,6 +178,49 @@ TEST(FilterCodecsTest, ZstandardFilterIsOneFrame) {
   std::vector<std::byte> shuffled(kValues.size());
   BitshuffleBlock(kValues.data(), 96, 2, shuffled.data());
   EXPECT_EQ(Decode(kFilterZstd, frame), shuffled);
+}
+
+TEST(FilterCodecsTest, Bzip2IsOneStream) {
+  ASSERT_TRUE(Bzip2Available()) << "built without libbz2";
+  EXPECT_EQ(Decode(kFilterBzip2, kBzip2, {9}), kValues);
+  // What follows the end of the stream is ignored, as the reference filter does.
+  std::vector<std::byte> padded = kBzip2;
+  padded.resize(padded.size() + 7, std::byte{0x5a});
+  EXPECT_EQ(Decode(kFilterBzip2, padded, {9}), kValues);
+}
+
+TEST(FilterCodecsTest, Blosc2FramesAreUndoneFlatOrAsB2ndArrays) {
+  ASSERT_TRUE(Blosc2Available()) << "built without libblosc2";
+  EXPECT_EQ(Decode(kFilterBlosc2, kBlosc2Flat, {1, 192, 2, 192, 5, 1, 5}), kValues);
+  EXPECT_EQ(Decode(kFilterBlosc2, kBlosc2Grid, {1, 192, 2, 192, 5, 2, 0, 2, 8, 12}), kValues);
+  // Without the rank and shape (an older writer's client data) the array's own are used.
+  EXPECT_EQ(Decode(kFilterBlosc2, kBlosc2Grid, {1, 192, 2, 192, 5, 2, 0}), kValues);
+  std::vector<std::byte> edge;
+  for (std::int32_t row = 0; row < 3; ++row) {
+    for (std::int32_t col = 0; col < 4; ++col) {
+      const std::int32_t value = row * 7 + col;  // little-endian, as written
+      for (int b = 0; b < 4; ++b) edge.push_back(static_cast<std::byte>((value >> (8 * b)) & 0xff));
+    }
+  }
+  EXPECT_EQ(Decode(kFilterBlosc2, kBlosc2Edge, {1, 48, 4, 48, 9, 1, 1, 2, 3, 4}, 48), edge);
+  auto ramp = [](std::size_t elements, std::size_t element_size) {
+    std::vector<std::byte> bytes;
+    for (std::size_t i = 0; i < elements; ++i) {
+      for (std::size_t b = 0; b < element_size; ++b)
+        bytes.push_back(static_cast<std::byte>((7 * i + 3 * b) & 0xff));
+    }
+    return bytes;
+  };
+  EXPECT_EQ(Decode(kFilterBlosc2, kBlosc2Padded2d, {1, 24, 4, 140, 5, 1, 1, 2, 5, 7}, 140),
+            ramp(35, 4));
+  EXPECT_EQ(Decode(kFilterBlosc2, kBlosc2Padded3d, {1, 24, 2, 120, 5, 1, 5, 3, 3, 4, 5}, 120),
+            ramp(60, 2));
+  // A shape other than the dataset's chunk is refused, as the reference filter refuses it.
+  Status status;
+  Decode(kFilterBlosc2, kBlosc2Edge, {1, 48, 4, 48, 9, 1, 1, 2, 4, 3}, 48, &status);
+  EXPECT_EQ(status.code(), Status::Code::kCorruption) << status.message();
+  Decode(kFilterBlosc2, kBlosc2Edge, {1, 48, 4, 48, 9, 1, 1, 1, 12}, 48, &status);
+  EXPECT_EQ(status.code(), Status::Code::kCorruption) << status.message();
 }
 
 TEST(FilterCodecsTest, ShuffleThenLzfAsAPipeline) {
@@ -180,28 +295,38 @@ TEST(FilterCodecsTest, DamagedChunksAreCorruption) {
     int id;
     std::vector<std::byte> stored;
     std::vector<std::uint32_t> client_data;
+    std::size_t size = 192;
   };
-  const std::vector<Case> cases = {{kFilterLzf, kLzf, {}},
-                                   {kFilterLz4, kLz4, {}},
-                                   {kFilterBlosc, kBloscLzShuffle, {}},
-                                   {kFilterBlosc, kBloscZstdBitshuffle, {}},
-                                   {kFilterBitshuffle, kBitshuffleZstd, kBitshuffleZstdData}};
+  const std::vector<Case> cases = {
+      {kFilterLzf, kLzf, {}},
+      {kFilterLz4, kLz4, {}},
+      {kFilterBlosc, kBloscLzShuffle, {}},
+      {kFilterBlosc, kBloscZstdBitshuffle, {}},
+      {kFilterBitshuffle, kBitshuffleZstd, kBitshuffleZstdData},
+      {kFilterBzip2, kBzip2, {9}},
+      {kFilterBlosc2, kBlosc2Flat, {1, 192, 2, 192, 5, 1, 5}},
+      {kFilterBlosc2, kBlosc2Grid, {1, 192, 2, 192, 5, 2, 0, 2, 8, 12}},
+      {kFilterBlosc2, kBlosc2Edge, {1, 48, 4, 48, 9, 1, 1, 2, 3, 4}, 48},
+      {kFilterBlosc2, kBlosc2Padded3d, {1, 24, 2, 120, 5, 1, 5, 3, 3, 4, 5}, 120}};
   for (const Case& c : cases) {
     if (FindFilterCodec(c.id) == nullptr) continue;
     for (std::size_t cut : {std::size_t{1}, c.stored.size() / 2, c.stored.size() - 1}) {
       Status status;
       Decode(c.id, std::vector<std::byte>(c.stored.begin(), c.stored.begin() + cut), c.client_data,
-             192, &status);
+             c.size, &status);
       EXPECT_EQ(status.code(), Status::Code::kCorruption) << c.id << " cut at " << cut;
     }
     Status status;
-    Decode(c.id, c.stored, c.client_data, 190, &status);  // not the chunk's size
-    EXPECT_EQ(status.code(), Status::Code::kCorruption) << c.id << " into 190 bytes";
-    // Every byte flipped in turn: an error or other bytes, never a crash.
+    Decode(c.id, c.stored, c.client_data, c.size - 2, &status);  // not the chunk's size
+    EXPECT_EQ(status.code(), Status::Code::kCorruption) << c.id << " into " << c.size - 2;
+    // Every bit and every byte flipped in turn: an error or other bytes,
+    // never a crash, a leak or a read out of bounds (the ASan build).
     for (std::size_t i = 0; i < c.stored.size(); ++i) {
-      std::vector<std::byte> flipped = c.stored;
-      flipped[i] ^= std::byte{0xff};
-      Decode(c.id, flipped, c.client_data, 192, &status);
+      for (unsigned mask : {0x01u, 0x02u, 0x04u, 0x08u, 0x10u, 0x20u, 0x40u, 0x80u, 0xffu}) {
+        std::vector<std::byte> flipped = c.stored;
+        flipped[i] ^= static_cast<std::byte>(mask);
+        Decode(c.id, flipped, c.client_data, c.size, &status);
+      }
     }
   }
   // LZF: a reference before the start of the chunk.
@@ -222,6 +347,14 @@ TEST(CheckRawDecodableTest, TheTablesFiltersWithTheirSettings) {
   const std::vector<Filter> detector = {{.id = 32008, .client_data = {0, 5, 4, 0, 2}}};
   EXPECT_TRUE(CheckRawDecodable(detector, 4).ok());
   EXPECT_EQ(CheckRawDecodable(detector, 2).code(), Status::Code::kUnsupported);
+  // Blosc2 needs the element size its frames were made for, which must be the dataset's.
+  if (Blosc2Available()) {
+    const std::vector<Filter> blosc2 = {{.id = kFilterBlosc2, .client_data = {1, 0, 4, 4096}}};
+    EXPECT_TRUE(CheckRawDecodable(blosc2, 4).ok());
+    EXPECT_EQ(CheckRawDecodable(blosc2, 8).code(), Status::Code::kUnsupported);
+    const std::vector<Filter> short_data = {{.id = kFilterBlosc2, .client_data = {1, 0, 4}}};
+    EXPECT_EQ(CheckRawDecodable(short_data, 4).code(), Status::Code::kUnsupported);
+  }
   const std::vector<Filter> scaleoffset = {{.id = 6, .client_data = {}}};
   const Status refused = CheckRawDecodable(scaleoffset, 4);
   EXPECT_EQ(refused.code(), Status::Code::kUnsupported);

@@ -22,6 +22,8 @@ class Prescient(CMakePackage):
 
     variant("mpi", default=False, description="Build against parallel HDF5 (h5py's driver='mpio')")
     variant("libdeflate", default=True, description="Inflate gzip chunks with libdeflate (zlib otherwise)")
+    variant("codecs", default=True,
+            description="Decode LZ4, Zstandard, Blosc, Blosc2 and bzip2 chunks without HDF5 (else HDF5 does)")
     variant("python", default=True, description="Install prescient_sampler and a matching h5py")
 
     depends_on("c", type="build")
@@ -37,6 +39,12 @@ class Prescient(CMakePackage):
     depends_on("boost@1.74:")  # header-only Boost.Interprocess
     depends_on("zlib-api")
     depends_on("libdeflate", when="+libdeflate")
+    depends_on("pkgconfig", type="build", when="+codecs")
+    depends_on("lz4", when="+codecs")
+    depends_on("zstd", when="+codecs")
+    depends_on("c-blosc", when="+codecs")
+    depends_on("c-blosc2", when="+codecs")
+    depends_on("bzip2", when="+codecs")
     depends_on("googletest", type="test")
 
     # h5py linked against the same HDF5 (one HDF5 library per process).
@@ -53,6 +61,8 @@ class Prescient(CMakePackage):
             self.define("HDF5_ROOT", self.spec["hdf5"].prefix),
             self.define("PRESCIENT_BUILD_TESTS", self.run_tests),
             self.define_from_variant("PRESCIENT_USE_LIBDEFLATE", "libdeflate"),
+            *(self.define_from_variant(f"PRESCIENT_USE_{name}", "codecs")
+              for name in ("LZ4", "ZSTD", "BLOSC", "BLOSC2", "BZIP2")),
             self.define("PRESCIENT_INSTALL_PYTHONDIR", self.python_dir),
         ]
 
