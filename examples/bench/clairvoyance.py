@@ -106,9 +106,9 @@ class Suite:
 
     @staticmethod
     def one_line(record):
-        import tables
+        import result_tables
 
-        row = tables.clairvoyance_row(record)
+        row = result_tables.clairvoyance_row(record)
         bound = "" if row["exact"] else "<= "
         return (f"  {record['label']}: {bound}{row['field_rows']} {row['field']} rows from storage vs Belady "
                 f"{row['belady']} = {bound}{row['ratio']} ({row['verdict']}); matches/mismatches "

@@ -33,7 +33,7 @@ import never_slower  # noqa: E402
 import runner  # noqa: E402
 import schedtool  # noqa: E402
 from storage import machine_state  # noqa: E402
-import tables  # noqa: E402
+import result_tables  # noqa: E402
 import workloads  # noqa: E402
 
 
@@ -167,7 +167,7 @@ def defaults(a):
 
 def run_suite(suite_cls, a, tool, caps, log):
     started = time.perf_counter()
-    name = tables.output_name(suite_cls.name, a.warm)
+    name = result_tables.output_name(suite_cls.name, a.warm)
     run = runner.Runner(plugin_dir=a.plugin_dir, out_dir=os.path.join(a.out, name),
                         timeout_s=a.run_timeout, connector_env=a.connector_env, log=log)
     log(f"\n== suite {suite_cls.name} ==")
@@ -180,7 +180,7 @@ def run_suite(suite_cls, a, tool, caps, log):
     results.update(extra)
     path = os.path.join(a.out, f"results-{name}.json")
     json.dump(results, open(path, "w"), indent=1, default=str)
-    md = tables.markdown(results)
+    md = result_tables.markdown(results)
     open(os.path.join(a.out, f"tables-{name}.md"), "w").write("\n".join(md) + "\n")
     log("")
     for line in md:
@@ -209,7 +209,7 @@ def main(argv=None):
         except ValueError as e:
             sys.exit(f"suites.py: {e}")
     os.makedirs(a.out, exist_ok=True)
-    log = Log(os.path.join(a.out, f"output-{tables.output_name(a.suite, a.warm)}.txt"))
+    log = Log(os.path.join(a.out, f"output-{result_tables.output_name(a.suite, a.warm)}.txt"))
     started = time.perf_counter()
     caps = schedtool.capabilities(a.tool)
     log(f"bench: prescient-schedule {a.tool}: sample maps (repeated --dataset) "

@@ -26,7 +26,7 @@ import cachesize  # noqa: E402
 import counters  # noqa: E402
 import runner  # noqa: E402
 import schedtool  # noqa: E402
-import tables  # noqa: E402
+import result_tables  # noqa: E402
 import workloads  # noqa: E402
 
 BUILD = os.environ.get("PRESCIENT_BUILD_DIR", os.path.join(REPO, "build", "bench"))
@@ -346,14 +346,14 @@ def test_clairvoyance_table_judges_exact_and_bounded_figures():
                     stats={"totals": {"rows_loaded": 90000, "storage_bytes": 2000 * 16384}, "fields": {}})
     results = {"suite": "clairvoyance", "config": {"quick": True}, "tool": {"sample_maps": False,
                "block_bytes": False}, "runs": [exact, off, bound]}
-    rows = [tables.clairvoyance_row(r) for r in results["runs"]]
+    rows = [result_tables.clairvoyance_row(r) for r in results["runs"]]
     assert [r["verdict"] for r in rows] == ["met", "MISSED", "unknown"]
     assert rows[0]["ratio"] == "1.040" and rows[2]["field_rows"] == 2000
-    text = "\n".join(tables.markdown(results))
+    text = "\n".join(result_tables.markdown(results))
     assert "| <= 2,000 (images) |" in text and "met in 1 of 3 runs, unknown in 1" in text
     wrong = copy.deepcopy(exact)
     wrong["wrong_samples"] = 1
-    assert tables.clairvoyance_row(wrong)["verdict"] == "MISSED"
+    assert result_tables.clairvoyance_row(wrong)["verdict"] == "MISSED"
 
 
 def test_never_slower_table_pairs_every_prescient_epoch_with_its_baselines():
@@ -364,11 +364,11 @@ def test_never_slower_table_pairs_every_prescient_epoch_with_its_baselines():
     pre = _record("p", "Prescient", connector=True, epochs=[1.6, 1.0],
                   tags={"case": "cosmo", "role": "prescient", "baselines": ["native", "native-rdcc"]})
     results = {"suite": "never-slower", "config": {}, "tool": {}, "runs": [base, base2, pre], "notes": ["n1"]}
-    rows = tables.never_slower_rows(results)
+    rows = result_tables.never_slower_rows(results)
     assert [(r["baseline"], r["epoch"], round(r["ratio"], 2), r["verdict"]) for r in rows] == [
         ("native", 0, 1.25, "met"), ("native", 1, 2.0, "met"), ("native rdcc", 0, 0.62, "MISSED"),
         ("native rdcc", 1, 1.0, "met")]
-    text = "\n".join(tables.markdown(results))
+    text = "\n".join(result_tables.markdown(results))
     assert "met in 3 of 4 epochs" in text and "- n1" in text
 
 
@@ -387,17 +387,17 @@ def test_never_slower_compares_each_run_with_the_native_runs_around_it():
     # CPU time the hypervisor stole during each epoch (machine noise), the native runs' averaged.
     for run, steal in zip(runs, [0.02, 0.0, 0.04, 2.5, 0.0]):
         run["epochs"][0]["steal_s"] = steal
-    rows = tables.never_slower_rows({"suite": "never-slower", "runs": runs})
+    rows = result_tables.never_slower_rows({"suite": "never-slower", "runs": runs})
     assert [(r["run"], round(r["native_s"], 2), r["verdict"]) for r in rows] == [("a", 1.1, "met"),
                                                                                   ("b", 1.4, "MISSED")]
     assert rows[0]["baseline"] == "native (mean of the 2 runs around it)"
     assert [(round(r["native_steal_s"], 2), r["prescient_steal_s"], r["disturbed"]) for r in rows] == [
         (0.03, 0.0, False), (0.02, 2.5, True)]
-    text = "\n".join(tables.never_slower_tables({"suite": "never-slower", "runs": runs}))
+    text = "\n".join(result_tables.never_slower_tables({"suite": "never-slower", "runs": runs}))
     assert "| MISSED (disturbed) |" in text and "| 0.02 | 2.50 | 0 |" in text
     # A disturbed native run is left out of its epoch's baseline when the other is calm.
     runs[2]["epochs"][0]["steal_s"] = 0.5
-    rows = tables.never_slower_rows({"suite": "never-slower", "runs": runs})
+    rows = result_tables.never_slower_rows({"suite": "never-slower", "runs": runs})
     assert [round(r["native_s"], 2) for r in rows] == [1.0, 1.6]
 
 
@@ -406,7 +406,7 @@ def test_tables_command_prints_a_results_file(tmp_path):
                                                                        "baseline": "native"})
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"suite": "never-slower", "config": {}, "tool": {}, "runs": [base]}))
-    out = subprocess.run([sys.executable, os.path.join(HERE, "tables.py"), str(path)], capture_output=True,
+    out = subprocess.run([sys.executable, os.path.join(HERE, "result_tables.py"), str(path)], capture_output=True,
                          text=True, check=True).stdout
     assert out.startswith("### Suite never-slower")
 
@@ -438,8 +438,8 @@ def test_a_warm_run_is_configured_warm_and_filed_apart(tmp_path):
         config = json.load(open(tmp_path / "out" / "runs" / key / "config-r0.json"))
         assert config["cold"] is cold  # loop.py drops the files before an epoch only when cold
     # (suites.py is not imported here: it clears PRESCIENT_* from the environment, as a bench run must.)
-    assert tables.output_name("never-slower", True) == "never-slower-warm"
-    assert tables.output_name("never-slower", False) == "never-slower"
+    assert result_tables.output_name("never-slower", True) == "never-slower-warm"
+    assert result_tables.output_name("never-slower", False) == "never-slower"
 
 
 @built
@@ -520,7 +520,7 @@ def test_never_slower_warms_the_machine_up_with_a_native_epoch_no_table_judges(t
     assert any(n.startswith("warm-up:") for n in extra["notes"])
     # The warm-up's 9 s epoch is nobody's baseline: every ratio is 1.0 s / 1.0 s.
     records = [FakeRunner().run(s) for s in specs]
-    rows = tables.never_slower_rows({"suite": "never-slower", "config": {}, "tool": {}, "runs": records})
+    rows = result_tables.never_slower_rows({"suite": "never-slower", "config": {}, "tool": {}, "runs": records})
     assert rows and all(r["ratio"] == 1.0 for r in rows)
     suite, _ = suite_with(False)
     assert all(s.key != "warm-up" for s in suite.runner.specs)
@@ -543,10 +543,10 @@ def test_never_slower_rounds_are_judged_by_their_median_ratio():
             prescient("a-r1", [1.0 / 0.9 * 1.2, 1.0 / 1.05], [1, 2], 1), native(2, [1.2, 1.0]),
             prescient("a-r2", [1.2 / 1.1, 1.0 / 0.9], [2, 3], 2), native(3, [1.2, 1.0])]
     results = {"suite": "never-slower", "config": {}, "tool": {}, "runs": runs}
-    medians = tables.never_slower_medians(tables.never_slower_rows(results))
+    medians = result_tables.never_slower_medians(result_tables.never_slower_rows(results))
     assert [(m["epoch"], m["rounds"], round(m["median"], 2), round(m["low"], 2), m["rounds_met"], m["verdict"])
             for m in medians] == [(0, 3, 1.1, 0.9, 2, "met"), (1, 3, 0.9, 0.8, 1, "MISSED")]
-    text = "\n".join(tables.markdown(results))
+    text = "\n".join(result_tables.markdown(results))
     assert "met in 1 of 2 epochs" in text and "| 3 | 3 | 1.10 | 0.90 | 1.20 | 2 of 3 | met |" in text
     # The summary: one line per Prescient run, its epochs' medians side by side.
     assert "| case | Prescient run | cache | epoch 0 | epoch 1 |" in text
@@ -559,18 +559,18 @@ def test_never_slower_rounds_are_judged_by_their_median_ratio():
     runs[3]["epochs"][0]["steal_s"] = 0.3 * 2 * runs[3]["epochs"][0]["seconds"]
     runs[6]["epochs"][1]["steal_s"] = 0.1 * 2 * 1.0
     runs[0]["epochs"][1]["steal_s"] = 0.04 * 2 * 1.0  # below the limit
-    medians = tables.never_slower_medians(tables.never_slower_rows(results))
+    medians = result_tables.never_slower_medians(result_tables.never_slower_rows(results))
     assert [(m["epoch"], m["judged"], round(m["median"], 2), m["verdict"]) for m in medians] == [
         (0, 2, 1.15, "met"), (1, 3, 0.9, "MISSED")]
-    text = "\n".join(tables.markdown(results))
+    text = "\n".join(result_tables.markdown(results))
     assert "| 3 | 2 | 1.15 | 1.10 | 1.20 | 2 of 3 | met |" in text and "| MISSED (disturbed) |" in text
     # Every round disturbed: judged on all of them, and said so.
     for r in runs:
         for e in r["epochs"]:
             e["steal_s"] = e["seconds"]
-    medians = tables.never_slower_medians(tables.never_slower_rows(results))
+    medians = result_tables.never_slower_medians(result_tables.never_slower_rows(results))
     assert [(m["judged"], round(m["median"], 2)) for m in medians] == [(0, 1.1), (0, 0.9)]
-    text = "\n".join(tables.markdown(results))
+    text = "\n".join(result_tables.markdown(results))
     assert "(2 judged on disturbed rounds only)" in text and "| dlio | Prescient A | 1 MiB | 1.10* | 0.90* |" in text
     for r in runs:
         for e in r["epochs"]:
@@ -578,9 +578,9 @@ def test_never_slower_rounds_are_judged_by_their_median_ratio():
     del results["machine_before"]
     # A wrong byte in any round misses the epoch whatever the median.
     runs[3] = prescient("a-r1", [1.0 / 0.9 * 1.2, 1.0 / 1.05], [1, 2], 1, bad=1)
-    medians = tables.never_slower_medians(tables.never_slower_rows({"suite": "never-slower", "runs": runs}))
+    medians = result_tables.never_slower_medians(result_tables.never_slower_rows({"suite": "never-slower", "runs": runs}))
     assert [m["verdict"] for m in medians] == ["MISSED", "MISSED"]
-    assert tables.never_slower_summary(medians)[2] == "| dlio | Prescient A | 1 MiB | 1.10! | 0.90! |"
+    assert result_tables.never_slower_summary(medians)[2] == "| dlio | Prescient A | 1 MiB | 1.10! | 0.90! |"
 
 
 # -- a public loader, side by side -----------------------------------------------------------------------

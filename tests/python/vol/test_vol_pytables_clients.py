@@ -26,9 +26,8 @@ MODULES = {"pytables": ["tables"], "pandas": ["pandas", "tables"], "forked": ["t
 
 @functools.lru_cache(maxsize=None)
 def _pytables_package(runner):
-    """The directory of the PyTables package the readers import (a subprocess with the readers'
-    path: in this process another module named `tables`, examples/bench/tables.py, may come
-    first on the path), or None when it is not installed."""
+    """The directory of the PyTables package the readers import (asked of a subprocess with the
+    readers' path, not of this process), or None when it is not installed."""
     proc = runner.python("import os, tables; print(os.path.dirname(tables.__file__))", [],
                          "native", HERE, check=False)
     return proc.stdout.strip() if proc.returncode == 0 else None

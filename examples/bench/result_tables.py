@@ -1,6 +1,6 @@
 """The suites' results JSON turned into the Markdown tables of examples/bench/RESULTS.md.
 
-    python3 examples/bench/tables.py RESULTS.json [RESULTS.json ...]
+    python3 examples/bench/result_tables.py RESULTS.json [RESULTS.json ...]
 
 Pure functions of the records (no run, no tool): the suites print the same tables when they end.
 Columns are explained in RESULTS.md ("Suite clairvoyance", "Suite never-slower").
