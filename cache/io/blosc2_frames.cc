@@ -78,7 +78,7 @@ Status CheckChunkHeader(std::span<const std::uint8_t> chunk, std::int32_t typesi
 // pointer it got), so nothing is decoded before they are checked. `padded`
 // is the most a B2ND chunk's padding can grow the chunk to.
 Status CheckSuperChunk(blosc2_schunk* schunk, std::uint32_t element_size, std::size_t in_size,
-                       std::uint64_t padded) {
+                       std::uint64_t padded, std::span<const std::uint8_t>& stored_chunk) {
   if (schunk->nchunks != 1) return Damaged(std::to_string(schunk->nchunks) + " chunks, not 1");
   if (schunk->typesize != static_cast<std::int32_t>(element_size)) {
     return Damaged("elements of " + std::to_string(schunk->typesize) + " bytes, the dataset's " +
@@ -91,13 +91,12 @@ Status CheckSuperChunk(blosc2_schunk* schunk, std::uint32_t element_size, std::s
   std::uint8_t* chunk = nullptr;
   bool needs_free = false;
   const int stored = blosc2_schunk_get_lazychunk(schunk, 0, &chunk, &needs_free);
-  struct FreeChunk {
-    std::uint8_t* chunk;
-    bool owned;
-    ~FreeChunk() {
-      if (owned) free(chunk);
-    }
-  } owned{chunk, needs_free};
+  // A frame in memory hands out its chunk in place; a copy (only a frame on
+  // disk makes one) would not outlive this call.
+  if (needs_free) {
+    free(chunk);
+    return Status::Unsupported("Blosc2 frame whose chunk is not held in the frame");
+  }
   std::int32_t nbytes = 0;
   std::int32_t cbytes = 0;
   std::int32_t blocksize = 0;
@@ -107,7 +106,32 @@ Status CheckSuperChunk(blosc2_schunk* schunk, std::uint32_t element_size, std::s
       cbytes > stored || blocksize <= 0 || blocksize > nbytes) {
     return Damaged("a chunk header that does not agree with its frame");
   }
-  return CheckChunkHeader({chunk, static_cast<std::size_t>(cbytes)}, schunk->typesize);
+  stored_chunk = {chunk, static_cast<std::size_t>(cbytes)};
+  return CheckChunkHeader(stored_chunk, schunk->typesize);
+}
+
+// Decodes a chunk checked by CheckSuperChunk with this thread's decompression
+// context, made at its first chunk and kept until the thread ends. The
+// super-chunk's own context (blosc2_schunk_decompress_chunk) is new with every
+// frame and allocates its block buffers at its first decode: 15 us a 16 KiB
+// LZ4 frame in a long-running process, against 6 us with the context kept
+// (the chunks of examples/bench/virtual.py --filter blosc2). A chunk whose
+// filters need the super-chunk (delta) never gets here (CheckChunkHeader).
+int DecompressChunk(std::span<const std::uint8_t> chunk, void* dest, std::size_t size) {
+  struct Context {
+    blosc2_context* dctx = [] {
+      blosc2_dparams params = BLOSC2_DPARAMS_DEFAULTS;
+      params.nthreads = 1;  // the caller's thread only: forks and I/O threads see no pool
+      return blosc2_create_dctx(params);
+    }();
+    ~Context() {
+      if (dctx != nullptr) blosc2_free_ctx(dctx);
+    }
+  };
+  thread_local Context context;
+  if (context.dctx == nullptr) return BLOSC2_ERROR_MEMORY_ALLOC;
+  return blosc2_decompress_ctx(context.dctx, chunk.data(), static_cast<std::int32_t>(chunk.size()),
+                               dest, static_cast<std::int32_t>(size));
 }
 
 // The B2ND metalayer (msgpack): [version, rank, shape (int64s), chunk shape
@@ -162,7 +186,7 @@ std::optional<B2ndGeometry> ParseB2ndMeta(std::span<const std::uint8_t> meta) {
 // the block shape in C order over the block grid, each block in C order and
 // padded at the chunk's far edges. Decoded whole into a scratch buffer, then
 // each block's rows are put where they belong in `out` (padding dropped).
-Status DecodeB2nd(blosc2_schunk* schunk, const B2ndGeometry& g,
+Status DecodeB2nd(blosc2_schunk* schunk, std::span<const std::uint8_t> chunk, const B2ndGeometry& g,
                   std::span<const std::uint32_t> client_data, std::span<std::byte> out) {
   if (client_data.size() >= 8 && (client_data[7] != static_cast<std::uint32_t>(g.rank) ||
                                   client_data.size() < 8 + static_cast<std::size_t>(g.rank))) {
@@ -196,8 +220,7 @@ Status DecodeB2nd(blosc2_schunk* schunk, const B2ndGeometry& g,
   }
   thread_local std::vector<std::byte> scratch;
   scratch.resize(padded);
-  const int produced =
-      blosc2_schunk_decompress_chunk(schunk, 0, scratch.data(), static_cast<std::int32_t>(padded));
+  const int produced = DecompressChunk(chunk, scratch.data(), padded);
   if (produced < 0 || static_cast<std::uint64_t>(produced) != padded) {
     return Damaged("a B2ND chunk that does not decode");
   }
@@ -294,10 +317,10 @@ Status DecodeBlosc2Frame(std::span<const std::byte> in, std::span<const std::uin
   }
   // A B2ND chunk is padded to whole blocks: less than twice each extent.
   const std::uint64_t padded = geometry ? std::uint64_t{out.size()} << geometry->rank : out.size();
-  PRESCIENT_RETURN_IF_ERROR(CheckSuperChunk(schunk, client_data[2], in.size(), padded));
-  if (geometry) return DecodeB2nd(schunk, *geometry, client_data, out);
-  const int produced =
-      blosc2_schunk_decompress_chunk(schunk, 0, out.data(), static_cast<std::int32_t>(out.size()));
+  std::span<const std::uint8_t> chunk;
+  PRESCIENT_RETURN_IF_ERROR(CheckSuperChunk(schunk, client_data[2], in.size(), padded, chunk));
+  if (geometry) return DecodeB2nd(schunk, chunk, *geometry, client_data, out);
+  const int produced = DecompressChunk(chunk, out.data(), out.size());
   if (produced < 0)
     return Damaged("does not decode (blosc2 error " + std::to_string(produced) + ")");
   if (static_cast<std::size_t>(produced) != out.size()) {

@@ -20,9 +20,11 @@
 // process down. Kept apart from the Blosc (1) filter because blosc.h and
 // blosc2.h define the same macros; the two libraries export no common symbol.
 //
-// Thread-safe: each call parses its own frame with its own contexts (one
-// thread each); libblosc2's global state is initialised once and never torn
-// down (another user of libblosc2 in the process may init it too: harmless).
+// Thread-safe: each call parses its own frame, and each thread decodes with a
+// decompression context of its own (one thread, no pool), made at its first
+// chunk and kept; libblosc2's global state is initialised once and never
+// torn down (another user of libblosc2 in the process may init it too:
+// harmless).
 #ifndef PRESCIENT_CACHE_IO_BLOSC2_FRAMES_H_
 #define PRESCIENT_CACHE_IO_BLOSC2_FRAMES_H_
 
