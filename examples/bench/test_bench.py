@@ -874,3 +874,23 @@ def dataset_from_sharded_hdf5(files, z_table, r_max, **kwargs):
         epochs = json.load(f)
     # 14 samples in batches of 10, the last one dropped; a new order each epoch.
     assert len(epochs) == 2 and epochs[0]["digest"] != epochs[1]["digest"]
+
+
+@built
+def test_windows_runs_every_variant_and_checks_every_window(tmp_path):
+    """examples/bench/windows.py, tiny: the series is written once with step t in channel 0, and
+    every variant (native, cached, followed) reads windows whose first step its label gives back
+    (a wrong window ends the run)."""
+    script = os.path.join(HERE, "windows.py")
+    args = [sys.executable, script, "--rows", "3000", "--window", "32", "--stride", "8",
+            "--rounds", "1", "--epochs", "2", "--workdir", str(tmp_path / "data"),
+            "--plugin-dir", PLUGINS]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for variant in ("native", "default", "quarter", "follow", "follow-quarter"):
+        assert f"| 0 | {variant} | 1 |" in proc.stdout, proc.stdout
+    import h5py
+    with h5py.File(tmp_path / "data" / "series-3000.h5", "r") as f:
+        assert f["x"].shape == (3000, 16)
+        assert (f["x"][:, 0] == np.arange(3000, dtype=np.float32)).all()
+        assert (f["y"][:] == np.arange(3000)).all()

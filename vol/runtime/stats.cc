@@ -49,6 +49,7 @@ constexpr const char* kTopLevelNames[] = {
     "datasets_resolved",
     "datasets_from_memo",
     "rows_not_prefetched_parts",
+    "rows_not_prefetched_large",
     "rows_prefetch_given_up",
     "raw_file_opens",
     "rows_remote",

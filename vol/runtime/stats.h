@@ -65,6 +65,7 @@ enum class Counter : std::size_t {
   kDatasetsResolved,            // datasets the prefetch thread prepared through HDF5
   kDatasetsFromMemo,            // ... prepared from the node's memo instead (resolution_memo.h)
   kRowsNotPrefetchedParts,      // rows it left to readers of narrow parts (Prefetcher)
+  kRowsNotPrefetchedLarge,      // samples' rows it left to readers: small rows, too many to keep
   kRowsPrefetchGivenUp,         // rows it had claimed and released unread: demoted mid-round
   kRawFileOpens,                // descriptors Prescient opened itself for raw reads (FileHandles)
   kRowsRemote,                  // node agent: rows fetched from other nodes' agents

@@ -28,6 +28,15 @@ std::optional<std::uint64_t> PositionTracker::Find(std::uint32_t epoch, std::uin
   return ViewOf(epoch).positions->Within(sample, from, to);
 }
 
+std::optional<std::uint64_t> PositionTracker::FindRun(std::uint32_t epoch,
+                                                      std::span<const std::uint64_t> samples,
+                                                      std::uint64_t from, std::uint64_t to,
+                                                      std::uint64_t near) const {
+  if (epoch >= binding_->epochs()) return std::nullopt;
+  const EpochView& view = ViewOf(epoch);
+  return view.positions->RunWithin(samples, view.part, from, to, near);
+}
+
 std::uint64_t PositionTracker::StepOf(std::uint32_t epoch, std::uint64_t position) const {
   const auto begins = ViewOf(epoch).part.step_begin();
   const auto it = std::upper_bound(begins.begin(), begins.end(), position);
@@ -90,24 +99,42 @@ PositionTracker::Observation PositionTracker::ObserveRead(std::span<const std::u
   } else {
     // Against the position before this read: here (a little behind, well
     // ahead), or at the start of the next epoch; the nearer of the two in
-    // reading order wins for a sample found in both.
+    // reading order wins for a sample found in both. Samples the list holds
+    // one after another (a window of time steps: one read, 64 samples) are
+    // placed as one.
     const std::uint64_t size = ViewOf(epoch_).part.size();
     const std::uint64_t from = position_ > behind_ ? position_ - behind_ : 0;
+    auto here_wins = [&](const std::optional<std::uint64_t>& here,
+                         const std::optional<std::uint64_t>& next) {
+      return here && (!next || (*here >= position_ ? *here - position_ : 0) <=
+                                   size - std::min(size, position_) + *next);
+    };
     std::uint64_t here_end = 0, next_end = 0;
     std::uint64_t here_count = 0, next_count = 0;
-    for (std::uint64_t sample : samples) {
-      const std::optional<std::uint64_t> here = Find(epoch_, sample, from, position_ + ahead_);
-      const std::optional<std::uint64_t> next = Find(epoch_ + 1, sample, 0, ahead_);
-      const bool here_wins = here && (!next || (*here >= position_ ? *here - position_ : 0) <=
-                                                   size - std::min(size, position_) + *next);
-      if (here_wins) {
-        ++here_count;
-        here_end = std::max(here_end, *here + 1);
-      } else if (next) {
-        ++next_count;
-        next_end = std::max(next_end, *next + 1);
-      } else {
-        ++o.mismatched;
+    const std::optional<std::uint64_t> here_run =
+        samples.size() > 1 ? FindRun(epoch_, samples, from, position_ + ahead_, position_)
+                           : std::nullopt;
+    const std::optional<std::uint64_t> next_run =
+        samples.size() > 1 ? FindRun(epoch_ + 1, samples, 0, ahead_, 0) : std::nullopt;
+    if (here_wins(here_run, next_run)) {
+      here_count = samples.size();
+      here_end = *here_run + samples.size();
+    } else if (next_run) {
+      next_count = samples.size();
+      next_end = *next_run + samples.size();
+    } else {
+      for (std::uint64_t sample : samples) {
+        const std::optional<std::uint64_t> here = Find(epoch_, sample, from, position_ + ahead_);
+        const std::optional<std::uint64_t> next = Find(epoch_ + 1, sample, 0, ahead_);
+        if (here_wins(here, next)) {
+          ++here_count;
+          here_end = std::max(here_end, *here + 1);
+        } else if (next) {
+          ++next_count;
+          next_end = std::max(next_end, *next + 1);
+        } else {
+          ++o.mismatched;
+        }
       }
     }
     o.matched = here_count + next_count;

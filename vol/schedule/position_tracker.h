@@ -54,6 +54,11 @@ class PositionTracker {
   // Position of `sample` in `epoch`'s list if within [from, to).
   std::optional<std::uint64_t> Find(std::uint32_t epoch, std::uint64_t sample, std::uint64_t from,
                                     std::uint64_t to) const;
+  // Position of the first of `samples` where `epoch`'s list holds them one
+  // after another, all within [from, to), nearest `near`.
+  std::optional<std::uint64_t> FindRun(std::uint32_t epoch, std::span<const std::uint64_t> samples,
+                                       std::uint64_t from, std::uint64_t to,
+                                       std::uint64_t near) const;
   Observation Place(std::span<const std::uint64_t> samples, std::uint64_t placement);
   std::uint64_t StepOf(std::uint32_t epoch, std::uint64_t position) const;
 

@@ -231,6 +231,29 @@ std::optional<std::uint64_t> ScheduleBinding::EpochPositions::Within(std::uint64
   return std::nullopt;
 }
 
+std::optional<std::uint64_t> ScheduleBinding::EpochPositions::RunWithin(
+    std::span<const std::uint64_t> samples, const scheduler::RankEpochView& part,
+    std::uint64_t from, std::uint64_t to, std::uint64_t near) const {
+  if (samples.empty() || samples.front() >= first_.size()) return std::nullopt;
+  const std::uint64_t n = samples.size();
+  const std::uint64_t end = std::min<std::uint64_t>(to, part.size());
+  const std::span<const scheduler::SampleId> listed = part.samples();
+  std::optional<std::uint64_t> best;
+  for (std::uint32_t p = first_[samples.front()]; p != kAbsent && p + n <= end; p = next_[p]) {
+    if (p < from) continue;
+    // Positions ascend: past `near`, a later run is farther than one found.
+    if (best && p >= near) {
+      if (p - near >= near - *best) break;
+    }
+    std::uint64_t i = 1;
+    while (i < n && listed[p + i] == samples[i]) ++i;
+    if (i < n) continue;
+    best = p;
+    if (p >= near) break;
+  }
+  return best;
+}
+
 std::shared_ptr<const ScheduleBinding::EpochPositions> ScheduleBinding::PositionsOf(
     std::uint32_t epoch) const {
   {

@@ -116,6 +116,15 @@ class ScheduleBinding {
     // The first position of `sample` in [from, to), if any.
     std::optional<std::uint64_t> Within(std::uint64_t sample, std::uint64_t from,
                                         std::uint64_t to) const;
+    // A position p in [from, to) at which `part` (the list these positions
+    // were built from) holds `samples` one after another, all before `to`:
+    // of several, the one nearest `near` (the earlier of two as near). A
+    // read of a window of 64 time steps is 64 samples listed in a row, found
+    // by one walk of the first one's positions; the same run can also be
+    // listed across two windows that follow each other, hence `near`.
+    std::optional<std::uint64_t> RunWithin(std::span<const std::uint64_t> samples,
+                                           const scheduler::RankEpochView& part, std::uint64_t from,
+                                           std::uint64_t to, std::uint64_t near) const;
 
    private:
     std::vector<std::uint32_t> first_;  // per sample: its first position, or kAbsent

@@ -808,7 +808,11 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     if (ScheduleFollower* follower = follower_.load()) {
       follower->OnRead(*cached, rows, record, &keys);
     }
-    const cache::NextUseOracle* oracle = keys.get();
+    // A grouped dataset too large to stay resident is cached as without a
+    // schedule (CachedDataset::entries_stay_resident); its reads are still
+    // placed in the order above (matches, the rank's progress).
+    const cache::NextUseOracle* oracle =
+        cached->grouped() && !cached->entries_stay_resident() ? nullptr : keys.get();
 
     // Phase 4: the cache copies hits, loads misses through `loader` on this
     // thread (and publishes them), waits for rows others are loading.

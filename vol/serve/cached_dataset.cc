@@ -22,8 +22,14 @@ namespace io = cache::io;
 
 // A dataset is grouped when its rows are at most this share of a block...
 constexpr std::uint64_t kGroupRowShareOfBlock = 2;
-// ...and all of it is at most this share of the cache.
-constexpr std::uint64_t kGroupDatasetShareOfCache = 16;
+// ...and either all of it is at most this share of the cache (its entries
+// then stay resident: kept as needed right away with a schedule), or its
+// rows would not fit the cache a block each. Cached a row to a block, a time
+// series of 64-byte steps took 64 times its size: a cache a quarter of it
+// held 0.4% of its rows, and every window read missed (0.89-0.97x native;
+// RESULTS.md, "Sliding windows over a time series"). Rows that fit a block
+// each stay one to an entry, each keyed by its own next use.
+constexpr std::uint64_t kResidentDatasetShareOfCache = 16;
 // A grouped entry holds about this many bytes of rows (at least a block):
 // what native HDF5's sieve buffer reads around a small read anyway, so a
 // miss reads no more than native would, and a hit copies only the rows it
@@ -135,10 +141,14 @@ cache::Status CachedDataset::Register(cache::NodeCache& cache, std::uint64_t blo
                                       std::uint64_t miss_window_bytes) {
   if (registered()) return cache::Status::Ok();
   const std::uint64_t capacity = cache.Stats().capacity_bytes;
-  if (row_bytes_ > 0 && row_bytes_ * kGroupRowShareOfBlock <= block_bytes &&
-      row_bytes_ * num_rows_ <= capacity / kGroupDatasetShareOfCache) {
-    rows_per_entry_ =
-        GroupedRowsPerEntry(num_rows_, row_bytes_, std::max(block_bytes, kGroupEntryBytes));
+  if (row_bytes_ > 0 && row_bytes_ * kGroupRowShareOfBlock <= block_bytes) {
+    const bool resident = row_bytes_ * num_rows_ <= capacity / kResidentDatasetShareOfCache;
+    const bool a_block_each_fits = num_rows_ <= capacity / std::max<std::uint64_t>(1, block_bytes);
+    if (resident || !a_block_each_fits) {
+      rows_per_entry_ =
+          GroupedRowsPerEntry(num_rows_, row_bytes_, std::max(block_bytes, kGroupEntryBytes));
+      entries_stay_resident_ = resident && grouped();
+    }
   }
   cache::DatasetKey key = key_;
   if (rows_per_entry_ > 1) key.lo ^= rows_per_entry_ * 0x9e3779b97f4a7c15ull;  // another geometry

@@ -10,13 +10,17 @@
 // Small rows are cached in groups. The cache allocates whole blocks (4 KiB by
 // default), so an 8-byte label would occupy 512 times its size, and every miss
 // would be a storage read of one row. A dataset whose rows are at most half a
-// block and whose whole size is at most 1/16 of the cache (labels, per-sample
-// metadata, a sample stored as a dataset of its own) is cached in entries of
-// `rows_per_entry` consecutive rows, up to 64 KiB: a miss loads the entry's
-// rows in one read (HDF5's own sieve buffer reads as much for small
-// contiguous reads), a hit copies only the rows asked for, and the entries
-// stay resident while the dataset is in use (see ScheduleOracle). Every
-// other dataset has one row per entry.
+// block is cached in entries of `rows_per_entry` consecutive rows, up to 64
+// KiB, when all of it is at most 1/16 of the cache (labels, per-sample
+// metadata, a sample stored as a dataset of its own) or its rows would not
+// fit the cache a block each (a time series of 64-byte steps): a miss loads
+// the entry's rows in one read (HDF5's own sieve buffer reads as much for
+// small contiguous reads), and a hit copies only the rows asked for. The
+// entries of the first kind stay resident while the dataset is in use (see
+// ScheduleOracle); those of the second are cached as if no schedule were
+// given, since an entry holds rows of many samples, whose next uses the
+// schedule cannot key it by cheaply (`entries_stay_resident`). Every other
+// dataset has one row per entry.
 #ifndef PRESCIENT_VOL_SERVE_CACHED_DATASET_H_
 #define PRESCIENT_VOL_SERVE_CACHED_DATASET_H_
 
@@ -121,6 +125,10 @@ class CachedDataset {
   std::uint64_t entry_bytes() const { return rows_per_entry_ * row_bytes_; }
   std::uint64_t num_entries() const { return (num_rows_ + rows_per_entry_ - 1) / rows_per_entry_; }
   bool grouped() const { return rows_per_entry_ > 1; }
+  // Grouped and at most 1/16 of the cache: its entries are kept as needed
+  // right away, and read ahead by a schedule's prefetcher. A larger grouped
+  // dataset is neither: its reads key its entries as least recently used.
+  bool entries_stay_resident() const { return entries_stay_resident_; }
 
   // Null when rows must be loaded through HDF5; raw_reason() says why.
   const std::shared_ptr<const cache::io::RawLayout>& raw_layout() const { return layout_; }
@@ -258,6 +266,7 @@ class CachedDataset {
   std::uint64_t row_bytes_ = 0;
   std::uint64_t num_rows_ = 0;
   std::uint64_t rows_per_entry_ = 1;
+  bool entries_stay_resident_ = false;
   std::vector<hsize_t> dims_;
   std::shared_ptr<const cache::io::RawLayout> layout_;
   // Grouped contiguous data: the dataset's whole entries as rows of

@@ -29,6 +29,8 @@ Shapes:
   patches   overlapping 3-D patches of a volume and its labels, the file opened for every
             sample (pytorch-3dunet's LazyHDF5Dataset), shuffle=True: each read takes a
             sixteenth of the z-planes it touches
+  windows   sliding windows over a time series (index i reads x[i*S:i*S+W] and the label at the
+            window's last row), shuffle=True: every row is read by W/S indices an epoch
   ranks     one rank (RANK of WORLD_SIZE) of DistributedSampler ranks sharing a node; LOADER_SLOWDOWN
             makes a rank's training step slower, so ranks do not move in lockstep
 
@@ -56,6 +58,9 @@ SAMPLES = FILES * ROWS_PER_FILE
 VOLUME, PATCH, STRIDE = (64, 128, 128), (8, 32, 32), (4, 16, 16)
 SEEDS, SEED_SHAPE = 96, (16, 32, 32, 2)  # "seeds": 128 KiB of float32 a sample, 12 MiB in all
 SEED_BATCH = 4
+# "windows": a series of 64,000 steps of 16 float32 channels (4 MiB), windows of 64 steps every 32.
+SERIES_ROWS, SERIES_CHANNELS, WINDOW, WINDOW_STRIDE = 64000, 16, 64, 32
+WINDOWS = (SERIES_ROWS - WINDOW) // WINDOW_STRIDE + 1
 COMPUTE_S = 0.02
 # How workers start (test_follow.py runs both): forked, as on Linux before Python 3.14, or
 # from a forkserver, Python 3.14's default.
@@ -93,6 +98,9 @@ def make(directory):
     with h5file(os.path.join(directory, "volume.h5"), "w") as f:
         f["raw"] = rng.standard_normal(VOLUME, dtype=np.float32)
         f["label"] = rng.integers(0, 5, VOLUME, dtype=np.uint8)
+    with h5file(os.path.join(directory, "series.h5"), "w") as f:
+        f["x"] = rng.standard_normal((SERIES_ROWS, SERIES_CHANNELS), dtype=np.float32)
+        f["y"] = np.arange(SERIES_ROWS, dtype=np.int64)
     for k in range(FILES):
         with h5file(os.path.join(directory, f"img_{k:02d}.h5"), "w") as f:
             f["x"] = rng.integers(0, 255, (ROWS_PER_FILE, ROW_BYTES), dtype=np.uint8)
@@ -236,6 +244,25 @@ class Patches(Dataset):
         return torch.from_numpy(raw), torch.from_numpy(label.astype(np.int64))
 
 
+class Windows(Dataset):
+    """Sliding windows over a time series (forecasting loaders' shape): index i is the window
+    of WINDOW steps from i * WINDOW_STRIDE and the label at its last step."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "series.h5")
+        self.f = None
+
+    def __len__(self):
+        return WINDOWS
+
+    def __getitem__(self, index):
+        if self.f is None:
+            self.f = h5file(self.path)
+        start = index * WINDOW_STRIDE
+        return (torch.from_numpy(self.f["x"][start:start + WINDOW]),
+                int(self.f["y"][start + WINDOW - 1]))
+
+
 class FileThenRow(Sampler):
     """Files in a new order every epoch, rows in a new order in each file (unseeded)."""
 
@@ -307,6 +334,8 @@ def loader_for(shape, directory):
                           multiprocessing_context=MP)
     if shape == "patches":
         return fresh_loader(Patches(directory))
+    if shape == "windows":
+        return fresh_loader(Windows(directory))
     if shape == "batches":
         ds = OneFile(directory)
         g = torch.Generator()

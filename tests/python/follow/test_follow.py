@@ -406,6 +406,29 @@ def test_patches_of_a_volume_larger_than_the_cache_are_not_prefetched_whole(data
     assert fields.get("raw", {}).get("rows_loaded", 0) == 0, fields
 
 
+def test_sliding_windows_over_a_series_are_followed_as_runs_of_rows(data, tmp_path):
+    """Time-series forecasting's loader shape (follow_loaders.py "windows"): index i reads the
+    64 steps x[32 i : 32 i + 64] of a series and the label at its last step, shuffle=True, so
+    every step is read by two indices an epoch. The learned map's pattern (64 samples an
+    index, every 32) is followed from the first epoch, and later epochs match every window
+    read (each read of 64 samples found in the order as one run), and the training sees what
+    it sees natively. The series' 64-byte steps are cached 1,024 to an entry, and with a cache
+    of half of it, an entry holds steps of many windows that the schedule does not key it by:
+    the prefetch leader leaves them to the readers (rows_not_prefetched_large), which cache
+    them as without a schedule. examples/bench/windows.py measures it against native."""
+    native_then_followed(data, "windows", tmp_path, cache_size="2MiB")
+    totals = epoch_totals(tmp_path)
+    windows, window = 2000 - 1, 64  # follow_loaders.WINDOWS, WINDOW
+    for epoch in range(1, EPOCHS):
+        t = totals.get(epoch, {})
+        matched, missed = t.get("schedule_matches", 0), t.get("schedule_mismatches", 0)
+        assert matched >= windows * window and matched >= 0.99 * (matched + missed), (epoch, t)
+    processes = process_totals(tmp_path)
+    assert processes.get("rows_not_prefetched_large", 0) >= windows * window, processes
+    assert processes.get("rows_prefetched", 0) == 0, processes
+    assert processes.get("rows_hit", 0) > 0, processes
+
+
 def field_totals(stats_dir):
     """{field: {counter: sum over the run's processes}} of the statistics' field blocks."""
     totals = {}

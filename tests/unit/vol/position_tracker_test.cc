@@ -133,6 +133,41 @@ TEST(PositionTrackerFollowed, PlacesAReadWithNoPlacementInTheLastEpoch) {
   ::unlink(path.c_str());
 }
 
+// Writes to `path` a schedule of one file of `rows` rows, a sample a row, for
+// one rank without workers reading one index a step: kEpochs epochs, each a
+// new shuffle of indices 0..indices-1, index i standing for the samples
+// samples_of(i). Returns each epoch's order of indices.
+template <typename SamplesOf>
+std::vector<std::vector<std::uint32_t>> WriteShuffledIndexSchedule(const std::string& path,
+                                                                   std::uint64_t rows,
+                                                                   std::uint32_t indices,
+                                                                   std::uint32_t seed,
+                                                                   SamplesOf samples_of) {
+  scheduler::ScheduleHeader header;
+  header.map = scheduler::SampleMap({{"/x.h5", rows, 1000, 1}}, {{"x", 64}});
+  header.source = "import";
+  header.layout = {.ranks = 1, .ranks_per_node = 1, .workers = 0, .batch_size = 1};
+  header.epochs = kEpochs;
+  header.num_samples = rows;
+  scheduler::AccessSchedule schedule(rows, header.layout, kEpochs);
+  std::vector<std::vector<std::uint32_t>> orders;
+  std::mt19937 random(seed);
+  for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
+    std::vector<std::uint32_t> order(indices);
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin(), order.end(), random);
+    scheduler::RankEpoch& part = schedule.Part(0, epoch);
+    for (std::uint32_t index : order) {
+      for (std::uint64_t sample : samples_of(index))
+        part.samples.push_back(static_cast<std::uint32_t>(sample));
+      part.step_begin.push_back(part.samples.size());  // one index a step
+    }
+    orders.push_back(std::move(order));
+  }
+  scheduler::WriteScheduleFile(path, header, schedule);
+  return orders;
+}
+
 // Samples that share rows: each index reads a time step and the next one
 // (FourCastNet's input and target), so every row is listed twice in an epoch,
 // at two unrelated places. Every read matches, not only a row's first use.
@@ -141,28 +176,9 @@ TEST(PositionTrackerRepeats, EveryUseOfARowListedTwiceMatches) {
       ::testing::TempDir() + "/repeats." + std::to_string(::getpid()) + ".sched";
   constexpr std::uint64_t kRows = 64;
   constexpr std::uint32_t kIndices = kRows - 1;
-  scheduler::ScheduleHeader header;
-  header.map = scheduler::SampleMap({{"/x.h5", kRows, 1000, 1}}, {{"x", 64}});
-  header.source = "import";
-  header.layout = {.ranks = 1, .ranks_per_node = 1, .workers = 0, .batch_size = 1};
-  header.epochs = kEpochs;
-  header.num_samples = kRows;
-  scheduler::AccessSchedule schedule(kRows, header.layout, kEpochs);
-  std::vector<std::vector<std::uint32_t>> orders;
-  std::mt19937 random(3);
-  for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
-    std::vector<std::uint32_t> order(kIndices);
-    std::iota(order.begin(), order.end(), 0u);
-    std::shuffle(order.begin(), order.end(), random);
-    scheduler::RankEpoch& part = schedule.Part(0, epoch);
-    for (std::uint32_t index : order) {
-      part.samples.push_back(index);
-      part.samples.push_back(index + 1);
-      part.step_begin.push_back(part.samples.size());  // one index a step
-    }
-    orders.push_back(std::move(order));
-  }
-  scheduler::WriteScheduleFile(path, header, schedule);
+  const std::vector<std::vector<std::uint32_t>> orders = WriteShuffledIndexSchedule(
+      path, kRows, kIndices, 3,
+      [](std::uint32_t index) { return std::vector<std::uint64_t>{index, index + 1u}; });
   auto binding = ScheduleBinding::Open(path, 0, [](const std::string& m) { FAIL() << m; });
   ASSERT_NE(binding, nullptr);
   PositionTracker tracker(binding);
@@ -178,6 +194,67 @@ TEST(PositionTrackerRepeats, EveryUseOfARowListedTwiceMatches) {
   }
   EXPECT_EQ(mismatched, 0u);
   EXPECT_EQ(matched, 2ull * kIndices * kEpochs);
+  EXPECT_FALSE(tracker.abandoned());
+  ::unlink(path.c_str());
+}
+
+// Sliding windows over a time series, shuffled: index i reads rows
+// [i * kStride, i * kStride + kWindow), each row a sample, so every row is
+// listed at several positions of an epoch (once per window holding it). One
+// read per index is placed at its own window, not at an earlier window that
+// shares its first rows, and every sample of it matches.
+TEST(PositionTrackerWindows, AReadOfAWindowIsPlacedAtItsOwnStep) {
+  const std::string path =
+      ::testing::TempDir() + "/windows." + std::to_string(::getpid()) + ".sched";
+  constexpr std::uint64_t kRows = 96, kWindow = 8, kStride = 2;
+  constexpr std::uint32_t kIndices = (kRows - kWindow) / kStride + 1;
+  const std::vector<std::vector<std::uint32_t>> orders =
+      WriteShuffledIndexSchedule(path, kRows, kIndices, 5, [](std::uint32_t index) {
+        std::vector<std::uint64_t> window(kWindow);
+        std::iota(window.begin(), window.end(), std::uint64_t{index} * kStride);
+        return window;
+      });
+  auto binding = ScheduleBinding::Open(path, 0, [](const std::string& m) { FAIL() << m; });
+  ASSERT_NE(binding, nullptr);
+
+  // The list's lookup itself: the window of index k is found at k's step,
+  // past the earlier windows that hold its first samples, and not at the
+  // same rows listed across two neighbouring windows (nearer `near`). A run
+  // must lie within [from, to).
+  const scheduler::RankEpochView part = binding->Part(0, 0);
+  const ScheduleBinding::EpochPositions positions(kRows, part);
+  for (std::uint32_t step = 0; step < kIndices; ++step) {
+    std::vector<std::uint64_t> window(kWindow);
+    std::iota(window.begin(), window.end(), std::uint64_t{orders[0][step]} * kStride);
+    const std::uint64_t at = step * kWindow;
+    for (std::uint64_t near : {at, at + 1, at > 0 ? at - 1 : 0}) {
+      EXPECT_EQ(positions.RunWithin(window, part, 0, part.size(), near), at) << near;
+    }
+    EXPECT_NE(positions.RunWithin(window, part, at + 1, part.size(), at), at);
+    EXPECT_NE(positions.RunWithin(window, part, 0, at + kWindow - 1, at), at);
+    EXPECT_EQ(positions.RunWithin(window, part, at, at + kWindow, 0), at);
+    const std::optional<std::uint64_t> any = positions.RunWithin(window, part, 0, part.size(), 0);
+    ASSERT_TRUE(any.has_value());
+    EXPECT_TRUE(std::equal(window.begin(), window.end(), part.samples().begin() + *any));
+  }
+  std::vector<std::uint64_t> absent = {3, 2};  // listed in no window in that order
+  EXPECT_EQ(positions.RunWithin(absent, part, 0, part.size(), 0), std::nullopt);
+
+  PositionTracker tracker(binding);
+  std::uint64_t matched = 0, mismatched = 0;
+  for (std::uint32_t epoch = 0; epoch < kEpochs; ++epoch) {
+    for (std::uint32_t step = 0; step < kIndices; ++step) {
+      std::vector<std::uint64_t> window(kWindow);
+      std::iota(window.begin(), window.end(), std::uint64_t{orders[epoch][step]} * kStride);
+      const PositionTracker::Observation o = tracker.ObserveRead(window, 0);
+      matched += o.matched;
+      mismatched += o.mismatched;
+      EXPECT_EQ(o.epoch, epoch);
+      EXPECT_EQ(o.global_step, binding->GlobalStep(epoch, step)) << "epoch " << epoch;
+    }
+  }
+  EXPECT_EQ(mismatched, 0u);
+  EXPECT_EQ(matched, std::uint64_t{kWindow} * kIndices * kEpochs);
   EXPECT_FALSE(tracker.abandoned());
   ::unlink(path.c_str());
 }
