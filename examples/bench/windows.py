@@ -28,6 +28,8 @@ window's bytes are checked: channel 0 of step t holds t, which the window's labe
 import json
 import os
 
+from torch.utils.data import Dataset
+
 from per_sample import (alternate, alternation_arguments, check_alternation_arguments,
                         variant_env)
 
@@ -35,33 +37,42 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHANNELS = 16
 VARIANTS = ("native", "default", "quarter", "follow", "follow-quarter")
 
+# The loop's process: the Dataset is this module's (`Windows`), so that DataLoader workers started
+# by a forkserver (Python 3.14's default) can import it.
 CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[4])
-import h5py
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 from per_sample import timed_epochs
-
-class Windows(Dataset):
-    def __init__(self, path, window, stride):
-        self.path, self.window, self.stride, self.file = path, window, stride, None
-        with h5py.File(path, "r") as f:
-            self.n = (len(f["y"]) - window) // stride + 1
-    def __len__(self):
-        return self.n
-    def __getitem__(self, i):
-        if self.file is None:
-            self.file = h5py.File(self.path, "r")
-        start = i * self.stride
-        x = self.file["x"][start:start + self.window]
-        # The label at the window's last step, given back as the window's first (the check).
-        return x, int(self.file["y"][start + self.window - 1]) - (self.window - 1)
+from windows import Windows
 
 paths, epochs = json.loads(sys.argv[1]), int(sys.argv[2])
 window, stride = int(sys.argv[5]), int(sys.argv[6])
 loader = DataLoader(Windows(paths[0], window, stride), batch_size=32, shuffle=True, num_workers=2)
 json.dump(timed_epochs(loader, paths, epochs), open(sys.argv[3], "w"))
 """
+
+
+class Windows(Dataset):
+    """Index i: the window x[i * stride : i * stride + window] and the label at its last step,
+    given back as the window's first (what timed_epochs checks); the file opened once a process."""
+
+    def __init__(self, path, window, stride):
+        import h5py
+        self.path, self.window, self.stride, self.file = path, window, stride, None
+        with h5py.File(path, "r") as f:
+            self.n = (len(f["y"]) - window) // stride + 1
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if self.file is None:
+            import h5py
+            self.file = h5py.File(self.path, "r")
+        start = i * self.stride
+        x = self.file["x"][start:start + self.window]
+        return x, int(self.file["y"][start + self.window - 1]) - (self.window - 1)
 
 
 def generate(workdir, rows):

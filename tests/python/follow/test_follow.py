@@ -155,7 +155,9 @@ def test_loader_followed_without_a_schedule(shape, start, imports, data, tmp_pat
     followed_epochs = range(first + 1, first + EPOCHS)
     prefetched = sum(totals[e].get("rows_prefetched", 0) for e in followed_epochs)
     samples = sum(totals[e].get("schedule_matches", 0) for e in followed_epochs)
-    assert prefetched >= 0.3 * samples, totals
+    # (pairs: 0.36-0.50 alone on 2026-12-07, 0.30 once under a CI run's load in the hdf5-2
+    # flavor; a share of the reads, so the bound leaves room for a loaded machine.)
+    assert prefetched >= 0.25 * samples, totals
     # Nothing is left in the private directory but the job's own files.
     job_files = glob.glob(str(shm / "prescient-follow-u*" / "*" / "*" / "*"))
     assert any(os.path.basename(p) == "schedule" for p in job_files)
