@@ -8,6 +8,7 @@
     python3 examples/bench/public_loader.py thewell --src DIR [--files 4] [--open-by-path] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py credit --src DIR [--years 2] [--compressed] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py mace --src DIR [--files 4] [--configs 500] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py h5torch --src DIR [--cells 60000] [--genes 20000] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -121,6 +122,22 @@ torch_geometric batch. The dataset's imports of the rest of MACE (AtomicData, wh
 and matscipy to build graphs, and Configuration, from a module that needs ASE) are given
 stand-ins: a Configuration that keeps what it is given, and a from_config that turns it into
 tensors, since building neighbour graphs is model work, not I/O.
+
+`h5torch`: h5torch's dataset of a sparse matrix (github.com/gdewael/h5torch, h5torch/dataset.py,
+class Dataset, and h5torch/file.py, class File), --src the repository's root (`git clone --depth 1
+https://github.com/gdewael/h5torch build/public/h5torch`). A file of its layout for single-cell
+counts (DIR/train/cells.h5), as its File.register writes a `csr` central object and an array
+aligned to its rows: `central/indptr` (cells + 1) int64, `central/indices` int32 and
+`central/data` float32 (a cell's nonzero genes and their counts, 50 to 4,000 a cell, a mean of
+about 1,000), `0/celltype` (cells) int64, and the attributes its reader checks (shape, mode,
+dtypes, filled_to, load_sparse). Default 60,000 cells of 20,000 genes (480 MB of nonzeros). A
+sample reads `indptr[i:i+2]`, then the runs `indices[a:b]` and `data[a:b]`, and `celltype[i]`,
+opening each dataset by name and reading the objects' attributes on the way, and fills a dense
+row of 20,000 float32. The DataLoader of its README (`shuffle=True`), batch 32 and 2 workers,
+which inherit the file the dataset opened in the training process; their start method is fork
+(the dataset holds an h5py File, which a forkserver or spawn, Python 3.14's default, could not
+pickle). Its modules import scipy for writing sparse matrices, which reading never calls; where
+scipy is not installed, a stand-in takes its place.
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
@@ -823,9 +840,73 @@ def mace_loader(src, directory, workers):
     return loader, _NoEpochs(), train
 
 
+H5TORCH_FILE = "cells.h5"
+
+
+def make_h5torch_files(directory, cells, genes, log=print):
+    """h5torch's layout of a csr central object with an aligned label (File.register's):
+    DIR/train/cells.h5."""
+    import h5py
+    import numpy as np
+
+    def write(train, rng):
+        # Nonzeros a cell: log-normal around 1,000, as single-cell counts are, within 50-4,000.
+        per_cell = np.clip(rng.lognormal(np.log(900), 0.5, cells), 50, min(4000, genes))
+        indptr = np.zeros(cells + 1, np.int64)
+        indptr[1:] = np.cumsum(per_cell.astype(np.int64))
+        with h5py.File(os.path.join(train, H5TORCH_FILE), "w") as f:
+            central = f.create_group("central")
+            central["indptr"] = indptr
+            indices = central.create_dataset("indices", (indptr[-1],), np.int32)
+            data = central.create_dataset("data", (indptr[-1],), np.float32)
+            block = 2000
+            for first in range(0, cells, block):
+                last = min(cells, first + block)
+                runs_indices, runs_data = [], []
+                for n in per_cell[first:last].astype(np.int64):
+                    # n distinct genes in increasing order, as a csr row holds them
+                    drawn = np.unique(rng.integers(0, genes, 2 * n))
+                    if len(drawn) < n:  # a row of most genes (small test layouts)
+                        drawn = np.arange(genes)
+                    runs_indices.append(np.sort(rng.choice(drawn, n, replace=False)))
+                    runs_data.append(rng.poisson(2.0, n).astype(np.float32) + 1)
+                a, b = indptr[first], indptr[last]
+                indices[a:b] = np.concatenate(runs_indices).astype(np.int32)
+                data[a:b] = np.concatenate(runs_data)
+            central.attrs["shape"] = [cells, genes]
+            central.attrs["mode"] = "csr"
+            central.attrs["dtypes"] = ["float32", "float32"]
+            central.attrs["filled_to"] = cells
+            central.attrs["load_sparse"] = False
+            label = f.create_dataset("0/celltype", data=rng.integers(0, 40, cells))
+            label.attrs["shape"] = [cells]
+            label.attrs["mode"] = "N-D"
+            label.attrs["dtypes"] = ["int64", "int64"]
+            label.attrs["filled_to"] = cells
+        return (f"{cells} cells of {genes} genes, {indptr[-1]:,} nonzeros "
+                f"({indptr[-1] * 8 / 2**20:.0f} MiB of indices and counts)")
+
+    return files_of_layout(directory, {"cells": cells, "genes": genes}, write, log)
+
+
+def h5torch_loader(src, directory, workers):
+    from torch.utils.data import DataLoader
+
+    _public_source(src, "h5torch/dataset.py", "gdewael/h5torch")
+    _stand_in_modules({"scipy.sparse": ["csr_matrix", "coo_matrix"]})
+    import h5torch
+
+    train = os.path.join(directory, "train")
+    dataset = h5torch.Dataset(os.path.join(train, H5TORCH_FILE), sampling=0)
+    loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=workers,
+                        multiprocessing_context="fork" if workers else None)
+    return loader, _NoEpochs(), train
+
+
 LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
            "pdebench": pdebench_loader, "unet3d": unet3d_loader, "fastmri": fastmri_loader,
            "thewell": well_loader, "credit": credit_loader, "mace": mace_loader,
+           "h5torch": h5torch_loader,
            "thewell-by-path": lambda src, directory, workers: well_loader(src, directory, workers,
                                                                           by_path=True)}
 
@@ -984,6 +1065,8 @@ def compare(args):
                         args.width)
     elif args.loader == "mace":
         make_mace_files(data_dir, args.files, args.configs)
+    elif args.loader == "h5torch":
+        make_h5torch_files(data_dir, args.cells, args.genes)
     else:
         make_fourcastnet_files(data_dir, args.years, args.steps, args.height, args.width)
     plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
@@ -1022,7 +1105,7 @@ def compare(args):
     report = {"loader": args.loader, "src": args.src, "layout": {
         k: getattr(args, k)
         for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth",
-                  "slices", "trajectories", "levels", "compressed", "configs")
+                  "slices", "trajectories", "levels", "compressed", "configs", "cells", "genes")
         if hasattr(args, k)},
         "open_by_path": getattr(args, "open_by_path", False), "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
@@ -1120,6 +1203,11 @@ def main(argv=None):
     p.add_argument("--src", required=True, help="the root of a mace checkout")
     p.add_argument("--files", type=int, default=4, help="files, one per preprocessing process (4)")
     p.add_argument("--configs", type=int, default=500, help="configurations per file (500)")
+    common(p)
+    p = sub.add_parser("h5torch", help="h5torch's Dataset of a sparse (csr) matrix")
+    p.add_argument("--src", required=True, help="the root of an h5torch checkout")
+    p.add_argument("--cells", type=int, default=60000, help="rows of the matrix, the samples (60000)")
+    p.add_argument("--genes", type=int, default=20000, help="columns of the matrix (20000)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

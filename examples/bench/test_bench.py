@@ -718,6 +718,34 @@ def test_public_loader_well_layout_has_what_the_wells_module_reads(tmp_path):
     assert os.stat(os.path.join(train, names[0])).st_mtime_ns == before
 
 
+def test_public_loader_h5torch_layout_is_a_csr_matrix_with_its_attributes(tmp_path):
+    """What h5torch's Dataset reads of a csr central object and an aligned array: the
+    attributes its File and Dataset check, and rows whose indices are distinct genes in
+    increasing order (a dense row is filled from them)."""
+    import h5py
+    import numpy as np
+
+    import public_loader
+    d = str(tmp_path)
+    train = public_loader.make_h5torch_files(d, 300, 500, log=lambda *_: None)
+    with h5py.File(os.path.join(train, public_loader.H5TORCH_FILE), "r") as f:
+        central = f["central"]
+        assert list(central.attrs["shape"]) == [300, 500] and central.attrs["mode"] == "csr"
+        assert list(central.attrs["dtypes"]) == ["float32", "float32"]
+        assert central.attrs["filled_to"] == 300 and not central.attrs["load_sparse"]
+        indptr, indices, data = central["indptr"][:], central["indices"][:], central["data"][:]
+        assert indptr[0] == 0 and indptr[-1] == len(indices) == len(data)
+        per_cell = np.diff(indptr)
+        assert per_cell.min() >= 50 and per_cell.max() <= 500
+        for i in range(300):
+            row = indices[indptr[i]:indptr[i + 1]]
+            assert (np.diff(row) > 0).all() and row[0] >= 0 and row[-1] < 500
+        assert (data >= 1).all() and data.dtype == np.float32 and indices.dtype == np.int32
+        label = f["0/celltype"]
+        assert label.shape == (300,) and label.attrs["mode"] == "N-D"
+        assert label.attrs["filled_to"] == 300 and list(label.attrs["shape"]) == [300]
+
+
 def test_public_loader_well_by_path_opens_the_path_of_a_local_file_object(tmp_path):
     import h5py
     import numpy as np

@@ -56,6 +56,51 @@ void UnderObjects(size_t count, void* dset[], PerDataset<void*>& under, hid_t* u
   }
 }
 
+// Forwards the datasets of a read that were not served (`records[i].served`
+// false; all of them when `records` is empty, the cache off) to the connector
+// underneath, as one call: an H5Dread_multi of which some datasets were
+// served from the cache forwards the others as a smaller H5Dread_multi.
+herr_t ForwardReads(size_t count, size_t served, std::span<const ReadRecord> records, void* dset[],
+                    hid_t mem_type_id[], hid_t mem_space_id[], hid_t file_space_id[], hid_t dxpl_id,
+                    void* buf[], void** req) {
+  const size_t left = count - served;
+  PerDataset<void*> under(left);
+  hid_t under_vol_id = H5I_INVALID_HID;
+  // The caller's arrays when nothing was served (the usual forward); else
+  // copies of the entries left.
+  PerDataset<hid_t> mem_types(served == 0 ? 0 : left);
+  PerDataset<hid_t> mem_spaces(served == 0 ? 0 : left);
+  PerDataset<hid_t> file_spaces(served == 0 ? 0 : left);
+  PerDataset<void*> bufs(served == 0 ? 0 : left);
+  size_t k = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (!records.empty() && records[i].served) continue;
+    const VolObject* object = VolObject::From(dset[i]);
+    under[k] = object->under;
+    under_vol_id = object->under_vol_id;
+    if (served != 0) {
+      mem_types[k] = mem_type_id[i];
+      mem_spaces[k] = mem_space_id[i];
+      file_spaces[k] = file_space_id[i];
+      bufs[k] = buf[i];
+    }
+    ++k;
+  }
+  hid_t* types = served == 0 ? mem_type_id : mem_types.data();
+  hid_t* mem_sp = served == 0 ? mem_space_id : mem_spaces.data();
+  hid_t* file_sp = served == 0 ? file_space_id : file_spaces.data();
+  void** buffers = served == 0 ? buf : bufs.data();
+  const herr_t status = CallNativeOr<PRESCIENT_SLOT(dataset_cls.read)>(
+      NativeClassOf(under[0], under_vol_id),
+      [&] {
+        return H5VLdataset_read(left, under.data(), under_vol_id, types, mem_sp, file_sp, dxpl_id,
+                                buffers, req);
+      },
+      left, under.data(), types, mem_sp, file_sp, dxpl_id, buffers, req);
+  if (status >= 0) WrapRequest(req, under_vol_id);
+  return status;
+}
+
 }  // namespace
 
 // The open or create succeeded: nothing Prescient learns here may fail it.
@@ -134,6 +179,7 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
         records[i].forward_reason = inspect ? ForwardReason::kTooSmall : ForwardReason::kCacheOff;
       }
     }
+    size_t served = 0;
     if (inspect) {
       if (options.follow) ReadRecorder::BeginAtFirstRead(options.follow_record_pid.value_or(0));
       for (size_t i = 0; i < count; ++i) {
@@ -154,9 +200,9 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
         record.transfer_forwarded = request.transfer != TransferVerdict::kServable;
         record.bytes = request.bytes;
         record.forward_reason = request.not_simple;
-        if (request.simple && (count != 1 || req != nullptr)) {
-          record.forward_reason = ForwardReason::kMulti;
-        }
+        // An asynchronous read is the connector underneath's to complete
+        // (an event set waits on its request): never served.
+        if (request.simple && req != nullptr) record.forward_reason = ForwardReason::kAsync;
         if (request.written) {
           runtime.Fallback(Counter::kFallbackWritten,
                            "a dataset written or resized through this process (" +
@@ -164,30 +210,25 @@ herr_t DatasetRead(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_sp
                                ") is read through another handle: its reads are forwarded, never "
                                "served from the cache");
         }
-        // A single-dataset read (h5py's only kind) served from the cache is done.
-        if (count == 1 && request.decoded && req == nullptr &&
-            CacheClient::Get().TryServe(dataset, request, buf[0], &record)) {
-          runtime.stats().Commit(record);
-          return 0;
+        // Each dataset of an H5Dread_multi is served on its own (the transfer
+        // list asked for nothing collective, or the read would not be
+        // simple); the ones not served are forwarded together below.
+        if (request.decoded && req == nullptr &&
+            CacheClient::Get().TryServe(dataset, request, buf[i], &record)) {
+          ++served;
         }
       }
     }
-    hid_t under_vol_id = H5I_INVALID_HID;
-    PerDataset<void*> under(count);
-    UnderObjects(count, dset, under, &under_vol_id);
-    const herr_t status = CallNativeOr<PRESCIENT_SLOT(dataset_cls.read)>(
-        NativeClassOf(under[0], under_vol_id),
-        [&] {
-          return H5VLdataset_read(count, under.data(), under_vol_id, mem_type_id, mem_space_id,
-                                  file_space_id, dxpl_id, buf, req);
-        },
-        count, under.data(), mem_type_id, mem_space_id, file_space_id, dxpl_id, buf, req);
+    if (served == count) {  // h5py's one dataset, served: done
+      for (const ReadRecord& record : records) runtime.stats().Commit(record);
+      return 0;
+    }
+    const herr_t status = ForwardReads(count, served, records, dset, mem_type_id, mem_space_id,
+                                       file_space_id, dxpl_id, buf, req);
     for (const ReadRecord& record : records) {
       runtime.stats().Commit(record);
       if (!record.served) NoteForwarded(record.forward_reason);
     }
-    if (status < 0) return status;
-    WrapRequest(req, under_vol_id);
     return status;
   });
 }

@@ -30,7 +30,8 @@ enum class ForwardReason : std::uint8_t {
   kLarge,         // more rows than the share of the cache one read may take
   kNarrow,        // a part under half of each row that the cache holds too little of
   kSmallRowPart,  // a part of rows small enough to share a cache entry (not cut from entries)
-  kMulti,         // several datasets in one H5Dread_multi, or an asynchronous request
+  kAsync,         // an asynchronous read (H5Dread_async): the request is the connector
+                  // underneath's
   kFailed,        // serving failed (fallback_serve_failed)
   kCount,
 };
@@ -66,8 +67,8 @@ constexpr const char* ForwardReasonName(ForwardReason reason) {
       return "narrow";
     case ForwardReason::kSmallRowPart:
       return "small_row_part";
-    case ForwardReason::kMulti:
-      return "multi";
+    case ForwardReason::kAsync:
+      return "async";
     case ForwardReason::kFailed:
       return "failed";
     case ForwardReason::kCount:

@@ -124,9 +124,8 @@ const char* ForwardedExplanation(ForwardReason reason) {
              "keeping them would push out rows read again";
     case ForwardReason::kSmallRowPart:
       return "reads of a part of rows small enough to share a cache entry are forwarded to HDF5";
-    case ForwardReason::kMulti:
-      return "H5Dread_multi reads of several datasets, and asynchronous reads, are forwarded to "
-             "HDF5";
+    case ForwardReason::kAsync:
+      return "asynchronous reads (H5Dread_async) are forwarded to HDF5";
     default:
       return nullptr;
   }

@@ -148,7 +148,7 @@ bool Prefetcher::Round(io::Executor& executor) {
     bool left_to_readers = false;
     // Small rows grouped in entries, too many to stay resident: an entry
     // holds rows of many samples, needed at many steps, and the schedule
-    // does not key it (CachedDataset::entries_stay_resident). Claimed a
+    // does not key it (CachedDataset::unkeyed_by_schedule). Claimed a
     // round ahead, a window of such entries evicted the entries read before
     // (a time series four times the cache, followed: 0.69-0.77x native), so
     // they are left to the readers' misses.
@@ -181,8 +181,8 @@ bool Prefetcher::Round(io::Executor& executor) {
       round_dataset.dataset = DatasetToPrefetch({file, f}, warmed);
       round_dataset.left_to_readers =
           round_dataset.dataset && !WholeRowsPayAhead(*round_dataset.dataset);
-      round_dataset.too_large_to_keep = round_dataset.dataset && round_dataset.dataset->grouped() &&
-                                        !round_dataset.dataset->entries_stay_resident();
+      round_dataset.too_large_to_keep =
+          round_dataset.dataset && round_dataset.dataset->unkeyed_by_schedule();
     }
     last_file = file;
     last = &round_dataset;

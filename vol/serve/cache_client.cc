@@ -99,12 +99,23 @@ struct PlaceRun {
 // Working storage of TryServe, reused from read to read so that the hit path
 // does not allocate (read callbacks are serialised by HDF5's lock, and a
 // thread never serves two reads at once).
+// Rows of a grouped read that follow each other within one entry: `bytes`
+// from `offset` of the entry (GroupedParts: first its number, then its index
+// in the read's entries) go to `out` of the caller's buffer.
+struct GroupedPiece {
+  std::uint64_t entry = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t out = 0;
+};
+
 struct ServeScratch {
   std::vector<std::uint64_t> rows, entries;
   // Of a grouped read: the bytes of each entry it takes (cache::RowParts),
-  // and which entry (an index into `entries`) each row is in.
+  // and its pieces.
   std::vector<cache::RowPart> ranges;
-  std::vector<std::uint32_t> first_range, next_range, entry_of_row;
+  std::vector<std::uint32_t> first_range, next_range;
+  std::vector<GroupedPiece> pieces;
   std::vector<std::byte> entry_bytes;
   UninitializedBytes whole_rows;  // the rows a read of row parts takes its parts from
   // A narrow read served in part (SplitByResidency): its cached rows, their
@@ -221,36 +232,53 @@ Residency SplitByResidency(cache::NodeCache& cache, cache::DatasetSlot slot,
   return Residency::kPart;
 }
 
-// The entries holding `rows` into scratch.entries (ascending, distinct), each
-// row's entry into scratch.entry_of_row, and the bytes the read takes of each
-// entry into scratch.ranges and first_range (cache::RowParts: labels read
-// out of 64 KiB of labels copy their rows from a hit, not the entry). Rows
-// that follow each other in an entry are one range.
+// The entries holding `rows` into scratch.entries (ascending, distinct), the
+// read's pieces into scratch.pieces (runs of rows that follow each other
+// within one entry, in transfer order: Phase 5 copies each with one memcpy),
+// and the bytes the read takes of each entry into scratch.ranges and
+// first_range (cache::RowParts: labels read out of 64 KiB of labels copy
+// their rows from a hit, not the entry; pieces that continue each other in an
+// entry are one range). The work is per piece, not per row: a slice of a
+// 1-D dataset of 4-byte elements (a sparse matrix's `indices[a:b]`, a window
+// of tokens) is thousands of rows in one or two pieces; done row by row, it
+// cost more than the read (RESULTS.md, "h5torch").
 void GroupedParts(std::span<const std::uint64_t> rows, const CachedDataset& cached,
                   ServeScratch& scratch) {
   const std::uint64_t g = cached.rows_per_entry();
   const std::uint64_t row_bytes = cached.row_bytes();
+  std::vector<GroupedPiece>& pieces = scratch.pieces;
+  pieces.clear();
+  for (std::size_t i = 0; i < rows.size();) {
+    const std::uint64_t entry = rows[i] / g;
+    const std::uint64_t entry_end = (entry + 1) * g;
+    std::size_t j = i + 1;
+    while (j < rows.size() && rows[j] == rows[j - 1] + 1 && rows[j] < entry_end) ++j;
+    pieces.push_back({.entry = entry,
+                      .offset = (rows[i] % g) * row_bytes,
+                      .bytes = (j - i) * row_bytes,
+                      .out = i * row_bytes});
+    i = j;
+  }
   std::vector<std::uint64_t>& entries = scratch.entries;
-  for (std::uint64_t row : rows) entries.push_back(row / g);
-  std::sort(entries.begin(), entries.end());
+  for (const GroupedPiece& piece : pieces) entries.push_back(piece.entry);
+  if (!std::is_sorted(entries.begin(), entries.end())) std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
   std::vector<std::uint32_t>& first = scratch.first_range;
   std::vector<std::uint32_t>& next = scratch.next_range;
   first.assign(entries.size() + 1, 0);
-  scratch.entry_of_row.resize(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto at = static_cast<std::uint32_t>(
-        std::lower_bound(entries.begin(), entries.end(), rows[i] / g) - entries.begin());
-    scratch.entry_of_row[i] = at;
-    ++first[at + 1];
+  for (GroupedPiece& piece : pieces) {
+    // From here on, the piece's entry is its index into `entries`.
+    piece.entry = static_cast<std::uint64_t>(
+        std::lower_bound(entries.begin(), entries.end(), piece.entry) - entries.begin());
+    ++first[piece.entry + 1];
   }
-  // Each entry's rows in transfer order, then merged where they continue.
+  // Each entry's pieces in transfer order, then merged where they continue.
   std::partial_sum(first.begin(), first.end(), first.begin());
   next.assign(first.begin(), first.end() - 1);
   std::vector<cache::RowPart>& ranges = scratch.ranges;
-  ranges.resize(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    ranges[next[scratch.entry_of_row[i]]++] = {(rows[i] % g) * row_bytes, row_bytes};
+  ranges.resize(pieces.size());
+  for (const GroupedPiece& piece : pieces) {
+    ranges[next[piece.entry]++] = {piece.offset, piece.bytes};
   }
   std::uint32_t kept = 0;
   for (std::size_t e = 0; e + 1 < first.size(); ++e) {
@@ -809,10 +837,9 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       follower->OnRead(*cached, rows, record, &keys);
     }
     // A grouped dataset too large to stay resident is cached as without a
-    // schedule (CachedDataset::entries_stay_resident); its reads are still
-    // placed in the order above (matches, the rank's progress).
-    const cache::NextUseOracle* oracle =
-        cached->grouped() && !cached->entries_stay_resident() ? nullptr : keys.get();
+    // schedule; its reads are still placed in the order above (matches, the
+    // rank's progress).
+    const cache::NextUseOracle* oracle = cached->unkeyed_by_schedule() ? nullptr : keys.get();
 
     // Phase 4: the cache copies hits, loads misses through `loader` on this
     // thread (and publishes them), waits for rows others are loading.
@@ -868,14 +895,11 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
                               : std::span<const std::size_t>());
       if (whole.capacity() > kKeptPartBufferBytes) whole.Release();
     } else if (cached->grouped() && !whole_entries) {
-      const std::uint64_t g = cached->rows_per_entry();
-      const std::uint64_t row_bytes = cached->row_bytes();
       auto* out = static_cast<std::byte*>(buf);
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        const std::uint64_t at = scratch_space.entry_of_row[i];
-        std::memcpy(out + i * row_bytes,
-                    scratch.data() + at * cached->entry_bytes() + (rows[i] % g) * row_bytes,
-                    row_bytes);
+      for (const GroupedPiece& piece : scratch_space.pieces) {
+        std::memcpy(out + piece.out,
+                    scratch.data() + piece.entry * cached->entry_bytes() + piece.offset,
+                    piece.bytes);
       }
     }
     record->served = true;

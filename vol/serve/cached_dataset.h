@@ -129,6 +129,10 @@ class CachedDataset {
   // right away, and read ahead by a schedule's prefetcher. A larger grouped
   // dataset is neither: its reads key its entries as least recently used.
   bool entries_stay_resident() const { return entries_stay_resident_; }
+  // Grouped and too large to stay resident: the schedule does not key its
+  // entries (an entry holds rows of many samples), so its reads are cached as
+  // without one and a prefetcher leaves it to the readers' misses.
+  bool unkeyed_by_schedule() const { return grouped() && !entries_stay_resident_; }
 
   // Null when rows must be loaded through HDF5; raw_reason() says why.
   const std::shared_ptr<const cache::io::RawLayout>& raw_layout() const { return layout_; }

@@ -445,6 +445,9 @@ if sys.argv[3] == "write":
         # of 64 rows, the last one row short of the dataset's end. 40 rows are one entry.
         for n in (256, 255, 40):
             f[f"d{n}"] = np.random.default_rng(n).random((n, 256), dtype="<f4")
+        # 4-byte rows, 16,384 to an entry: slices of a 1-D array (a sparse matrix's indices)
+        # are runs of thousands of rows, within an entry or across several.
+        f["flat"] = np.random.default_rng(7).integers(0, 1 << 30, 50000, dtype="<i4")
     sys.exit(0)
 reads = []
 with h5py.File(path, "r") as f:
@@ -461,6 +464,10 @@ with h5py.File(path, "r") as f:
             for points in ([4, 5, 6, 7], [0, 1, 2, 3, 8, 9, 10, 11], [2, 30, 31, 63]):
                 points = [p for p in points if p < n]
                 reads.append(hashlib.sha256(d[points].tobytes()).hexdigest())
+        flat = f["flat"]
+        for sel in (slice(10, 1010), slice(16000, 17000), slice(100, 40000), slice(5, 45000, 7),
+                    slice(49000, None), [1, 2, 3, 20000, 20001, 40000], slice(16383, 16385)):
+            reads.append(hashlib.sha256(flat[sel].tobytes()).hexdigest())
 json.dump(reads, open(out, "w"))
 """
 
