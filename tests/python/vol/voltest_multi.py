@@ -20,15 +20,8 @@ import h5py
 import numpy as np
 
 from voltest_h5probe import hdf5_library_path
-
-ROWS, COLS = 64, 16
-CORRUPT_ROW = 16  # a row of the fletcher32 dataset whose chunk is damaged on disk
-
-hid_t = ctypes.c_int64
-herr_t = ctypes.c_int
-hsize_t = ctypes.c_ulonglong
-H5S_ALL = 0
-H5S_SELECT_SET = 0
+from voltest_transfer import (COLS, CORRUPT_ROW, H5S_SELECT_SET, ROWS, damage_chunk, herr_t,
+                              hid_t, hsize_t, hsizes)
 
 
 def write(path):
@@ -38,14 +31,7 @@ def write(path):
         f.create_dataset("labels", data=np.arange(ROWS, dtype=np.int64) * 3 - 50)
         f.create_dataset("z", data=values[::-1] * 2, chunks=(8, COLS), compression="gzip")
         f.create_dataset("fl", data=values + 1, chunks=(8, COLS), fletcher32=True)
-    # Damage one stored byte of the chunk holding CORRUPT_ROW: Fletcher-32 then fails.
-    with h5py.File(path, "r") as f:
-        info = f["fl"].id.get_chunk_info_by_coord((CORRUPT_ROW // 8 * 8, 0))
-    with open(path, "r+b") as raw:
-        raw.seek(info.byte_offset + 5)
-        byte = raw.read(1)[0]
-        raw.seek(info.byte_offset + 5)
-        raw.write(bytes([byte ^ 0xFF]))
+    damage_chunk(path, "fl", CORRUPT_ROW)
 
 
 def library():
@@ -68,10 +54,6 @@ def library():
     lib.H5open()
     lib.H5Eset_auto2(0, None, None)  # failures are part of the comparison, not noise
     return lib
-
-
-def hsizes(*values):
-    return (hsize_t * len(values))(*values)
 
 
 def native_type(lib, name):

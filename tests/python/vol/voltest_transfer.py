@@ -44,9 +44,14 @@ def write(path):
     with h5py.File(path, "w") as f:
         f.create_dataset("x", data=values)
         f.create_dataset("fl", data=values, chunks=(8, COLS), fletcher32=True)
-    # Damage one stored byte of the chunk holding CORRUPT_ROW: Fletcher-32 then fails.
+    damage_chunk(path, "fl", CORRUPT_ROW)
+
+
+def damage_chunk(path, name, row):
+    """Flips one stored byte of the chunk of 2-D dataset `name` (chunks of 8 rows) that holds
+    `row`: its Fletcher-32 checksum then fails."""
     with h5py.File(path, "r") as f:
-        info = f["fl"].id.get_chunk_info_by_coord((CORRUPT_ROW // 8 * 8, 0))
+        info = f[name].id.get_chunk_info_by_coord((row // 8 * 8, 0))
     with open(path, "r+b") as raw:
         raw.seek(info.byte_offset + 5)
         byte = raw.read(1)[0]
