@@ -9,6 +9,7 @@
     python3 examples/bench/public_loader.py credit --src DIR [--years 2] [--compressed] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py mace --src DIR [--files 4] [--configs 500] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py h5torch --src DIR [--cells 60000] [--genes 20000] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py robomimic --src DIR [--demos 100] [--steps 120] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -138,6 +139,22 @@ which inherit the file the dataset opened in the training process; their start m
 (the dataset holds an h5py File, which a forkserver or spawn, Python 3.14's default, could not
 pickle). Its modules import scipy for writing sparse matrices, which reading never calls; where
 scipy is not installed, a stand-in takes its place.
+
+`robomimic`: robomimic's `SequenceDataset` (github.com/ARISE-Initiative/robomimic,
+robomimic/utils/dataset.py), the loader of robot-learning demonstrations that LIBERO, MimicGen and
+RoboCasa train with too; --src the repository's root (`git clone --depth 1
+https://github.com/ARISE-Initiative/robomimic build/public/robomimic`). A file of its layout
+(DIR/train/demos.hdf5, as robosuite's image datasets keep it): a group per demonstration,
+`data/demo_<k>` with its `num_samples` attribute, `actions` (T, 7), `rewards`, `dones`, `states`
+(T, 32), and in `obs` and `next_obs` two camera images (T, 84, 84, 3) uint8 and three low-dimensional
+observations. Default 100 demonstrations of 120 steps (1 GB). The dataset as its `dataset_factory`
+builds it for an image agent (bc-rnn): sequences of 10 steps (`seq_length=10`, one sequence per
+step, padded at a demonstration's end), the images read from the file and the low-dimensional keys
+held in memory (`hdf5_cache_mode="low_dim"`, what its image configs use), no `next_obs`, and the
+file opened with `swmr=True`, its default (`hdf5_use_swmr`). A sample reads `obs/<camera>[t:t+10]`
+of both cameras, opening each by its path. Its `train.py`'s DataLoader: batch 100, `shuffle=True`,
+`drop_last=True`, 2 workers; the action statistics taken in the training process first, as
+`train.py` does. Its logging imports termcolor, which gets a stand-in where it is not installed.
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
@@ -889,6 +906,72 @@ def make_h5torch_files(directory, cells, genes, log=print):
     return files_of_layout(directory, {"cells": cells, "genes": genes}, write, log)
 
 
+ROBOMIMIC_FILE = "demos.hdf5"
+ROBOMIMIC_CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
+ROBOMIMIC_LOW_DIM = {"robot0_eef_pos": 3, "robot0_eef_quat": 4, "robot0_gripper_qpos": 2}
+
+
+def make_robomimic_files(directory, demos, steps, log=print):
+    """robomimic's layout of a robosuite image dataset: DIR/train/demos.hdf5, a group per
+    demonstration (data/demo_<k>), its obs and next_obs of two cameras and three low-dimensional
+    keys, its actions, rewards, dones and states."""
+    import h5py
+    import numpy as np
+
+    def write(train, rng):
+        with h5py.File(os.path.join(train, ROBOMIMIC_FILE), "w") as f:
+            data = f.create_group("data")
+            data.attrs["env_args"] = json.dumps({"env_name": "Lift", "type": 1, "env_kwargs": {}})
+            for k in range(demos):
+                demo = data.create_group(f"demo_{k}")
+                demo.attrs["num_samples"] = steps
+                demo["actions"] = rng.uniform(-1, 1, (steps, 7))
+                demo["rewards"] = (np.arange(steps) == steps - 1).astype(np.float64)
+                demo["dones"] = (np.arange(steps) == steps - 1).astype(np.int64)
+                demo["states"] = rng.standard_normal((steps, 32))
+                for prefix in ("obs", "next_obs"):
+                    for camera in ROBOMIMIC_CAMERAS:
+                        demo[f"{prefix}/{camera}"] = rng.integers(0, 256, (steps, 84, 84, 3),
+                                                                  dtype=np.uint8)
+                    for key, width in ROBOMIMIC_LOW_DIM.items():
+                        demo[f"{prefix}/{key}"] = rng.standard_normal((steps, width))
+            data.attrs["total"] = demos * steps
+            f["mask/train"] = np.array([f"demo_{k}".encode() for k in range(demos)])
+        return (f"{demos} demonstrations of {steps} steps "
+                f"({demos * steps * 4 * 84 * 84 * 3 / 2**20:.0f} MiB of images)")
+
+    return files_of_layout(directory, {"demos": demos, "steps": steps}, write, log)
+
+
+def robomimic_loader(src, directory, workers):
+    import types
+
+    from torch.utils.data import DataLoader
+
+    _public_source(src, "robomimic/utils/dataset.py", "ARISE-Initiative/robomimic")
+    try:
+        import termcolor  # noqa: F401
+    except ImportError:  # its log_utils colours warnings; the text is what matters
+        sys.modules["termcolor"] = types.ModuleType("termcolor")
+        sys.modules["termcolor"].colored = lambda text, *_, **__: text
+    import robomimic.utils.obs_utils as obs_utils
+    from robomimic.utils.dataset import SequenceDataset
+
+    obs_utils.initialize_obs_utils_with_obs_specs(
+        {"obs": {"low_dim": list(ROBOMIMIC_LOW_DIM), "rgb": list(ROBOMIMIC_CAMERAS)}})
+    train = os.path.join(directory, "train")
+    dataset = SequenceDataset(
+        hdf5_path=os.path.join(train, ROBOMIMIC_FILE),
+        obs_keys=list(ROBOMIMIC_LOW_DIM) + list(ROBOMIMIC_CAMERAS),
+        action_keys=["actions"], dataset_keys=["actions", "rewards", "dones"],
+        action_config={"actions": {"normalization": None}},
+        seq_length=10, hdf5_cache_mode="low_dim", load_next_obs=False)
+    dataset.get_action_normalization_stats()
+    loader = DataLoader(dataset, batch_size=100, shuffle=True, num_workers=workers,
+                        drop_last=True)
+    return loader, _NoEpochs(), train
+
+
 def h5torch_loader(src, directory, workers):
     from torch.utils.data import DataLoader
 
@@ -906,7 +989,7 @@ def h5torch_loader(src, directory, workers):
 LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
            "pdebench": pdebench_loader, "unet3d": unet3d_loader, "fastmri": fastmri_loader,
            "thewell": well_loader, "credit": credit_loader, "mace": mace_loader,
-           "h5torch": h5torch_loader,
+           "h5torch": h5torch_loader, "robomimic": robomimic_loader,
            "thewell-by-path": lambda src, directory, workers: well_loader(src, directory, workers,
                                                                           by_path=True)}
 
@@ -923,7 +1006,9 @@ def make_cold(directory):
 
 def _digest(item, crc):
     """CRC-32 of a batch in delivery order: tensors by their bytes, strings by their text,
-    dicts (the Well's and CREDIT's samples) in their keys' order, sequences item by item."""
+    dicts (the Well's, CREDIT's and robomimic's samples) key by key in sorted order (robomimic
+    builds its keys from a set, whose order changes with each process's string hashing),
+    sequences item by item."""
     import torch
 
     if isinstance(item, torch.Tensor):
@@ -931,7 +1016,8 @@ def _digest(item, crc):
     if isinstance(item, str):
         return zlib.crc32(item.encode(), crc)
     if isinstance(item, dict):
-        item = [zlib.crc32(str(key).encode()) for key in item] + list(item.values())
+        keys = sorted(item, key=str)
+        item = [zlib.crc32(str(key).encode()) for key in keys] + [item[key] for key in keys]
     if isinstance(item, (list, tuple)):
         for part in item:
             crc = _digest(part, crc)
@@ -1067,6 +1153,8 @@ def compare(args):
         make_mace_files(data_dir, args.files, args.configs)
     elif args.loader == "h5torch":
         make_h5torch_files(data_dir, args.cells, args.genes)
+    elif args.loader == "robomimic":
+        make_robomimic_files(data_dir, args.demos, args.steps)
     else:
         make_fourcastnet_files(data_dir, args.years, args.steps, args.height, args.width)
     plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
@@ -1208,6 +1296,11 @@ def main(argv=None):
     p.add_argument("--src", required=True, help="the root of an h5torch checkout")
     p.add_argument("--cells", type=int, default=60000, help="rows of the matrix, the samples (60000)")
     p.add_argument("--genes", type=int, default=20000, help="columns of the matrix (20000)")
+    common(p)
+    p = sub.add_parser("robomimic", help="robomimic's SequenceDataset of demonstrations")
+    p.add_argument("--src", required=True, help="the root of a robomimic checkout")
+    p.add_argument("--demos", type=int, default=100, help="demonstrations, a group each (100)")
+    p.add_argument("--steps", type=int, default=120, help="steps of each demonstration (120)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

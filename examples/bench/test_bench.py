@@ -746,6 +746,31 @@ def test_public_loader_h5torch_layout_is_a_csr_matrix_with_its_attributes(tmp_pa
         assert label.attrs["filled_to"] == 300 and list(label.attrs["shape"]) == [300]
 
 
+def test_public_loader_robomimic_layout_is_a_group_per_demonstration(tmp_path):
+    """What robomimic's SequenceDataset reads of a robosuite image dataset: each demonstration's
+    group with its num_samples attribute, the cameras as uint8 images and the low-dimensional
+    keys in obs and next_obs, the actions, rewards and dones it holds in memory, the train mask."""
+    import h5py
+    import numpy as np
+
+    import public_loader
+    train = public_loader.make_robomimic_files(str(tmp_path), 3, 7, log=lambda *_: None)
+    with h5py.File(os.path.join(train, public_loader.ROBOMIMIC_FILE), "r") as f:
+        assert sorted(f["data"]) == ["demo_0", "demo_1", "demo_2"]
+        assert f["data"].attrs["total"] == 21 and "env_args" in f["data"].attrs
+        for k in range(3):
+            demo = f[f"data/demo_{k}"]
+            assert demo.attrs["num_samples"] == 7
+            assert demo["actions"].shape == (7, 7) and demo["dones"][-1] == 1
+            for prefix in ("obs", "next_obs"):
+                for camera in public_loader.ROBOMIMIC_CAMERAS:
+                    image = demo[f"{prefix}/{camera}"]
+                    assert image.shape == (7, 84, 84, 3) and image.dtype == np.uint8
+                for key, width in public_loader.ROBOMIMIC_LOW_DIM.items():
+                    assert demo[f"{prefix}/{key}"].shape == (7, width)
+        assert [d.decode() for d in f["mask/train"][:]] == ["demo_0", "demo_1", "demo_2"]
+
+
 def test_public_loader_well_by_path_opens_the_path_of_a_local_file_object(tmp_path):
     import h5py
     import numpy as np
@@ -810,13 +835,15 @@ def test_public_loader_credit_layout_is_what_its_era5_dataset_reads(tmp_path):
     assert tuple(out["x"].shape) == (1, 12, 4, 5) and tuple(out["y_surf"].shape) == (1, 2, 4, 5)
 
 
-def test_public_loader_digests_nested_batches_in_order():
+def test_public_loader_digests_nested_batches_in_order_and_dicts_by_key():
     import torch
 
     import public_loader
     a = {"x": torch.arange(4), "datetime": [torch.tensor([1, 2]), torch.tensor([3, 4])]}
     b = {"x": torch.arange(4), "datetime": [torch.tensor([3, 4]), torch.tensor([1, 2])]}
     assert public_loader._digest(a, 0) == public_loader._digest(dict(a), 0)
+    assert public_loader._digest(a, 0) == public_loader._digest(dict(reversed(a.items())), 0)
+    assert public_loader._digest(a, 0) != public_loader._digest({"y": a["x"], **a}, 0)
     assert public_loader._digest(a, 0) != public_loader._digest(b, 0)
     assert public_loader._digest(("name", torch.zeros(2)), 0) != public_loader._digest(
         ("other", torch.zeros(2)), 0)

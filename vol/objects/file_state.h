@@ -48,9 +48,15 @@ struct FileState {
                                          int hdf5_fd = -1);
 
   std::string name;
-  // Opened for writing or for SWMR reading: its data may change, so nothing
-  // of it is ever served from the cache.
+  // Opened for writing: its data may change, so nothing of it is ever served
+  // from the cache.
   bool writable = false;
+  // Opened for SWMR reading (H5F_ACC_SWMR_READ; h5py's swmr=True, which
+  // robomimic and the loaders built on it pass by default): a SWMR writer may
+  // change the file while it is open, so its datasets are served from the
+  // cache only after a look at the file's identity at every read
+  // (CachedDataset::CheckEveryRead), not once a second as for other files.
+  bool swmr_read = false;
   // Opened with HDF5's POSIX (sec2) driver: file addresses are offsets a plain
   // pread of `name` can use. Other drivers (core, family, split, MPI-IO, ros3)
   // are read through HDF5 only.

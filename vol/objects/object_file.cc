@@ -53,7 +53,9 @@ std::shared_ptr<FileState> Resolve(const VolObject& object, H5I_type_t type) {
   if (std::shared_ptr<FileState> opened = OpenFiles::Find(identity)) return opened;
   const bool writable = object.file == nullptr || object.file->writable;
   const bool posix = object.file != nullptr && object.file->posix_driver;
-  return FileState::Make(name.c_str(), writable, posix);
+  std::shared_ptr<FileState> state = FileState::Make(name.c_str(), writable, posix);
+  state->swmr_read = object.file != nullptr && object.file->swmr_read;
+  return state;
 }
 
 }  // namespace

@@ -164,14 +164,26 @@ bool OpenedAnewReadOnly(void* under, hid_t under_vol_id) noexcept {
   }
 }
 
-void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable, hid_t fapl_id,
+// Whether the file is opened for writing: its contents change through this
+// open. (A SWMR reader's file may change too, through another process's
+// open: FileState::swmr_read.)
+bool Writable(unsigned flags) {
+  // The flags as constants: H5F_ACC_RDWR and the others call H5check_version
+  // and H5open each (hdf5_ids.h).
+  return (flags & (hdf5::kFileReadWrite | hdf5::kFileTruncate | hdf5::kFileExclusive |
+                   hdf5::kFileCreate)) != 0;
+}
+
+void* WrapFile(void* under, hid_t under_vol_id, const char* name, unsigned flags, hid_t fapl_id,
                void** req) {
   WrapRequest(req, under_vol_id);
+  const bool writable = Writable(flags);
   std::shared_ptr<FileState> state;
   try {
     Runtime::Get().stats().Add(Counter::kFilesOpened);
     const RawAccess raw = RawAccessOf(under, under_vol_id, fapl_id, writable);
     state = FileState::Make(name, writable, raw.readable, raw.descriptor);
+    state->swmr_read = !writable && (flags & hdf5::kFileSwmrRead) != 0;
     if (!writable) {
       // Datasets this process wrote are served again once the file's writes
       // are behind it (written_datasets.h).
@@ -186,15 +198,6 @@ void* WrapFile(void* under, hid_t under_vol_id, const char* name, bool writable,
   return VolObject::WrapOpened(under, under_vol_id, ObjectKind::kFile, std::move(state));
 }
 
-// Whether the file's contents may change while it is open: opened for
-// writing, or for SWMR reading (another process appends to it).
-bool Writable(unsigned flags) {
-  // The flags as constants: H5F_ACC_RDWR and the others call H5check_version
-  // and H5open each (hdf5_ids.h).
-  return (flags & (hdf5::kFileReadWrite | hdf5::kFileTruncate | hdf5::kFileExclusive |
-                   hdf5::kFileCreate | hdf5::kFileSwmrRead)) != 0;
-}
-
 }  // namespace
 
 void* FileCreate(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id, hid_t dxpl_id,
@@ -206,7 +209,7 @@ void* FileCreate(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id,
     UnderFapl under(fapl_id);
     void* file = H5VLfile_create(name, flags, fcpl_id, under.fapl(), dxpl_id, req);
     if (file == nullptr) return nullptr;
-    return WrapFile(file, under.vol_id(), name, true, fapl_id, req);
+    return WrapFile(file, under.vol_id(), name, flags | hdf5::kFileCreate, fapl_id, req);
   });
 }
 
@@ -229,7 +232,7 @@ void* FileOpen(const char* name, unsigned flags, hid_t fapl_id, hid_t dxpl_id, v
       file = H5VLfile_open(name, flags, under.fapl(), dxpl_id, req);
     }
     if (file == nullptr) return nullptr;
-    return WrapFile(file, under.vol_id(), name, Writable(flags), fapl_id, req);
+    return WrapFile(file, under.vol_id(), name, flags, fapl_id, req);
   });
 }
 

@@ -69,7 +69,13 @@ void* WrapObject(void* obj, H5I_type_t obj_type, void* wrap_ctx) {
             ? obj
             : H5VLwrap_object(obj, obj_type, context->under_vol_id, context->under_wrap_ctx);
     if (under == nullptr) return nullptr;
-    return VolObject::Wrap(under, context->under_vol_id, KindOf(obj_type), context->file);
+    void* wrapped = VolObject::Wrap(under, context->under_vol_id, KindOf(obj_type), context->file);
+    // A dataset HDF5 opened again on its own: H5Drefresh (a SWMR reader's
+    // d.refresh()) closes the dataset and opens it anew behind the
+    // application's id. Identified as at an open, or its reads would all be
+    // forwarded from then on.
+    if (obj_type == H5I_DATASET) AttachDatasetIdentity(VolObject::From(wrapped), false);
+    return wrapped;
   });
 }
 

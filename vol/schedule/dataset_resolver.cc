@@ -183,16 +183,22 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
   std::shared_ptr<FileState> file = FileState::Make(path.c_str(), /*writable=*/false,
                                                     /*posix_driver=*/true);
   if (!file->identity.valid) return io::Status::IoError("cannot stat " + path);
-  // A file the application has open for writing (or SWMR reading) may change
-  // under us; one it reads is opened again here, apart from its open (below):
+  // A file the application has open for writing may change under us; one
+  // it reads is opened again here, apart from its open (below):
   // a group per sample keeps datasets the application has not opened yet in
   // the very file it reads.
-  if (const std::shared_ptr<FileState> open = OpenFiles::Find(file->identity);
-      open != nullptr && open->writable) {
+  const std::shared_ptr<FileState> open = OpenFiles::Find(file->identity);
+  if (open != nullptr && open->writable) {
     return io::Status::Unsupported(path + " is open for writing in the application");
   }
+  // One the application reads as a SWMR reader is checked at its every read
+  // (FileState::swmr_read), whoever prepared its datasets.
+  const bool swmr_read = open != nullptr && open->swmr_read;
   if (memo != nullptr) {
-    if (std::shared_ptr<CachedDataset> known = memo->Find(file, dataset)) return known;
+    if (std::shared_ptr<CachedDataset> known = memo->Find(file, dataset)) {
+      if (swmr_read) known->CheckEveryRead();
+      return known;
+    }
   }
   PreservedErrorStack keep;  // nothing of this may reach the application's error stack
   QuietErrorPrinting quiet;  // ... nor its stderr: a dataset not in the file is an answer here
@@ -228,6 +234,7 @@ io::Result<std::shared_ptr<CachedDataset>> DatasetResolver::Resolve(const std::s
       return io::Status::Unsupported(dataset + " in " + path + " cannot be read raw (" +
                                      prepared->raw_reason() + ")");
     }
+    if (swmr_read) prepared->CheckEveryRead();
     if (memo != nullptr) memo->Remember(dataset, *prepared);
     return prepared;
   } catch (const std::exception& e) {

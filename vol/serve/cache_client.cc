@@ -517,8 +517,10 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
   auto it = datasets_.find(key);
   if (it != datasets_.end()) {
     // The same identity from a fresh open: the file was unchanged when it was opened.
-    if (it->second && dataset.file != nullptr)
+    if (it->second && dataset.file != nullptr) {
       it->second->FileUnchangedAt(dataset.file->identified_ns);
+      if (dataset.file->swmr_read) it->second->CheckEveryRead();
+    }
     return it->second;
   }
   std::shared_ptr<CachedDataset> cached;
@@ -544,6 +546,7 @@ std::shared_ptr<CachedDataset> CacheClient::PreparedLocked(const VolObject& data
     Runtime::Get().Log(LogLevel::kWarn,
                        "not caching " + state->identity().description + ": " + e.what());
   }
+  if (cached && dataset.file != nullptr && dataset.file->swmr_read) cached->CheckEveryRead();
   if (cached && cached->raw_layout() && memo_ && follower_.load() == nullptr) {
     // While a followed sampler is being learned (no schedule yet), for the
     // prefetch leader of the first followed epoch (a group per sample: the

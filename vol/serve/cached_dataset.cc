@@ -369,13 +369,15 @@ bool CachedDataset::NarrowPartsPay(std::span<const std::uint64_t> rows, std::uin
 
 bool CachedDataset::FileChanged(const VolObject* dataset) const noexcept {
   if (changed_.load(std::memory_order_acquire)) return true;
-  const std::int64_t now = NowNs();
-  std::int64_t due = next_check_ns_.load(std::memory_order_relaxed);
-  if (now < due) return false;
-  // One thread re-checks; the others go on with the last verdict.
-  if (!next_check_ns_.compare_exchange_strong(
-          due, now + std::chrono::nanoseconds(kChangeCheckInterval).count())) {
-    return false;
+  if (!check_every_read_.load(std::memory_order_relaxed)) {
+    const std::int64_t now = NowNs();
+    std::int64_t due = next_check_ns_.load(std::memory_order_relaxed);
+    if (now < due) return false;
+    // One thread re-checks; the others go on with the last verdict.
+    if (!next_check_ns_.compare_exchange_strong(
+            due, now + std::chrono::nanoseconds(kChangeCheckInterval).count())) {
+      return false;
+    }
   }
   if (!file_identity_.valid) return false;
   const io::PosixFile* borrowed = BorrowedFile(dataset);

@@ -240,6 +240,14 @@ class CachedDataset {
   // that, so a dataset opened, read once and closed (a file per sample) costs
   // no stat at its read.
   void FileUnchangedAt(std::int64_t checked_ns) const noexcept;
+  // From now on FileChanged() looks at the file at every call, not once per
+  // kChangeCheckInterval: for a dataset of a file opened for SWMR reading,
+  // whose writer may change rows at any time (an fstat, ~0.5 us, per read).
+  // Monotonic: a dataset also opened through a read-only handle keeps it.
+  void CheckEveryRead() const noexcept { check_every_read_.store(true, std::memory_order_relaxed); }
+  bool checks_every_read() const noexcept {
+    return check_every_read_.load(std::memory_order_relaxed);
+  }
   // True for the one caller that should drop the dataset's rows from the
   // cache after FileChanged() (later callers get false).
   bool MarkDropped() const noexcept { return !dropped_.exchange(true); }
@@ -302,6 +310,7 @@ class CachedDataset {
   mutable cache::Mutex changed_file_mutex_;
   mutable std::string changed_file_ GUARDED_BY(changed_file_mutex_);
   mutable std::atomic<bool> changed_{false};
+  mutable std::atomic<bool> check_every_read_{false};
   mutable std::atomic<bool> dropped_{false};
   mutable std::atomic<bool> narrow_read_{false};
   mutable cache::Mutex evidence_mutex_;

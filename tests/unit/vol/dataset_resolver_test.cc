@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -28,6 +29,7 @@
 #include "vol/objects/file_state.h"
 #include "vol/objects/scoped_id.h"
 #include "vol/serve/cache_client.h"
+#include "vol/serve/resolution_memo.h"
 
 namespace prescient::vol {
 namespace {
@@ -69,6 +71,45 @@ TEST_F(DatasetResolverTest, AFileTheApplicationReadsIsOpenedAgainOneItWritesIsNo
   EXPECT_NE(refused.status().message().find("open for writing in the application"),
             std::string::npos)
       << refused.status().message();
+}
+
+// A file the application reads as a SWMR reader (h5py's swmr=True) may be
+// changed by a SWMR writer at any time: its datasets, resolved here or
+// remembered, look at the file at every read, so a change is seen at the
+// very next read, not up to a change-check interval later. Other files'
+// datasets keep the interval.
+TEST_F(DatasetResolverTest, ADatasetOfAFileReadAsASwmrReaderChecksItAtEveryRead) {
+  const auto plain = DatasetResolver::Resolve(file_.path(), "x");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_FALSE(plain.value()->checks_every_read());
+
+  testing::IntRowsFile swmr_file{"resolver-swmr", 16};
+  ASSERT_TRUE(swmr_file.ok());
+  const std::shared_ptr<FileState> reading = FileState::Make(swmr_file.path().c_str(), false);
+  reading->swmr_read = true;
+  OpenFiles::Remember(reading);
+  const std::string memo_path = (std::filesystem::temp_directory_path() /
+                                 ("prescient-resolver-swmr-memo-" + std::to_string(getpid())))
+                                    .string();
+  ResolutionMemo memo(memo_path);
+  const auto resolved = DatasetResolver::Resolve(swmr_file.path(), "x", false, &memo);
+  const auto remembered = DatasetResolver::Resolve(swmr_file.path(), "x", false, &memo);
+  std::filesystem::remove(memo_path);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  ASSERT_TRUE(remembered.ok()) << remembered.status().message();
+  EXPECT_TRUE(remembered.value()->checks_every_read());
+  const std::shared_ptr<CachedDataset> dataset = resolved.value();
+  EXPECT_TRUE(dataset->checks_every_read());
+  EXPECT_FALSE(dataset->FileChanged());
+
+  {  // a writer's bytes appended: the size and times change
+    std::FILE* append = std::fopen(swmr_file.path().c_str(), "ab");
+    ASSERT_NE(append, nullptr);
+    ASSERT_EQ(std::fputc(0, append), 0);
+    ASSERT_EQ(std::fclose(append), 0);
+  }
+  EXPECT_TRUE(dataset->FileChanged()) << "not seen at the next read";
+  DatasetResolver::ReleaseFiles();
 }
 
 // The resolver keeps the file open for the next resolutions. That must not
