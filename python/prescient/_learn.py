@@ -803,6 +803,7 @@ class LearnedMap:
             return None
         counts, primary = found
         self.datasets_of_their_own = False
+        grouped = None
         if len(records) >= _OWN_DATASET_EVIDENCE and counts[primary] <= _OWN_DATASET_READERS:
             # Every index reads datasets of its own: a map of their groups, if they have any.
             grouped = {i: g for i, r in records.items() if (g := _in_groups(r)) is not None}
@@ -813,6 +814,20 @@ class LearnedMap:
             if _rows_per_index(grouped, found[1]) > _MAX_GROUP_ROWS:
                 self.datasets_of_their_own = True
                 return None
+        elif len(records) >= _OWN_DATASET_EVIDENCE and counts[primary] < len(records) // 2:
+            # No dataset is read by most indices: each reads datasets of a group that some
+            # others share (windows of an episode, robomimic's `data/demo_<k>/obs/...`). A map
+            # of groups when nearly every index reads the same dataset of its group; else the
+            # map of the most read dataset, as before.
+            grouped = {i: g for i, r in records.items() if (g := _in_groups(r)) is not None}
+            in_groups = _most_read(grouped)
+            if (in_groups is None or len(grouped) < 0.99 * len(records)
+                    or in_groups[0][in_groups[1]] < 0.99 * len(grouped)
+                    or _rows_per_index(grouped, in_groups[1]) > _MAX_GROUP_ROWS):
+                grouped = None
+            else:
+                found = in_groups
+        if grouped is not None:
             (counts, primary), records = found, grouped
             self._grouped = grouped
             whole = all(_reads_whole(reads, primary, self._rows_in)

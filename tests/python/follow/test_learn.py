@@ -305,6 +305,44 @@ def test_a_group_each_index_reads_whole_is_one_sample():
     assert learned.sample_map().num_samples == 36
 
 
+def test_windows_of_episodes_a_group_each_are_a_map_of_groups():
+    """robomimic's SequenceDataset: a group per demonstration (`data/demo_<k>`), each index a
+    window of 10 steps of its demonstration's cameras (`obs/<camera>[t:t+10]`, shorter at the
+    end), read by the indices of that demonstration only. No dataset is read by most indices,
+    yet each reads the same datasets of its group: a map of groups whose rows are samples, an
+    index standing for the rows of its window. (Such records once gave a map of one
+    demonstration's dataset, a hundredth of the reads.)"""
+    learned = LearnedMap()
+    steps, demos = 40, 12
+    index = {}
+    for k in range(demos):
+        for t in range(steps):
+            index[len(index)] = (k, t)
+    order = list(index)[::-1][::3]  # 160 of the 480 indices, in no order of the file's
+    for i in order:
+        k, t = index[i]
+        n = min(10, steps - t)
+        record(learned, [i], [f"/d/demos.hdf5\t/data/demo_{k}/obs/{camera}\t{steps}\t{t}+{n}\n"
+                              for camera in ("agentview_image", "eye_in_hand_image")])
+    m = learned.sample_map()
+    assert not learned.datasets_of_their_own
+    assert m.fields == ("agentview_image", "eye_in_hand_image")
+    groups = sorted(f"data/demo_{k}/obs" for k in range(demos))
+    assert [(f.file_path, f.group, f.rows, f.rows_per_sample) for f in m.files] == [
+        ("/d/demos.hdf5", g, steps, 1) for g in groups]
+    i = order[5]
+    k, t = index[i]
+    first = steps * groups.index(f"data/demo_{k}/obs") + t
+    assert learned.samples_of(i) == tuple(range(first, first + min(10, steps - t)))
+
+    # Datasets of the root read by half the indices each (no group to share): the map of the
+    # most read one, as before.
+    halves = LearnedMap()
+    for i in range(64):
+        record(halves, [i], [f"/d/h.h5\t/{'even' if i % 2 == 0 else 'odd'}\t64\t{i}+1\n"])
+    assert halves.sample_map().fields == ("even",) and not halves.datasets_of_their_own
+
+
 def test_groups_of_more_rows_than_a_map_of_groups_takes_are_no_map():
     """An index that reads more rows than _MAX_GROUP_ROWS of its group, in part or whole:
     such groups are cached without a schedule (following them measured slower)."""
