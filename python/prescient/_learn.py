@@ -20,7 +20,9 @@ primary rows as it has indices is taken apart in sorted order (the usual
 served unscheduled. Indices that each read datasets of their own in a group
 of their own (PDEBench's `f[seed]["data"]`) make a map of groups: each
 index's group (the parent its datasets share) is a file of the map, its
-datasets fields named in the group. Indices that each read datasets of their
+datasets fields named in the group; so do indices that share a group with a few
+others, no dataset read by most of them (robomimic's windows of an episode,
+`data/demo_<k>/obs/<camera>[t:t+10]`). Indices that each read datasets of their
 own with no group of their own make no map: their reads are cached without a
 schedule. Where the
 learned indices show a pattern (Pattern: index i stands for samples
