@@ -10,6 +10,7 @@
     python3 examples/bench/public_loader.py mace --src DIR [--files 4] [--configs 500] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py h5torch --src DIR [--cells 60000] [--genes 20000] [--rounds 2] [--out DIR]
     python3 examples/bench/public_loader.py robomimic --src DIR [--demos 100] [--steps 120] [--rounds 2] [--out DIR]
+    python3 examples/bench/public_loader.py salt --src DIR [--jets 250000] [--compression lz4] [--rounds 2] [--out DIR]
 
 `deepcam`: MLPerf HPC's DeepCAM climate-segmentation loader (github.com/mlcommons/hpc,
 deepcam/src/deepCam/data/cam_hdf5_dataset.py, class CamDataset), which the user fetches: --src
@@ -155,6 +156,24 @@ file opened with `swmr=True`, its default (`hdf5_use_swmr`). A sample reads `obs
 of both cameras, opening each by its path. Its `train.py`'s DataLoader: batch 100, `shuffle=True`,
 `drop_last=True`, 2 workers; the action statistics taken in the training process first, as
 `train.py` does. Its logging imports termcolor, which gets a stand-in where it is not installed.
+
+`salt`: ATLAS's flavour-tagging trainer salt (github.com/umami-hep/salt, salt/data/datasets.py,
+class SaltDataset, and salt/data/samplers.py, class RandomBatchSampler), --src the repository's
+root (`git clone --depth 1 https://github.com/umami-hep/salt build/public/salt`). A file of the
+layout it trains on (umami-preprocessing's output, DIR/train/pp_output_train.h5, written as
+atlas-ftag-tools' H5Writer writes it): `jets` (jets,) and `tracks` (jets, 40) of compound rows
+(the jet and track variables of salt's own test files, float32 and small integers, a `valid` flag
+on the tracks; about 12 real tracks a jet, the rest zero), chunks of 100 jets, LZ4 (filter 32004,
+the writer's default; `--compression`). Default 250,000 jets (about 870 MiB of rows). The dataset
+as GN2's configuration (salt/configs/GN2/GN2.yaml) takes it: two jet variables and 19 track
+variables, the flavour label and two track labels, so every read is of some of the stored
+members: `read_direct` of a batch of rows into a structured array of those fields. Its data
+module's training loader: `DataLoader(batch_size=None, sampler=RandomBatchSampler(batch 4000,
+shuffle=True, drop_last=True))` (batches of contiguous jets in a `torch.randperm` order, each a
+slice `np.s_[start:stop]` the dataset reads whole), persistent workers, 2 of them. Its modules
+import atlas-ftag-tools for cuts, a labeller and virtual files, and PyTorch Lightning for its
+data module; where they are not installed, stand-ins take their place (this configuration
+calls none of them).
 
 Variants: native (no connector variables at all), `lru` (the connector, no schedule),
 `lru-inline` (the same with PRESCIENT_ADMIT_BEHIND=0: each reader places its own misses in the
@@ -972,6 +991,117 @@ def robomimic_loader(src, directory, workers):
     return loader, _NoEpochs(), train
 
 
+SALT_FILE = "pp_output_train.h5"
+SALT_TRACKS = 40
+# The jet and track variables of salt's own test files (salt/utils/inputs.py), those GN2
+# trains on (salt/configs/GN2/GN2.yaml) and the labels of its tasks.
+SALT_JET_FLOATS = ("pt", "eta", "mass", "pt_btagJes", "eta_btagJes") + tuple(
+    f"softMuon_{v}" for v in ("pt", "dR", "eta", "phi", "qOverPratio", "pTrel", "ip3dD0",
+                              "ip3dZ0", "ip3dD0Significance", "ip3dZ0Significance")) + tuple(
+    f"GN2Xv00_p{c}" for c in ("hbb", "hcc", "top", "qcd"))
+SALT_TRACK_FLOATS = ("d0", "z0SinTheta", "dphi", "deta", "qOverP", "IP3D_signed_d0_significance",
+                     "IP3D_signed_z0_significance", "lifetimeSignedD0Significance",
+                     "lifetimeSignedZ0SinThetaSignificance", "phiUncertainty",
+                     "thetaUncertainty", "qOverPUncertainty", "pt", "eta", "phi",
+                     "muon_qOverPratio", "muon_momentumBalanceSignificance",
+                     "muon_scatteringNeighbourSignificance")
+SALT_TRACK_HITS = ("numberOfPixelHits", "numberOfSCTHits", "numberOfInnermostPixelLayerHits",
+                   "numberOfNextToInnermostPixelLayerHits",
+                   "numberOfInnermostPixelLayerSharedHits", "numberOfInnermostPixelLayerSplitHits",
+                   "numberOfPixelSharedHits", "numberOfPixelSplitHits", "numberOfSCTSharedHits",
+                   "numberOfPixelHoles", "numberOfSCTHoles")
+SALT_GN2_TRACK_INPUTS = SALT_TRACK_FLOATS[:12] + SALT_TRACK_HITS[:9]
+SALT_GN2_TRACK_INPUTS = tuple(v for v in SALT_GN2_TRACK_INPUTS
+                              if not v.startswith("lifetimeSigned"))  # GN2.yaml's 19
+
+
+def make_salt_files(directory, jets, compression="lz4", log=print):
+    """The layout of the training files salt reads (umami-preprocessing's output, written by
+    atlas-ftag-tools' H5Writer): DIR/train/pp_output_train.h5 with `jets` (jets,) and `tracks`
+    (jets, 40) of compound rows, chunks of 100 jets (the jets' chunks h5py's choice), LZ4 (the
+    writer's default; filter 32004) or --compression lzf, gzip or none. Tracks past a jet's
+    count are zero with valid False, as the writer pads them."""
+    import h5py
+    import numpy as np
+
+    jet_type = np.dtype([(n, "<f4") for n in SALT_JET_FLOATS]
+                        + [("HadronConeExclTruthLabelID", "<i4"), ("flavour_label", "<i4"),
+                           ("eventNumber", "<i8"), ("n_tracks", "u1")])
+    track_type = np.dtype([(n, "<f4") for n in SALT_TRACK_FLOATS]
+                          + [(n, "u1") for n in SALT_TRACK_HITS]
+                          + [("subjetIndex", "i1"), ("leptonID", "i1"), ("muon_quality", "i1"),
+                             ("ftagTruthOriginLabel", "i1"), ("ftagTruthVertexIndex", "i1"),
+                             ("valid", "?")])
+    filters = {"lz4": {"compression": 32004}, "lzf": {"compression": "lzf"},
+               "gzip": {"compression": "gzip"}, "none": {}}[compression]
+
+    def write(train, rng):
+        with h5py.File(os.path.join(train, SALT_FILE), "w") as f:
+            jd = f.create_dataset("jets", (jets,), jet_type, **filters)
+            td = f.create_dataset("tracks", (jets, SALT_TRACKS), track_type,
+                                  chunks=(100, SALT_TRACKS), **filters)
+            block = 10000
+            for first in range(0, jets, block):
+                n = min(block, jets - first)
+                j = np.zeros(n, jet_type)
+                for name in SALT_JET_FLOATS:
+                    j[name] = rng.standard_normal(n)
+                j["HadronConeExclTruthLabelID"] = rng.choice([0, 4, 5, 15], n)
+                j["flavour_label"] = rng.integers(0, 4, n)
+                j["eventNumber"] = rng.integers(0, 1 << 40, n)
+                count = np.clip(rng.poisson(12, n), 1, SALT_TRACKS)
+                j["n_tracks"] = count
+                t = np.zeros((n, SALT_TRACKS), track_type)
+                valid = np.arange(SALT_TRACKS)[None, :] < count[:, None]
+                for name in SALT_TRACK_FLOATS:
+                    t[name] = np.where(valid, rng.standard_normal((n, SALT_TRACKS)), 0)
+                for name in SALT_TRACK_HITS:
+                    t[name] = np.where(valid, rng.integers(0, 12, (n, SALT_TRACKS)), 0)
+                for name in ("subjetIndex", "leptonID", "muon_quality", "ftagTruthOriginLabel",
+                             "ftagTruthVertexIndex"):
+                    t[name] = np.where(valid, rng.integers(-1, 7, (n, SALT_TRACKS)), -1)
+                t["valid"] = valid
+                jd[first:first + n] = j
+                td[first:first + n] = t
+        size = jets * (jet_type.itemsize + SALT_TRACKS * track_type.itemsize)
+        return (f"{jets} jets of {SALT_TRACKS} tracks, {compression} "
+                f"({size / 2**20:.0f} MiB of rows before compression)")
+
+    return files_of_layout(directory, {"jets": jets, "compression": compression}, write, log)
+
+
+def salt_loader(src, directory, workers, batch_size=4000):
+    from torch.utils.data import DataLoader
+
+    _public_source(src, "salt/data/datasets.py", "umami-hep/salt")
+    # atlas-ftag-tools' cuts, labeller and virtual-file helpers, for options this configuration
+    # does not take (selections, a labeller, a wildcard of files).
+    _stand_in_modules({"ftag": ["Cuts", "Labeller"], "ftag.track_selector": ["TrackSelector"],
+                       "ftag.vds": ["create_virtual_file"], "lightning": []})
+    # salt.data imports its Lightning data module too, whose base class is all it needs here.
+    lightning = sys.modules["lightning"]
+    if not hasattr(lightning, "LightningDataModule"):
+        lightning.LightningDataModule = type("LightningDataModule", (), {})
+    from salt.data.datasets import SaltDataset
+    from salt.data.samplers import RandomBatchSampler
+
+    train = os.path.join(directory, "train")
+    dataset = SaltDataset(
+        filename=os.path.join(train, SALT_FILE), norm_dict=os.path.join(train, "norm_dict.yaml"),
+        variables={"jets": ["pt_btagJes", "eta_btagJes"], "tracks": list(SALT_GN2_TRACK_INPUTS)},
+        labels={"jets": ["flavour_label"],
+                "tracks": ["ftagTruthOriginLabel", "ftagTruthVertexIndex"]},
+        stage="fit")
+    # SaltDataModule.get_dataloader for the fit stage: batches of contiguous jets in a shuffled
+    # order, the dataset reading a whole batch at a time.
+    loader = DataLoader(dataset, batch_size=None, collate_fn=None,
+                        sampler=RandomBatchSampler(dataset, batch_size, True, drop_last=True),
+                        num_workers=workers, shuffle=False, pin_memory=False,
+                        persistent_workers=workers > 0,
+                        prefetch_factor=2 if workers > 0 else None)
+    return loader, _NoEpochs(), train
+
+
 def h5torch_loader(src, directory, workers):
     from torch.utils.data import DataLoader
 
@@ -989,7 +1119,7 @@ def h5torch_loader(src, directory, workers):
 LOADERS = {"deepcam": deepcam_loader, "fourcastnet": fourcastnet_loader,
            "pdebench": pdebench_loader, "unet3d": unet3d_loader, "fastmri": fastmri_loader,
            "thewell": well_loader, "credit": credit_loader, "mace": mace_loader,
-           "h5torch": h5torch_loader, "robomimic": robomimic_loader,
+           "h5torch": h5torch_loader, "robomimic": robomimic_loader, "salt": salt_loader,
            "thewell-by-path": lambda src, directory, workers: well_loader(src, directory, workers,
                                                                           by_path=True)}
 
@@ -1155,6 +1285,8 @@ def compare(args):
         make_h5torch_files(data_dir, args.cells, args.genes)
     elif args.loader == "robomimic":
         make_robomimic_files(data_dir, args.demos, args.steps)
+    elif args.loader == "salt":
+        make_salt_files(data_dir, args.jets, args.compression)
     else:
         make_fourcastnet_files(data_dir, args.years, args.steps, args.height, args.width)
     plugin_dir = args.plugin_dir or os.path.join(REPO, "build", "bench", "plugins")
@@ -1193,7 +1325,8 @@ def compare(args):
     report = {"loader": args.loader, "src": args.src, "layout": {
         k: getattr(args, k)
         for k in ("files", "years", "seeds", "steps", "side", "height", "width", "volumes", "depth",
-                  "slices", "trajectories", "levels", "compressed", "configs", "cells", "genes")
+                  "slices", "trajectories", "levels", "compressed", "configs", "cells", "genes",
+                  "demos", "jets", "compression")
         if hasattr(args, k)},
         "open_by_path": getattr(args, "open_by_path", False), "runs": runs, "wrong": wrong}
     with open(os.path.join(args.out, "public-loader.json"), "w") as f:
@@ -1301,6 +1434,12 @@ def main(argv=None):
     p.add_argument("--src", required=True, help="the root of a robomimic checkout")
     p.add_argument("--demos", type=int, default=100, help="demonstrations, a group each (100)")
     p.add_argument("--steps", type=int, default=120, help="steps of each demonstration (120)")
+    common(p)
+    p = sub.add_parser("salt", help="ATLAS's salt (SaltDataset, RandomBatchSampler)")
+    p.add_argument("--src", required=True, help="the root of a salt checkout")
+    p.add_argument("--jets", type=int, default=250000, help="rows of jets and tracks (250000)")
+    p.add_argument("--compression", choices=("lz4", "lzf", "gzip", "none"), default="lz4",
+                   help="the filter of the chunks (lz4, the preprocessing's default)")
     common(p)
     r = sub.add_parser("_run", help=argparse.SUPPRESS)
     r.add_argument("--loader", dest="kind", required=True, choices=sorted(LOADERS))

@@ -771,6 +771,32 @@ def test_public_loader_robomimic_layout_is_a_group_per_demonstration(tmp_path):
         assert [d.decode() for d in f["mask/train"][:]] == ["demo_0", "demo_1", "demo_2"]
 
 
+def test_public_loader_salt_layout_is_compound_jets_and_tracks(tmp_path):
+    """What salt's SaltDataset reads with GN2's configuration: compound jets and tracks with
+    every variable and label it asks for, tracks padded past each jet's count (valid False,
+    zeros), chunks of 100 jets, and the fields it reads fewer than those stored (so each read
+    is of some of the stored members)."""
+    import h5py
+    import numpy as np
+
+    import public_loader
+    train = public_loader.make_salt_files(str(tmp_path), 250, "lzf", log=lambda *_: None)
+    with h5py.File(os.path.join(train, public_loader.SALT_FILE), "r") as f:
+        jets, tracks = f["jets"], f["tracks"]
+        assert jets.shape == (250,) and tracks.shape == (250, public_loader.SALT_TRACKS)
+        assert tracks.chunks == (100, public_loader.SALT_TRACKS)
+        assert tracks.compression == "lzf" and jets.compression == "lzf"
+        for name in ("pt_btagJes", "eta_btagJes", "flavour_label"):
+            assert name in jets.dtype.names
+        read = set(public_loader.SALT_GN2_TRACK_INPUTS) | {
+            "ftagTruthOriginLabel", "ftagTruthVertexIndex", "valid"}
+        assert len(public_loader.SALT_GN2_TRACK_INPUTS) == 19
+        assert read < set(tracks.dtype.names)
+        t, count = tracks[:], jets["n_tracks"]
+        assert (t["valid"].sum(axis=1) == count).all()
+        assert (t["d0"][~t["valid"]] == 0).all() and t["d0"][t["valid"]].std() > 0.5
+
+
 def test_public_loader_well_by_path_opens_the_path_of_a_local_file_object(tmp_path):
     import h5py
     import numpy as np

@@ -78,11 +78,22 @@ def _info(message: str) -> None:
 
 
 def _as_indices(item) -> Optional[List[int]]:
-    """A sampler item as the indices it stands for (an int, or a batch)."""
+    """A sampler item as the indices it stands for (an int, a batch, or a slice
+    of contiguous indices with a start and a stop: salt's RandomBatchSampler
+    yields np.s_[start:stop] for its dataset to read a batch of rows at once)."""
     try:
         return [operator.index(item)]  # int, NumPy and 0-d torch integers
     except (TypeError, ValueError, RuntimeError):
         pass
+    if isinstance(item, slice):
+        try:
+            start, stop = operator.index(item.start), operator.index(item.stop)
+            step = 1 if item.step is None else operator.index(item.step)
+        except (TypeError, ValueError, RuntimeError):
+            return None  # an open end or a negative one: counted from a length unknown here
+        if start < 0 or stop < 0 or step <= 0:
+            return None
+        return list(range(start, stop, step))
     try:
         return [operator.index(i) for i in item]
     except (TypeError, ValueError, RuntimeError):

@@ -181,6 +181,40 @@ hid_t DatasetState::NewStoredTypeId() const {
   return hdf5::DecodeType(encoded_type_.data(), encoded_type_.size());
 }
 
+std::shared_ptr<const CompoundFields> DatasetState::FieldsOf(hid_t mem_type) const {
+  if (type_class_ != H5T_COMPOUND || H5Tget_class(mem_type) != H5T_COMPOUND) return nullptr;
+  std::vector<unsigned char> encoded;
+  std::size_t size = 0;
+  if (H5Tencode(mem_type, nullptr, &size) < 0 || size == 0) return nullptr;
+  encoded.resize(size);
+  if (H5Tencode(mem_type, encoded.data(), &size) < 0) return nullptr;
+  {
+    cache::MutexLock lock(&fields_mu_);
+    for (const FieldsVerdict& verdict : fields_verdicts_) {
+      if (verdict.memory_type == encoded) return verdict.fields;
+    }
+  }
+  std::shared_ptr<const CompoundFields> fields;
+  const hid_t stored = NewStoredTypeId();
+  if (stored >= 0) {
+    std::optional<CompoundFields> plan;
+    {
+      // A failed query (a member name the stored type lacks) is an answer:
+      // nothing printed, no error left behind the read.
+      PreservedErrorStack keep;
+      QuietErrorPrinting quiet;
+      plan = CompoundFields::Plan(mem_type, stored);
+    }
+    H5Tclose(stored);
+    if (plan) fields = std::make_shared<const CompoundFields>(std::move(*plan));
+  }
+  cache::MutexLock lock(&fields_mu_);
+  if (fields_verdicts_.size() < kMaxFieldsVerdicts) {
+    fields_verdicts_.push_back({std::move(encoded), fields});
+  }
+  return fields;
+}
+
 void DatasetState::MarkChanged() noexcept {
   changed_.store(true, std::memory_order_relaxed);
   WrittenDatasets::Note(identity_);

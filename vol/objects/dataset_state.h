@@ -19,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "cache/base/mutex.h"
 #include "vol/hdf5_compat.h"
+#include "vol/objects/compound_fields.h"
 #include "vol/objects/dataset_queries.h"
 #include "vol/objects/object.h"
 #include "vol/objects/predefined_types.h"
@@ -67,6 +69,11 @@ class DatasetState {
   bool IsStoredType(hid_t mem_type) const;
   // A new id of the stored type; the caller closes it. Invalid on failure.
   hid_t NewStoredTypeId() const;
+  // For a compound stored type: how a read into `mem_type`, some of its
+  // members, is gathered from stored elements (compound_fields.h); null when
+  // HDF5 must convert it. Decided once per memory type (by its encoding: h5py
+  // makes a new id for every read). Callers hold HDF5's lock.
+  std::shared_ptr<const CompoundFields> FieldsOf(hid_t mem_type) const;
   // Fixed-size data only: no variable-length or reference types anywhere in it.
   bool fixed_size() const { return fixed_size_; }
   std::uint64_t row_bytes() const { return row_bytes_; }
@@ -113,6 +120,15 @@ class DatasetState {
   // predefined types.
   static constexpr int kNotLooked = -2;
   mutable std::atomic<int> equivalent_predefined_{kNotLooked};
+  // FieldsOf's verdicts, by the memory type's encoding (a few: a loader
+  // reads a dataset with one or two sets of fields).
+  struct FieldsVerdict {
+    std::vector<unsigned char> memory_type;
+    std::shared_ptr<const CompoundFields> fields;
+  };
+  static constexpr std::size_t kMaxFieldsVerdicts = 8;
+  mutable cache::Mutex fields_mu_;
+  mutable std::vector<FieldsVerdict> fields_verdicts_ GUARDED_BY(fields_mu_);
   std::size_t type_size_ = 0;
   bool fixed_size_ = false;
   std::uint64_t row_bytes_ = 0;

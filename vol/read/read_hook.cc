@@ -55,17 +55,23 @@ std::optional<ReadRequest> Inspect(const VolObject& dataset, hid_t mem_type, hid
   // When the memory type is the stored type, its size is known: h5py's reads
   // then ask the library one question about the type (dataset_state.h).
   const bool stored_type = servable_shape && state->IsStoredType(mem_type);
-  const size_t mem_type_size = stored_type ? state->type_size() : H5Tget_size(mem_type);
+  // Some members of a stored compound (`d["x"]`, `read_direct` into fewer
+  // fields): gathered from stored elements where HDF5's conversion is a copy.
+  if (servable_shape && !stored_type) request.fields = state->FieldsOf(mem_type);
+  const size_t mem_type_size = stored_type      ? state->type_size()
+                               : request.fields ? request.fields->memory_size()
+                                                : H5Tget_size(mem_type);
   request.bytes = request.selection.elements * mem_type_size;
   request.file_space = file_space;
   const bool contiguous_memory =
-      stored_type && MemoryIsContiguous(mem_space, file_space, request.selection.elements);
+      (stored_type || request.fields != nullptr) &&
+      MemoryIsContiguous(mem_space, file_space, request.selection.elements);
   request.simple = contiguous_memory && !state->changed();
   request.written = contiguous_memory && state->changed();
   request.not_simple = transfer != TransferVerdict::kServable ? ForwardReason::kTransfer
                        : !cacheable_dataset                   ? ForwardReason::kDataset
                        : !rows_selected                       ? ForwardReason::kSelection
-                       : !stored_type                         ? ForwardReason::kType
+                       : !stored_type && !request.fields      ? ForwardReason::kType
                        : !contiguous_memory                   ? ForwardReason::kMemory
                        : request.written                      ? ForwardReason::kWritten
                                                               : ForwardReason::kNone;
@@ -114,8 +120,10 @@ const char* ForwardedExplanation(ForwardReason reason) {
       return "reads of neither whole rows nor the same part of each row (boolean masks, point "
              "lists, scalars, empty selections) are forwarded to HDF5";
     case ForwardReason::kType:
-      return "reads into a memory type other than the stored one (astype, a field of a compound, "
-             "big-endian data read in native order) are forwarded to HDF5, which converts them";
+      return "reads into a memory type other than the stored one (astype, big-endian data read "
+             "in native order, fields of a compound read as another type or into a structured "
+             "array with padding or fields the file lacks) are forwarded to HDF5, which converts "
+             "them";
     case ForwardReason::kMemory:
       return "reads into a memory selection that is not one run in selection order (read_direct "
              "into part of an array) are forwarded to HDF5";

@@ -5,7 +5,8 @@
 // file selection becomes whole rows along dimension 0 (selection.h), and the
 // read is "simple" when it could be served row by row from a cache: the
 // memory type equals the stored type, the memory side is one contiguous run in
-// selection order, the selection covers whole rows or the same part of every
+// selection order (or a set of the stored compound's members the connector
+// gathers itself: compound_fields.h), the selection covers whole rows or the same part of every
 // row it touches (a narrow part is then served only where whole rows pay:
 // CacheClient::TryServe), the dataset holds
 // fixed-size data, was not changed through this process and sits in a file
@@ -15,9 +16,11 @@
 #ifndef PRESCIENT_VOL_READ_READ_HOOK_H_
 #define PRESCIENT_VOL_READ_READ_HOOK_H_
 
+#include <memory>
 #include <optional>
 
 #include "vol/hdf5_compat.h"
+#include "vol/objects/compound_fields.h"
 #include "vol/objects/object.h"
 #include "vol/read/forward_reason.h"
 #include "vol/read/selection.h"
@@ -40,6 +43,9 @@ struct ReadRequest {
   bool narrow_row_part = false;
   TransferVerdict transfer = TransferVerdict::kServable;
   std::uint64_t bytes = 0;  // elements x memory type size
+  // Set when the memory type is some members of the stored compound type:
+  // the read is served as stored elements, then these members gathered.
+  std::shared_ptr<const CompoundFields> fields;
   // The read's file dataspace, the caller's: valid during the read callback
   // only (a narrow read served in part reads its other rows' parts through
   // it, CacheClient::TryServe).

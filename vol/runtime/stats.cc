@@ -24,6 +24,7 @@ constexpr const char* kTopLevelNames[] = {
     "reads_row_parts_narrow_served",
     "reads_row_parts_narrow_split",
     "rows_narrow_through_hdf5",
+    "reads_compound_fields",
     "reads_scalar",
     "reads_undecoded",
     "reads_forwarded",
@@ -170,6 +171,7 @@ void Stats::Commit(const ReadRecord& read) {
     add(Counter::kReadsRowPartsNarrowServed, read.narrow_row_part && read.served ? 1 : 0);
     add(Counter::kReadsRowPartsNarrowSplit, read.narrow_in_part ? 1 : 0);
     add(Counter::kRowsNarrowThroughHdf5, read.rows_narrow_through_hdf5);
+    add(Counter::kReadsCompoundFields, read.fields_gathered ? 1 : 0);
     add(Counter::kReadsScalar, read.selection.scalar ? 1 : 0);
     add(Counter::kRows, read.selection.rows.rows());
     add(Counter::kBytes, read.bytes);

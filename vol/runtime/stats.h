@@ -40,6 +40,7 @@ enum class Counter : std::size_t {
   kReadsRowPartsNarrowServed,  // of those: served from the cache
   kReadsRowPartsNarrowSplit,   // of those: in part, the other rows' parts read through HDF5
   kRowsNarrowThroughHdf5,      // rows of those whose parts were read through HDF5
+  kReadsCompoundFields,        // served as some members of the stored compound (compound_fields.h)
   kReadsScalar,                //
   kReadsUndecoded,             // selection Prescient could not interpret (still forwarded)
   kReadsForwarded,             // passed to the connector underneath
@@ -163,6 +164,9 @@ struct ReadRecord {
   // others through HDF5 (a narrow read, CacheClient::TryServe).
   bool narrow_in_part = false;
   std::uint64_t rows_narrow_through_hdf5 = 0;
+  // Served as some members of the stored compound type, gathered from its
+  // stored elements (CacheClient::TryServe).
+  bool fields_gathered = false;
   std::uint64_t rows_hit = 0, rows_loaded = 0, rows_waited = 0, rows_read_around = 0;
   std::uint64_t rows_admitted_behind = 0;      // of rows_loaded
   std::uint64_t rows_admitted_read_again = 0;  // of rows_admitted_behind

@@ -175,9 +175,10 @@ void PartOfEveryRow(std::span<const ElementRun> part, std::uint64_t element_byte
 // order) through HDF5, each to its place in `buf`. False, with the
 // fallback counted, if one failed.
 bool ReadPartsThroughHdf5(const CachedDataset& cached, const VolObject& dataset,
-                          const ReadRequest& request, std::span<const std::uint64_t> rows,
-                          std::span<const PlaceRun> runs, std::byte* buf) {
-  const std::uint64_t part_bytes = request.bytes / rows.size();
+                          const ReadRequest& request, std::uint64_t stored_bytes,
+                          std::span<const std::uint64_t> rows, std::span<const PlaceRun> runs,
+                          std::byte* buf) {
+  const std::uint64_t part_bytes = stored_bytes / rows.size();
   const std::uint64_t part_elements = request.selection.elements / rows.size();
   for (const PlaceRun& run : runs) {
     const cache::Status status = cached.ReadSelectedRowsThroughHdf5(
@@ -756,8 +757,33 @@ cache::Status CacheClient::LoadWithReadAround(cache::NodeCache& cache, const Cac
 
 bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request, void* buf,
                            ReadRecord* record) noexcept {
+  if (!request.simple) return false;  // its record says why
+  if (request.fields == nullptr) return ServeStored(dataset, request, request.bytes, buf, record);
+  // Some members of a compound: the stored elements into a staging buffer,
+  // then the members gathered into the caller's (compound_fields.h). The
+  // caller's buffer is written only once the read is served.
   try {
-    if (!request.simple) return false;  // its record says why
+    const CompoundFields& fields = *request.fields;
+    const std::uint64_t elements = request.selection.elements;
+    thread_local UninitializedBytes staging;
+    std::byte* stored = staging.Get(elements * fields.stored_size());
+    if (!ServeStored(dataset, request, elements * fields.stored_size(), stored, record)) {
+      return false;
+    }
+    fields.Gather(stored, static_cast<std::byte*>(buf), elements);
+    if (staging.capacity() > kKeptPartBufferBytes) staging.Release();
+    record->fields_gathered = true;
+    return true;
+  } catch (const std::exception& e) {
+    Runtime::Get().Log(LogLevel::kDebug, std::string("cache serve failed: ") + e.what());
+  } catch (...) {
+  }
+  return Forwarded(record, ForwardReason::kFailed);
+}
+
+bool CacheClient::ServeStored(const VolObject& dataset, const ReadRequest& request,
+                              std::uint64_t stored_bytes, void* buf, ReadRecord* record) noexcept {
+  try {
     if (request.selection.rows.rows() == 0) return Forwarded(record, ForwardReason::kSelection);
     // Phase 1: the dataset and the cache (one lock).
     const Registered found = Lookup(dataset);
@@ -782,7 +808,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
       if (row_elements == 0 || cached->row_bytes() % row_elements != 0)
         return Forwarded(record, ForwardReason::kSelection);
       element_bytes = cached->row_bytes() / row_elements;
-      if (element_bytes * request.selection.elements != request.bytes)
+      if (element_bytes * request.selection.elements != stored_bytes)
         return Forwarded(record, ForwardReason::kSelection);
     }
     auto forward_changed = [&] {
@@ -824,7 +850,7 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
     // cache holds, the others' parts read through HDF5 (SplitByResidency).
     bool in_part = false;
     if (request.narrow_row_part &&
-        !cached->NarrowPartsPay(rows, request.bytes / rows.size(), cache->Stats())) {
+        !cached->NarrowPartsPay(rows, stored_bytes / rows.size(), cache->Stats())) {
       const Residency residency = SplitByResidency(*cache, cached->slot(), rows, scratch_space);
       if (residency == Residency::kTooLittle) return Forwarded(record, ForwardReason::kNarrow);
       in_part = residency == Residency::kPart;
@@ -853,8 +879,8 @@ bool CacheClient::TryServe(const VolObject& dataset, const ReadRequest& request,
                                 &read_around);
     };
     if (in_part &&
-        !ReadPartsThroughHdf5(*cached, dataset, request, rows, scratch_space.through_hdf5,
-                              static_cast<std::byte*>(buf))) {
+        !ReadPartsThroughHdf5(*cached, dataset, request, stored_bytes, rows,
+                              scratch_space.through_hdf5, static_cast<std::byte*>(buf))) {
       return Forwarded(record, ForwardReason::kFailed);
     }
     std::vector<std::byte>& scratch = scratch_space.entry_bytes;

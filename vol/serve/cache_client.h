@@ -95,6 +95,11 @@ class CacheClient {
       std::unique_ptr<cache::NodeCache> segment) EXCLUDES(mutex_);
 
  private:
+  // TryServe for `stored_bytes` of the stored type's elements into `buf`
+  // (the caller's buffer, or a staging one for a read of compound fields).
+  bool ServeStored(const VolObject& dataset, const ReadRequest& request, std::uint64_t stored_bytes,
+                   void* buf, ReadRecord* record) noexcept;
+
   using Identity = std::pair<std::uint64_t, std::uint64_t>;
   // Identities are hashes already (DatasetIdentity): any mix of the two halves.
   struct IdentityHash {

@@ -9,6 +9,9 @@ Shapes:
   files     a per-epoch file permutation crossed with an in-file permutation, 8 files
   batches   BatchSampler(RandomSampler(generator=g)), each batch one read of d[sorted(batch)]
   blocks    shuffled whole contiguous batches, each one read of d[b*B:(b+1)*B]
+  slices    the same as ATLAS's salt samples them: a sampler of np.s_[b*B:(b+1)*B] slices in a
+            shuffled order (its RandomBatchSampler), each one read_direct of the batch's rows
+            into a reused array
   concat    a ConcatDataset of one Dataset per file, the files in an unsorted (glob-like) order,
             shuffle=True
   fresh     a new DataLoader (shuffle=True) over the same dataset every epoch, each followed by
@@ -290,6 +293,41 @@ class Blocks(Dataset):
                 torch.from_numpy(self.f["y"][b * BATCH:(b + 1) * BATCH]))
 
 
+class SlicedBlocks(Dataset):
+    """salt's SaltDataset: a sample is a slice of rows, read with read_direct into arrays
+    resized to the batch (the dataset's length is the rows')."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "all.h5")
+        self.f = None
+
+    def __len__(self):
+        return SAMPLES
+
+    def __getitem__(self, rows):
+        if self.f is None:
+            self.f = h5file(self.path)
+        out = []
+        for name in ("x", "y"):
+            d = self.f[name]
+            batch = np.empty((rows.stop - rows.start,) + d.shape[1:], d.dtype)
+            d.read_direct(batch, rows)
+            out.append(torch.from_numpy(batch))
+        return tuple(out)
+
+
+class ShuffledSlices(Sampler):
+    """salt's RandomBatchSampler: batch numbers in a torch.randperm order, each yielded as the
+    slice of its rows."""
+
+    def __len__(self):
+        return SAMPLES // BATCH
+
+    def __iter__(self):
+        for b in torch.randperm(SAMPLES // BATCH):
+            yield np.s_[int(b) * BATCH:(int(b) + 1) * BATCH]
+
+
 class ShuffledBlocks(Sampler):
     def __len__(self):
         return SAMPLES // BATCH
@@ -353,6 +391,9 @@ def loader_for(shape, directory):
         return DataLoader(Blocks(directory), batch_size=None, sampler=ShuffledBlocks(),
                           num_workers=2,
                           multiprocessing_context=MP)
+    if shape == "slices":
+        return DataLoader(SlicedBlocks(directory), batch_size=None, sampler=ShuffledSlices(),
+                          num_workers=2, multiprocessing_context=MP)
     raise SystemExit(f"unknown shape {shape}")
 
 

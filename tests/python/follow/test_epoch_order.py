@@ -74,6 +74,13 @@ def test_sampler_items_as_indices():
     assert _as_indices(torch.tensor(5)) == [5] and _as_indices(torch.tensor([1, 2])) == [1, 2]
     assert _as_indices([7, 8]) == [7, 8] and _as_indices(np.array([1, 2])) == [1, 2]
     assert _as_indices("ab") is None and _as_indices(2.5) is None
+    # Slices of contiguous indices (salt's RandomBatchSampler yields np.s_[start:stop]).
+    assert _as_indices(np.s_[np.int64(8):12]) == [8, 9, 10, 11]
+    assert _as_indices(slice(2, 9, 3)) == [2, 5, 8] and _as_indices(slice(4, 4)) == []
+    # An open or negative end counts from a length the follower does not know.
+    for open_ended in (slice(None, 5), slice(3, None), slice(-4, -1), slice(5, 1, -1),
+                       slice(0.5, 3)):
+        assert _as_indices(open_ended) is None, open_ended
 
 
 def test_learning_is_looked_at_early_then_at_a_steady_pace():

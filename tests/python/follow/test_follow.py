@@ -106,7 +106,8 @@ def process_totals(stats_dir):
 
 @pytest.mark.parametrize("shape,start,imports", [
     ("list", "fork", "eager"), ("files", "fork", "eager"), ("batches", "fork", "eager"),
-    ("blocks", "fork", "eager"), ("concat", "fork", "eager"), ("fresh", "fork", "eager"),
+    ("blocks", "fork", "eager"), ("slices", "fork", "eager"), ("concat", "fork", "eager"),
+    ("fresh", "fork", "eager"),
     ("pair", "fork", "eager"), ("pairs", "fork", "eager"),
     ("list", "forkserver", "eager"), ("list", "forkserver", "lazy"), ("list", "fork", "lazy"), ("files", "fork", "lazy"),
     ("fresh", "forkserver", "eager"), ("sanity", "fork", "eager"), ("sanity", "forkserver", "eager")])

@@ -45,7 +45,8 @@ EXPECTED = {
     "x.astype(f8)[5]": ("regular", 1, False),
     "read_direct s_[10:18] -> s_[8:16]": ("regular", 8, False),
     "read_direct s_[5] -> rank 3": ("regular", 1, None),
-    "c['b',10:12]": ("regular", 2, False),
+    # A member of a compound, stored as read: gathered from the stored rows.
+    "c['b',10:12]": ("regular", 2, True),
     "xc[[3,17,42]]": ("irregular", 3, True),
     "s[()]": ("all", None, None),
     "v[5]": ("regular", 1, False),
@@ -63,7 +64,6 @@ FORWARDED_FOR = {
     "y[mask]": "selection",
     "s[()]": "selection",
     "x.astype(f8)[5]": "type",
-    "c['b',10:12]": "type",
     "read_direct s_[10:18] -> s_[8:16]": "memory",
     "v[5]": "dataset",  # variable-length strings: no fixed-size rows to cache
     **{expression: "small_row_part" for expression in ROW_PART_BYTES},
