@@ -34,6 +34,17 @@ int StoredIndexOf(hid_t memory, unsigned index, hid_t stored) {
 
 }  // namespace
 
+bool ReadsAsStored(hid_t memory, hid_t stored) {
+  // Equal types convert by HDF5's no-op path.
+  if (H5Tequal(memory, stored) > 0) return true;
+  // An enum read as integers (h5py reads enum members and datasets as their
+  // base integers): HDF5 converts each value to the memory type through the
+  // enum's base type, a no-op where the two are equal.
+  if (H5Tget_class(stored) != H5T_ENUM || H5Tget_class(memory) != H5T_INTEGER) return false;
+  const TypeId base(H5Tget_super(stored));
+  return base.get() >= 0 && H5Tequal(memory, base.get()) > 0;
+}
+
 std::optional<CompoundFields> CompoundFields::Plan(hid_t memory, hid_t stored) {
   if (H5Tget_class(memory) != H5T_COMPOUND || H5Tget_class(stored) != H5T_COMPOUND) {
     return std::nullopt;
@@ -50,8 +61,7 @@ std::optional<CompoundFields> CompoundFields::Plan(hid_t memory, hid_t stored) {
     const TypeId memory_member(H5Tget_member_type(memory, i));
     const TypeId stored_member(H5Tget_member_type(stored, static_cast<unsigned>(j)));
     if (memory_member.get() < 0 || stored_member.get() < 0) return std::nullopt;
-    // Equal types convert by HDF5's no-op path: the bytes as stored.
-    if (H5Tequal(memory_member.get(), stored_member.get()) <= 0) return std::nullopt;
+    if (!ReadsAsStored(memory_member.get(), stored_member.get())) return std::nullopt;
     const std::size_t bytes = H5Tget_size(memory_member.get());
     const std::size_t to = H5Tget_member_offset(memory, i);
     const std::size_t from = H5Tget_member_offset(stored, static_cast<unsigned>(j));

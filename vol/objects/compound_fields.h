@@ -3,8 +3,9 @@
 // served from the stored rows.
 //
 // HDF5 converts such a read member by member, matching members by name. Where
-// every member of the memory type is a member of the stored type of an equal
-// type, and the members cover the memory type's every byte, the conversion is
+// every member of the memory type is a member of the stored type that reads
+// as stored (an equal type, or the base integer of a stored enum:
+// ReadsAsStored), and the members cover the memory type's every byte, the conversion is
 // a copy of each member from its stored offset to its memory offset: the
 // result does not depend on the background buffer HDF5 may keep, and the
 // connector can serve the read from whole stored rows, then gather the
@@ -21,6 +22,12 @@
 #include "vol/hdf5_compat.h"
 
 namespace prescient::vol {
+
+// Whether HDF5 reads elements of `stored` into `memory` as the stored bytes:
+// the types are equal (HDF5's no-op conversion), or `stored` is an enum and
+// `memory` its base integer type (HDF5 converts each value through the base
+// type: a no-op). The caller holds HDF5's lock.
+bool ReadsAsStored(hid_t memory, hid_t stored);
 
 class CompoundFields {
  public:

@@ -154,14 +154,18 @@ bool DatasetState::IsStoredType(hid_t mem_type) const {
 }
 
 bool DatasetState::CompareWithStoredType(hid_t mem_type) const {
-  if (H5Tget_class(mem_type) != type_class_ || H5Tget_size(mem_type) != type_size_) return false;
+  const H5T_class_t mem_class = H5Tget_class(mem_type);
+  const bool enum_as_integers = type_class_ == H5T_ENUM && mem_class == H5T_INTEGER;
+  if ((mem_class != type_class_ && !enum_as_integers) || H5Tget_size(mem_type) != type_size_)
+    return false;
   if (type_class_ == H5T_INTEGER || type_class_ == H5T_FLOAT) {
     return AtomicProperties::Of(mem_type, type_class_) == StoredAtomicProperties();
   }
-  // Other classes (compound, enum, array, ...): a decoded copy and H5Tequal.
+  // Other classes (compound, enum, array, ...): a decoded copy and H5Tequal;
+  // an enum read as its base integers returns the stored bytes too.
   const hid_t stored = NewStoredTypeId();
   if (stored < 0) return false;
-  const bool equal = H5Tequal(mem_type, stored) > 0;
+  const bool equal = ReadsAsStored(mem_type, stored);
   H5Tclose(stored);
   return equal;
 }

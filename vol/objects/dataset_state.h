@@ -63,8 +63,9 @@ class DatasetState {
   std::size_t type_size() const { return type_size_; }
   // No HDF5 id of the stored type is held (ids a connector keeps would show
   // in the application's H5Fget_obj_count): only its encoding.
-  // True when `mem_type` is the stored type (same class, size and encoding):
-  // a read with it returns the file's bytes unconverted.
+  // True when `mem_type` is the stored type (same class, size and encoding),
+  // or the base integer type of a stored enum (h5py reads enums as integers:
+  // ReadsAsStored): a read with it returns the file's bytes unconverted.
   // Decided once per predefined memory type (predefined_types.h).
   bool IsStoredType(hid_t mem_type) const;
   // A new id of the stored type; the caller closes it. Invalid on failure.

@@ -3,7 +3,8 @@
     python3 voltest_compound_fields.py write FILE
     python3 voltest_compound_fields.py read FILE OUT.json
 
-`write` makes compound datasets as HEP and catalogue files keep them (ATLAS's flavour-tagging
+`write` makes compound datasets as HEP and catalogue files keep them (and `labels`, an enum
+dataset, which h5py reads as its base integers) (ATLAS's flavour-tagging
 files: a structured array of jets, one of tracks per jet): `jets` (rows of a packed compound with
 floats, a half float, an integer, a bool, an enum, a string, an array and a nested compound
 member; contiguous), `tracks` (rows of 40 tracks each; chunked, and the same with shuffle+gzip
@@ -77,6 +78,9 @@ def write(path):
         f.create_dataset("tracks_lzf", data=tracks, chunks=(64, TRACKS), compression="lzf")
         f.create_dataset("aligned", data=fill(jet_type(align=True), (JETS,), rng))
         f.create_dataset("bigendian", data=fill(jet_type(big_endian=True), (JETS,), rng))
+        # Labels kept as an enum dataset (rows of 32).
+        f.create_dataset("labels", data=rng.choice([0, 4, 5], size=(JETS, 32)).astype("i1"),
+                         dtype=LABEL)
 
 
 def digest(value):
@@ -108,12 +112,14 @@ def reads(f, rng):
     for i in rng.integers(0, JETS, size=6):
         i = int(i)
         out += [("fields", f"jets['pt', {i}]", lambda i=i: jets["pt", i]),
-                # h5py's enum type is not H5Tequal to the stored one: HDF5 converts.
-                ("type", f"jets.fields('label')[{i}]", lambda i=i: jets.fields("label")[i]),
+                # h5py reads an enum as its base integers: HDF5's conversion is a copy.
+                ("fields", f"jets.fields('label')[{i}]", lambda i=i: jets.fields("label")[i]),
+                ("stored", f"labels[{i}]", lambda i=i: f["labels"][i]),
                 ("fields", f"jets.fields('valid')[{i}]", lambda i=i: jets.fields("valid")[i]),
                 ("fields", f"jets['nested', {i}]", lambda i=i: jets["nested", i]),
                 ("fields", f"jets['name', 'vec', {i}]", lambda i=i: jets["name", "vec", i]),
-                ("type", f"jets[{i}]", lambda i=i: jets[i]),
+                # Every member, the enum read as integers: gathered as one copy.
+                ("fields", f"jets[{i}]", lambda i=i: jets[i]),
                 ("stored", f"tracks[{i}]", lambda i=i: tracks[i])]
     for start in rng.integers(0, JETS - 300, size=6):
         s = int(start)
@@ -145,6 +151,10 @@ def reads(f, rng):
             ("type", f"jets into an aligned array [{s}:+256]",
              lambda sl=sl: direct(jets, np.dtype([("valid", "?"), ("pt", "<f4")], align=True),
                                   sl, (256,))),
+            ("type", f"labels as int16 [{s}:+256]",
+             lambda sl=sl: f["labels"].astype("<i2")[sl]),
+            ("fields", f"jets.fields(all reversed)[{s}:+256]",
+             lambda sl=sl: jets.fields(list(reversed(jets.dtype.names)))[sl]),
             ("type", f"bigendian fields in native order [{s}:+256]",
              lambda sl=sl: direct(f["bigendian"], np.dtype([("pt", "<f4"), ("eta", "<f4")]), sl,
                                   (256,))),

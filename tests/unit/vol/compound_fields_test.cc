@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace prescient::vol {
@@ -142,6 +143,28 @@ TEST(CompoundFields, NestedAndArrayMembersCompareWhole) {
   partial.Add("n", 0, fewer_inner.id());
   EXPECT_FALSE(CompoundFields::Plan(partial.id(), stored.id()).has_value());
   H5Tclose(vec);
+}
+
+TEST(CompoundFields, AnEnumReadAsItsBaseIntegersReadsAsStored) {
+  const hid_t label = H5Tenum_create(H5T_STD_I8LE);
+  const std::pair<const char*, signed char> members[] = {{"b", 5}, {"c", 4}, {"light", 0}};
+  for (const auto& [name, value] : members) ASSERT_GE(H5Tenum_insert(label, name, &value), 0);
+  EXPECT_TRUE(ReadsAsStored(H5T_NATIVE_SCHAR, label));
+  EXPECT_TRUE(ReadsAsStored(label, label));
+  EXPECT_FALSE(ReadsAsStored(H5T_STD_I16LE, label)) << "another integer: converted";
+  EXPECT_FALSE(ReadsAsStored(label, H5T_STD_I8LE)) << "integers read as an enum: mapped";
+  Compound stored(5);
+  stored.Add("x", 0, H5T_IEEE_F32LE).Add("label", 4, label);
+  Compound memory(1);
+  memory.Add("label", 0, H5T_STD_I8LE);
+  std::optional<CompoundFields> fields = CompoundFields::Plan(memory.id(), stored.id());
+  ASSERT_TRUE(fields.has_value());
+  std::vector<std::byte> in = Pattern(3 * 5);
+  for (int e = 0; e < 3; ++e) in[e * 5 + 4] = static_cast<std::byte>(e == 1 ? 4 : 5);
+  std::vector<std::byte> out(3);
+  fields->Gather(in.data(), out.data(), 3);
+  EXPECT_EQ(out, ConvertedByHdf5(stored.id(), memory.id(), in, 3));
+  H5Tclose(label);
 }
 
 TEST(CompoundFields, CopiesMustCoverTheMemoryElementOnceInsideTheStoredOne) {
