@@ -67,6 +67,15 @@ _PREDICTED_CHECK_SECONDS = 0.05
 # Items between two looks at what the workers learned, once past the first
 # looks (16, 64, 256, 1024, 4096 items: see _EpochOrder.__next__).
 _LOOK_EVERY = 4096
+# Items of at least this many indices each (a batch of contiguous rows read at
+# once, salt's slices of 4,000 jets) are looked at from the 6th item on (6, 24,
+# 96, ...): the DataLoader takes its first 4 items at once (2 workers, 2 each),
+# so the 6th is handed out once two fetches are done, whose records show the
+# pattern already. At the 16th, the workers had recorded 68,000 indices, whose
+# parsing and mapping took the training process 0.86 s before the pattern was
+# shared (RESULTS.md, "An eleventh public loader").
+_LARGE_ITEM = 256
+_FIRST_LOOK_LARGE = 6
 
 
 def _warn(message: str) -> None:
@@ -100,6 +109,18 @@ def _as_indices(item) -> Optional[List[int]]:
         return None
 
 
+def _item_size(item) -> int:
+    """How many indices a sampler item stands for (1 for an index or anything
+    unsized), without listing them."""
+    if isinstance(item, slice):
+        indices = _as_indices(item)
+        return len(indices) if indices is not None else 1
+    try:
+        return len(item)
+    except TypeError:  # an index, or not a batch
+        return 1
+
+
 class _EpochOrder:
     """Stands in for one epoch's sampler iterator (see the module docstring)."""
 
@@ -126,6 +147,8 @@ class _EpochOrder:
             if self._take_rest():
                 self._epoch = self._follower.epoch_started(self._stream, self._items,
                                                            self._workers)
+            if _item_size(first) >= _LARGE_ITEM:
+                self._next_check = _FIRST_LOOK_LARGE
         if self._position < len(self._items):
             item = self._items[self._position]
             self._position += 1
@@ -133,7 +156,8 @@ class _EpochOrder:
                 # While this epoch's rows are still being learned, what the workers
                 # learned so far may show the map's pattern (row = index, ...),
                 # which predicts the rest of the epoch: looked at after 16, 64,
-                # 256, 1024, 4096 items, then every _LOOK_EVERY.
+                # 256, 1024, 4096 items (6, 24, ... of large items), then every
+                # _LOOK_EVERY.
                 self._next_check = min(self._next_check * 4, self._next_check + _LOOK_EVERY)
                 self._follower.epoch_progressed(self._epoch)
             return item

@@ -99,6 +99,14 @@ def test_learning_is_looked_at_early_then_at_a_steady_pace():
     assert drain(follower.order) == items
     assert follower.looks == [16, 64, 256, 1024, 4096, 8192, 12288, 16384]
 
+    # Items of many indices each (salt's slices of a batch of rows) are looked at sooner: the
+    # 16th item of 4,000 indices came after 68,000 indices were recorded.
+    items = [slice(b * 4000, (b + 1) * 4000) for b in range(200)]
+    sampler, follower = CountingSampler(items, len(items)), LookingFollower()
+    follower.order = _EpochOrder(iter(sampler), follower, sampler, workers=2)
+    assert drain(follower.order) == items
+    assert follower.looks == [6, 24, 96]
+
 
 class Data:
     """A dataset object (identity is what the follower compares)."""
