@@ -1,6 +1,7 @@
 """Test files for the node-cache tests: several HDF5 files, each with datasets of every storage
 kind the cache serves (contiguous, chunked, gzip, shuffle+gzip, fletcher32) and kinds it must
-forward (scalar, compound, vlen strings).
+forward (scalar, vlen strings) or may (compound rows, read whole through h5py's slow path or a
+field at a time).
 
 Run as a script (natively, never with the connector) to write the files:
     python3 cachetest_files.py DIR [--seed S] [--variant V]
@@ -33,7 +34,8 @@ NUMERIC = {
 # file name -> number of rows of its numeric datasets.
 FILES = {"a.h5": 1000, "b.h5": 257, "c.h5": 61}
 
-# Datasets every read must forward (or that h5py reads through its slow path).
+# Datasets every read must forward, or that h5py reads through its slow path (compound rows,
+# whose fields the connector may serve).
 FORWARD_ONLY = ("scal", "comp", "vstr")
 
 

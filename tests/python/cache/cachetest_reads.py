@@ -25,11 +25,12 @@ from cachetest_files import FILES, NUMERIC  # noqa: E402
 SIMPLE_KINDS = ("int", "slice", "step", "fancy_regular", "fancy_blocks", "fancy_irregular",
                 "all", "ellipsis", "asarray", "read_direct_full", "open_slice")
 # Read kinds that must be forwarded: partial rows, a converted type (astype to another dtype),
-# an offset memory selection, compound fields, scalar and vlen datasets; zero-row reads.
-FORWARD_KINDS = ("astype", "partial", "read_direct_offset", "field", "scalar", "vlen", "empty")
+# an offset memory selection, scalar and vlen datasets; zero-row reads.
+FORWARD_KINDS = ("astype", "partial", "read_direct_offset", "scalar", "vlen", "empty")
 # Reads the connector may serve or forward: whole rows in the stored type, but selected through
-# h5py's slow path (a 1-D boolean mask, whole compound rows, astype to the stored dtype).
-OPTIONAL_KINDS = ("mask", "compound")
+# h5py's slow path (a 1-D boolean mask, whole compound rows, astype to the stored dtype), and
+# a field of the compound rows (gathered from the stored rows: vol/objects/compound_fields.h).
+OPTIONAL_KINDS = ("mask", "compound", "field")
 
 
 def classify(op):
