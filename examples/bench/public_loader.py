@@ -1010,9 +1010,9 @@ SALT_TRACK_HITS = ("numberOfPixelHits", "numberOfSCTHits", "numberOfInnermostPix
                    "numberOfInnermostPixelLayerSharedHits", "numberOfInnermostPixelLayerSplitHits",
                    "numberOfPixelSharedHits", "numberOfPixelSplitHits", "numberOfSCTSharedHits",
                    "numberOfPixelHoles", "numberOfSCTHoles")
-SALT_GN2_TRACK_INPUTS = SALT_TRACK_FLOATS[:12] + SALT_TRACK_HITS[:9]
-SALT_GN2_TRACK_INPUTS = tuple(v for v in SALT_GN2_TRACK_INPUTS
-                              if not v.startswith("lifetimeSigned"))  # GN2.yaml's 19
+# GN2.yaml's 19 track inputs: the impact parameters and angles, their uncertainties, the hits.
+SALT_GN2_TRACK_INPUTS = tuple(v for v in SALT_TRACK_FLOATS[:12]
+                              if not v.startswith("lifetimeSigned")) + SALT_TRACK_HITS[:9]
 
 
 def make_salt_files(directory, jets, compression="lz4", log=print):
