@@ -113,8 +113,10 @@ def _item_size(item) -> int:
     """How many indices a sampler item stands for (1 for an index or anything
     unsized), without listing them."""
     if isinstance(item, slice):
-        indices = _as_indices(item)
-        return len(indices) if indices is not None else 1
+        try:
+            return len(range(item.start, item.stop, 1 if item.step is None else item.step))
+        except (TypeError, ValueError):  # an open end, a zero step: not followed anyway
+            return 1
     try:
         return len(item)
     except TypeError:  # an index, or not a batch
